@@ -1,0 +1,43 @@
+# pqbench: `make` builds everything, `make test` runs every test, `make demo` runs the demo.
+# The first build installs Debian packages and builds OpenSSL and liboqs (about 10 minutes on 2 cores).
+PY := build/venv/bin/python
+PQBENCH := build/venv/bin/pqbench
+
+.PHONY: all build deps native native-asan test test-native test-python demo clean distclean
+
+all: build
+
+build:
+	@bash scripts/build.sh
+
+deps:
+	@bash scripts/build.sh apt openssl liboqs venv
+
+native:
+	@bash scripts/build.sh native
+
+# ASan/UBSan build of the native components and their unit tests (no root needed).
+native-asan: build
+	@echo "[build] asan     building native/ with AddressSanitizer + UBSan"
+	@cmake -S native -B build/native-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPQB_SANITIZE=ON \
+	    -DPQB_OPENSSL_ROOT=$(CURDIR)/build/openssl -DPQB_LIBOQS_ROOT=$(CURDIR)/build/liboqs >build/logs/native-asan.log 2>&1 \
+	  && cmake --build build/native-asan >>build/logs/native-asan.log 2>&1 \
+	  || { tail -n 30 build/logs/native-asan.log; exit 1; }
+
+test-native: native-asan
+	@cd build/native-asan && ctest --output-on-failure
+
+test-python: build
+	@$(PY) -m pytest -q -rs tests
+
+test: test-native test-python
+
+demo: build
+	@$(PQBENCH) doctor
+	@$(PQBENCH) crypto --seconds 0.2 --alg X25519 --alg MLKEM768 --alg X25519MLKEM768 --alg ecdsap256 --alg ed25519 --alg mldsa44 --alg mldsa65
+
+clean:
+	rm -rf build/native build/native-asan
+
+distclean:
+	rm -rf build

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Builds everything pqbench needs into build/, one progress line per step, idempotent.
+#   scripts/build.sh [step ...]   steps: apt openssl liboqs venv native conf (default: all, in order)
+# Third-party builds are cached by version and recipe hash in build/ and, for fresh clones on the
+# same machine, in $PQBENCH_CACHE (default /var/cache/pqbench); they are built from nothing otherwise.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+CACHE=${PQBENCH_CACHE:-/var/cache/pqbench}
+JOBS=${JOBS:-$(nproc)}
+LOGS=$BUILD/logs
+# shellcheck source=../third_party/versions.env
+source "$ROOT/third_party/versions.env"
+mkdir -p "$BUILD" "$LOGS"
+
+step() { printf '[build] %-8s %s\n' "$1" "$2"; }
+die() { printf '[build] error: %s\n' "$*" >&2; exit 1; }
+# Runs a noisy command with its output in a log; on failure shows the log's tail.
+logged() {
+    local log=$LOGS/$1.log; shift
+    if ! "$@" >>"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        die "'$*' failed; full log: $log"
+    fi
+}
+recipe_hash() { sha256sum "$0" "$ROOT/third_party/versions.env" | sha256sum | cut -c1-12; }
+
+# A finished install tree is marked by a .done file; the machine-wide cache holds copies of them.
+restore_from_cache() {  # name dest
+    local src=$CACHE/$1
+    [ -f "$src/.done" ] || return 1
+    rm -rf "$2" && mkdir -p "$(dirname "$2")" && cp -a "$src" "$2"
+}
+save_to_cache() {  # name dest
+    { mkdir -p "$CACHE" && rm -rf "$CACHE/$1.tmp" && cp -a "$2" "$CACHE/$1.tmp" \
+        && rm -rf "${CACHE:?}/$1" && mv "$CACHE/$1.tmp" "$CACHE/$1"; } 2>/dev/null || true
+}
+
+APT_PACKAGES=(nginx-light curl iproute2 ethtool tcpdump ca-certificates dpkg-dev
+              build-essential cmake ninja-build pkg-config python3-venv perl)
+do_apt() {
+    local missing=()
+    for p in "${APT_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    if [ ${#missing[@]} -eq 0 ]; then step apt "all Debian packages present"; return; fi
+    [ "$(id -u)" = 0 ] || die "Debian packages missing (${missing[*]}); run as root or: sudo apt-get install ${missing[*]}"
+    step apt "installing ${missing[*]}"
+    logged apt apt-get update
+    DEBIAN_FRONTEND=noninteractive logged apt apt-get install -y --no-install-recommends "${missing[@]}"
+    # Debian starts nginx on install; pqbench runs its own instances only inside namespaces.
+    systemctl disable --now nginx >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
+}
+
+# --- OpenSSL: upstream tarball from Debian's source package, through a private apt config ----------
+openssl_fetch() {  # prints the path of the downloaded orig tarball
+    local apt=$BUILD/apt-src
+    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$BUILD/downloads"
+    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $OPENSSL_DEBIAN_SUITE main" \
+        >"$apt/sources.list"
+    local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
+                -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
+                -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root)
+    logged openssl-fetch apt-get "${opts[@]}" update
+    local ver
+    ver=$(apt-cache "${opts[@]}" showsrc openssl | awk '/^Version:/{print $2}' \
+          | grep -E "^${OPENSSL_SERIES//./\\.}\." | sort -V | tail -n1)
+    [ -n "$ver" ] || die "no openssl $OPENSSL_SERIES.x source in Debian $OPENSSL_DEBIAN_SUITE"
+    (cd "$BUILD/downloads" && logged openssl-fetch apt-get "${opts[@]}" source --download-only "openssl=$ver")
+    ls "$BUILD/downloads"/openssl_"${ver%%-*}".orig.tar.gz
+}
+
+do_openssl() {
+    local name dest
+    if [ -f "$BUILD/openssl/.done" ]; then step openssl "$(cat "$BUILD/openssl/.done") (built)"; return; fi
+    # A fresh clone may reuse the machine cache without asking the network which version is newest.
+    local cached
+    cached=$(ls -d "$CACHE"/openssl-"$OPENSSL_SERIES".*-"$(recipe_hash)" 2>/dev/null | sort -V | tail -n1 || true)
+    if [ -n "$cached" ] && restore_from_cache "$(basename "$cached")" "$BUILD/openssl"; then
+        step openssl "$(cat "$BUILD/openssl/.done") (from cache $cached)"; return
+    fi
+    step openssl "fetching the newest $OPENSSL_SERIES.x source from Debian $OPENSSL_DEBIAN_SUITE"
+    local tarball ver sha src
+    tarball=$(openssl_fetch)
+    ver=$(basename "$tarball" | sed -E 's/openssl_(.*)\.orig\.tar\.gz/\1/')
+    sha=$(sha256sum "$tarball" | cut -d' ' -f1)
+    src=$BUILD/src/openssl-$ver
+    rm -rf "$src" && mkdir -p "$BUILD/src" && tar -xzf "$tarball" -C "$BUILD/src"
+    [ -f "$src/util/mkdef.pl" ] || die "$tarball is not a complete OpenSSL tree (no util/mkdef.pl)"
+    dest=$BUILD/openssl
+    rm -rf "$dest"
+    step openssl "building $ver shared (about 4 minutes on 2 cores; log: $LOGS/openssl.log)"
+    (cd "$src" && logged openssl ./Configure linux-x86_64 --prefix="$dest" --libdir=lib \
+        --openssldir="$dest/ssl" shared no-tests no-docs '-Wl,-rpath,$$ORIGIN/../lib' \
+        && logged openssl make -j"$JOBS" build_sw && logged openssl make install_sw install_ssldirs)
+    cat >"$dest/PROVENANCE.json" <<EOF
+{"name": "openssl", "version": "$ver", "source": "Debian $OPENSSL_DEBIAN_SUITE source package openssl (upstream orig tarball)",
+ "tarball": "$(basename "$tarball")", "sha256": "$sha"}
+EOF
+    echo "$ver" >"$dest/.done"
+    name=openssl-$ver-$(recipe_hash)
+    save_to_cache "$name" "$dest"
+    rm -rf "$src"
+    step openssl "$ver built (sha256 of source $sha)"
+}
+
+# --- liboqs: vendored in the oqs-sys crate, fetched by cargo with the checksum in Cargo.lock -------
+do_liboqs() {
+    local dest=$BUILD/liboqs name=liboqs-$LIBOQS_VERSION-$(recipe_hash)
+    if [ -f "$dest/.done" ] && [ "$(cat "$dest/.done")" = "$LIBOQS_VERSION" ]; then
+        step liboqs "$LIBOQS_VERSION (built)"; return; fi
+    if restore_from_cache "$name" "$dest"; then step liboqs "$LIBOQS_VERSION (from cache $CACHE/$name)"; return; fi
+    step liboqs "fetching oqs-sys $OQS_SYS_VERSION from crates.io"
+    local fetch=$ROOT/third_party/liboqs-fetch
+    command -v cargo >/dev/null || die "cargo is needed to fetch the oqs-sys crate (install Rust: apt-get install cargo)"
+    logged liboqs-fetch cargo fetch --locked --manifest-path "$fetch/Cargo.toml"
+    local crate home=${CARGO_HOME:-$HOME/.cargo}
+    crate=$(ls "$home"/registry/cache/*/oqs-sys-"$OQS_SYS_VERSION".crate | head -n1)
+    [ -f "$crate" ] || die "oqs-sys $OQS_SYS_VERSION not found in the cargo cache"
+    local sha want
+    sha=$(sha256sum "$crate" | cut -d' ' -f1)
+    want=$(grep -A3 'name = "oqs-sys"' "$fetch/Cargo.lock" | awk -F'"' '/checksum/{print $2}')
+    [ "$sha" = "$want" ] || die "oqs-sys crate checksum $sha does not match Cargo.lock ($want)"
+    local src=$BUILD/src/oqs-sys
+    rm -rf "$src" && mkdir -p "$src" && tar -xzf "$crate" -C "$src" --strip-components=1
+    rm -rf "$dest" "$BUILD/src/liboqs-build"
+    step liboqs "building $LIBOQS_VERSION shared, all algorithms, HQC on (about 5 minutes; log: $LOGS/liboqs.log)"
+    logged liboqs cmake -S "$src/liboqs" -B "$BUILD/src/liboqs-build" -G Ninja \
+        -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DOQS_BUILD_ONLY_LIB=ON \
+        -DOQS_ENABLE_KEM_HQC=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON \
+        -DCMAKE_INSTALL_PREFIX="$dest" -DCMAKE_INSTALL_LIBDIR=lib
+    logged liboqs cmake --build "$BUILD/src/liboqs-build" -j "$JOBS"
+    logged liboqs cmake --install "$BUILD/src/liboqs-build"
+    cat >"$dest/PROVENANCE.json" <<EOF
+{"name": "liboqs", "version": "$LIBOQS_VERSION", "source": "crates.io oqs-sys $OQS_SYS_VERSION (vendored liboqs)",
+ "sha256": "$sha", "cmake": "BUILD_SHARED_LIBS=ON OQS_ENABLE_KEM_HQC=ON OQS_USE_OPENSSL=OFF OQS_DIST_BUILD=ON"}
+EOF
+    echo "$LIBOQS_VERSION" >"$dest/.done"
+    save_to_cache "$name" "$dest"
+    rm -rf "$src" "$BUILD/src/liboqs-build"
+    step liboqs "$LIBOQS_VERSION built"
+}
+
+# --- the project's own parts --------------------------------------------------------------------
+do_venv() {
+    local venv=$BUILD/venv stamp
+    stamp=$(sha256sum "$ROOT/pyproject.toml" | cut -c1-12)
+    if [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$stamp" ]; then step venv "up to date"; return; fi
+    step venv "creating $venv and installing pqbench (editable) with its Python deps"
+    [ -x "$venv/bin/python" ] || logged venv python3 -m venv "$venv"
+    logged venv "$venv/bin/pip" install -q -e "$ROOT[test]"
+    echo "$stamp" >"$venv/.stamp"
+}
+
+do_native() {
+    step native "building native/ (pqlink, cryptobench, ...) with CMake"
+    logged native cmake -S "$ROOT/native" -B "$BUILD/native" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DPQB_OPENSSL_ROOT="$BUILD/openssl" -DPQB_LIBOQS_ROOT="$BUILD/liboqs"
+    logged native cmake --build "$BUILD/native" -j "$JOBS"
+    step native "done"
+}
+
+# OPENSSL_CONF for our OpenSSL: default provider now; pqprov joins it when built.
+do_conf() {
+    "$BUILD/venv/bin/python" -m pqbench.stack write-config >/dev/null
+    step conf "$BUILD/openssl.cnf written"
+}
+
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(apt openssl liboqs venv native conf)
+for s in "${steps[@]}"; do
+    case $s in
+        apt|openssl|liboqs|venv|native|conf) "do_$s" ;;
+        *) die "unknown step '$s' (allowed: apt openssl liboqs venv native conf)" ;;
+    esac
+done

@@ -1,0 +1,182 @@
+"""The algorithm catalog: catalog/algorithms.toml, with hybrids expanded and availability computed.
+
+The TOML file is the single source of truth. Hybrids are composed here from their components
+(see the file's header for the two encodings), so their sizes can never disagree with the parts.
+"""
+
+import dataclasses
+import difflib
+import functools
+import tomllib
+from pathlib import Path
+
+from pqbench import paths, stack
+from pqbench.errors import BadInput
+
+KINDS = ("kem", "sig")
+OQS_LENGTH_PREFIX = 4  # OQS hybrids carry a 4-byte length of the classical share
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    name: str
+    kind: str  # "kem" or "sig"
+    family: str
+    level: int
+    source: str  # "openssl", "liboqs" (through pqprov) or "synthetic" (pqprov)
+    status: str
+    pk: int
+    ct: int | None = None  # KEM: server key share
+    ss: int | None = None  # KEM: shared secret
+    sig: int | None = None  # signature (maximum when variable)
+    codepoint: int | None = None
+    codepoint_source: str = ""
+    aliases: tuple[str, ...] = ()
+    liboqs: str | None = None
+    tls: bool = True
+    components: tuple[str, ...] = ()
+    encoding: str | None = None
+    keytype: str | None = None
+    keyopt: tuple[str, ...] = ()
+    sigalg: str | None = None
+    oid: str | None = None
+    timings_ms: tuple[tuple[str, float], ...] = ()  # synthetic algorithms' configured costs
+
+    @property
+    def hybrid(self) -> bool:
+        return bool(self.components)
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, (), "")}
+        d["hybrid"] = self.hybrid
+        if self.codepoint is not None:
+            d["codepoint"] = f"0x{self.codepoint:04x}"
+        if self.timings_ms:
+            d["timings_ms"] = dict(self.timings_ms)
+        return d
+
+
+_TIMING_KEYS = ("keygen_ms", "encaps_ms", "decaps_ms", "sign_ms", "verify_ms")
+_SIMPLE_KEYS = {f.name for f in dataclasses.fields(Algorithm)} - {"kind", "timings_ms"}
+
+
+def _algorithm(kind: str, entry: dict, where: str) -> Algorithm:
+    unknown = set(entry) - _SIMPLE_KEYS - set(_TIMING_KEYS) - {"hybrids"}
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+    fields = {k: v for k, v in entry.items() if k in _SIMPLE_KEYS}
+    for key in ("aliases", "components", "keyopt"):
+        if key in fields:
+            fields[key] = tuple(fields[key])
+    timings = tuple((k, float(entry[k])) for k in _TIMING_KEYS if k in entry)
+    return Algorithm(kind=kind, timings_ms=timings, **fields)
+
+
+def _compose(name: str, parts: list[Algorithm], encoding: str) -> dict:
+    """Sizes of a hybrid KEM from its components."""
+    if encoding == "concat":
+        overhead = 0
+    elif encoding == "oqs":
+        overhead = OQS_LENGTH_PREFIX
+    else:
+        raise ValueError(f"{name}: unknown hybrid encoding {encoding!r}")
+    return {"pk": overhead + sum(p.pk for p in parts),
+            "ct": overhead + sum(p.ct for p in parts),
+            "ss": sum(p.ss for p in parts)}
+
+
+def load(path: Path = paths.CATALOG_FILE) -> tuple[Algorithm, ...]:
+    data = tomllib.loads(Path(path).read_text())
+    classical = data.get("classical", {})
+    by_name: dict[str, Algorithm] = {}
+    pending_hybrids = []
+    order: list[str] = []
+    for kind in KINDS:
+        for i, entry in enumerate(data.get(kind, [])):
+            where = f"{path}: [[{kind}]] #{i + 1} ({entry.get('name')})"
+            entry = dict(entry)
+            hybrids = entry.pop("hybrids", {})
+            if "components" in entry:
+                pending_hybrids.append((entry, where))
+                order.append(entry["name"])
+                continue
+            alg = _algorithm(kind, entry, where)
+            by_name[alg.name] = alg
+            order.append(alg.name)
+            for prefix, codepoint in hybrids.items():
+                if prefix not in classical:
+                    raise ValueError(f"{where}: hybrid prefix {prefix!r} not in [classical]")
+                pending_hybrids.append(({
+                    "name": f"{prefix}_{alg.name.lower()}", "family": alg.family,
+                    "level": alg.level, "components": [classical[prefix], alg.name],
+                    "encoding": "oqs", "codepoint": codepoint, "source": "liboqs",
+                    "liboqs": alg.liboqs,
+                    "status": f"Open Quantum Safe hybrid of {classical[prefix]} and {alg.name}",
+                }, where))
+                order.append(pending_hybrids[-1][0]["name"])
+    for entry, where in pending_hybrids:
+        parts = [by_name[c] for c in entry["components"]]
+        alg = _algorithm("kem", {**entry, **_compose(entry["name"], parts, entry["encoding"])}, where)
+        by_name[alg.name] = alg
+    return tuple(by_name[n] for n in order)
+
+
+@functools.lru_cache(maxsize=None)
+def catalog() -> tuple[Algorithm, ...]:
+    return load()
+
+
+def algorithms(kind: str | None = None) -> list[Algorithm]:
+    return [a for a in catalog() if kind is None or a.kind == kind]
+
+
+def find(name: str, kind: str | None = None, field: str = "algorithm") -> Algorithm:
+    """Look an algorithm up by name or alias (case-insensitive); bad names list the closest."""
+    candidates = algorithms(kind)
+    wanted = name.lower()
+    for alg in candidates:
+        if wanted in (n.lower() for n in alg.names()):
+            return alg
+    all_names = [n for a in candidates for n in a.names()]
+    close = difflib.get_close_matches(name, all_names, n=5, cutoff=0.5)
+    close += [n for n in all_names if wanted in n.lower() and n not in close][:5 - len(close)]
+    hint = f"closest: {', '.join(close)}" if close else "see `pqbench algorithms`"
+    what = {"kem": "key exchange", "sig": "signature algorithm"}.get(kind, "algorithm")
+    raise BadInput(field, f"unknown {what} {name!r} ({hint})")
+
+
+@dataclasses.dataclass(frozen=True)
+class Availability:
+    available: bool  # usable here: key exchange / certificates (and crypto benchmarks)
+    tls: bool  # usable in a TLS 1.3 handshake here
+    reason: str = ""
+
+
+def _needs_provider(alg: Algorithm) -> str:
+    if alg.source == "openssl":
+        return "not offered by this OpenSSL build"
+    if not stack.pqprov_path().exists():
+        return "needs pqprov, pqbench's OpenSSL provider (not built yet)"
+    return "pqprov is loaded but does not offer it"
+
+
+def availability(alg: Algorithm) -> Availability:
+    """Computed from the real build by asking our OpenSSL what it offers — never hard-coded."""
+    if alg.kind == "kem":
+        groups = {g.lower() for g in stack.tls_groups()}
+        in_tls = any(n.lower() in groups for n in alg.names())
+        if in_tls:
+            return Availability(True, True)
+        kems = stack.kem_algorithms()
+        if any(n.lower() in kems for n in alg.names()):
+            return Availability(True, False, "" if not alg.tls else "KEM works but no TLS group")
+        return Availability(False, False, _needs_provider(alg))
+    if (alg.keytype or alg.name).lower() not in stack.key_managers():
+        return Availability(False, False, _needs_provider(alg))
+    sigalgs = {s.lower() for s in stack.tls_sigalgs()}
+    if alg.tls and (alg.sigalg or alg.name).lower() in sigalgs:
+        return Availability(True, True)
+    return Availability(True, False, "certificates only: no TLS 1.3 signature scheme in this OpenSSL")

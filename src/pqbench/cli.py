@@ -1,0 +1,51 @@
+"""The `pqbench` command: a thin layer over the library. Errors become exit codes here."""
+
+import argparse
+import importlib
+import json
+import sys
+
+from pqbench import __version__
+from pqbench.errors import EXIT_BAD_INPUT, PqbenchError
+
+# One module per command group under pqbench.commands; each has register(subparsers).
+COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's usage errors are bad input too: exit 2
+        self.print_usage(sys.stderr)
+        print(f"pqbench: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="pqbench", description="Measure what post-quantum and hybrid cryptography does to TLS 1.3 connection setup.")
+    parser.add_argument("--version", action="version", version=f"pqbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"pqbench.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"pqbench.commands.{name}":
+                continue  # command group not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, sort_keys=False)
+    sys.stdout.write("\n")
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except PqbenchError as e:
+        print(f"pqbench {args.command}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"pqbench {args.command}: interrupted", file=sys.stderr)
+        return 130

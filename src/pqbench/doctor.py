@@ -1,0 +1,113 @@
+"""`pqbench doctor`: what this machine can do, and what is missing with how to fix it."""
+
+import re
+import shutil
+import subprocess
+
+from pqbench import __version__, host, liboqs, paths, stack
+
+NATIVE_COMPONENTS = ("pqlink", "cryptobench", "pqtimer")
+
+
+def _nginx_on_our_openssl() -> str | None:
+    """The OpenSSL version Debian's nginx reports when run on our libssl (None if it cannot)."""
+    if not shutil.which("nginx") or not paths.OPENSSL_BIN.exists():
+        return None
+    out = subprocess.run(["nginx", "-V"], capture_output=True, text=True, env=stack.openssl_env())
+    m = re.search(r"running with OpenSSL (\S+)", out.stderr)
+    if m:
+        return m.group(1)
+    m = re.search(r"built with OpenSSL (\S+)", out.stderr)
+    return m.group(1) if m and out.returncode == 0 else None
+
+
+def report() -> dict:
+    netns, netem, netem_detail = host.netns_and_netem()
+    openssl_built = paths.OPENSSL_BIN.exists()
+    rep = {
+        "pqbench": __version__,
+        "host": host.facts(),
+        "root": host.is_root(),
+        "netns": netns,
+        "tun": host.has_tun(),
+        "netem": netem,
+        "netem_detail": netem_detail,
+        "congestion_control": host.congestion_control(),
+        "openssl": {
+            "built": openssl_built,
+            "version": stack.openssl_version(),
+            "path": str(paths.OPENSSL_BIN),
+            "provenance": stack.openssl_provenance(),
+            "tls_groups": list(stack.tls_groups()) if openssl_built else [],
+            "tls_sigalgs": list(stack.tls_sigalgs()) if openssl_built else [],
+            "pqprov": stack.pqprov_path().exists(),
+        },
+        "liboqs": {
+            "built": liboqs.available(),
+            "version": liboqs.version(),
+            "provenance": stack.liboqs_provenance(),
+            "kems": liboqs.kem_names(),
+            "sigs": liboqs.sig_names(),
+        },
+        "nginx": {"version": host.nginx_version(), "running_with_openssl": _nginx_on_our_openssl()},
+        "build": {name: paths.native_binary(name).exists() for name in NATIVE_COMPONENTS},
+    }
+    rep["problems"] = problems(rep)
+    rep["ok"] = not rep["problems"]
+    return rep
+
+
+def problems(rep: dict) -> list[str]:
+    """Each missing capability, with its fix."""
+    out = []
+    if not rep["root"]:
+        out.append("not root: namespaces and TUN devices need root (fix: run pqbench with sudo)")
+    elif not rep["netns"]:
+        out.append(f"cannot create network namespaces: {rep['netem_detail']} (fix: a kernel with CONFIG_NET_NS)")
+    if not rep["tun"]:
+        out.append("no usable /dev/net/tun (fix: load the tun module, or run with --device /dev/net/tun in containers)")
+    if not rep["openssl"]["built"]:
+        out.append("our OpenSSL is not built (fix: make)")
+    if not rep["liboqs"]["built"]:
+        out.append("liboqs is not built (fix: make)")
+    if not rep["nginx"]["version"]:
+        out.append("nginx is not installed (fix: make, which installs Debian's nginx-light)")
+    elif rep["openssl"]["built"] and not rep["nginx"]["running_with_openssl"]:
+        out.append("nginx does not run on our OpenSSL (fix: make; check LD_LIBRARY_PATH)")
+    for name, built in rep["build"].items():
+        if not built and (paths.PROJECT_ROOT / "native" / name).exists():
+            out.append(f"{name} is not built (fix: make)")
+    return out
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "NO"
+
+
+def format_report(rep: dict) -> str:
+    o, q, cc = rep["openssl"], rep["liboqs"], rep["congestion_control"]
+    rows = [
+        ("pqbench", rep["pqbench"]),
+        ("host", f"{rep['host']['hostname']}: {rep['host']['cpus']} × {rep['host']['cpu']}, "
+                 f"kernel {rep['host']['kernel']}"),
+        ("root", _yes(rep["root"])),
+        ("network namespaces", _yes(rep["netns"])),
+        ("TUN devices", _yes(rep["tun"])),
+        ("netem qdisc", "yes (backend netem available)" if rep["netem"]
+         else f"no — pqbench uses its own emulator pqlink ({rep['netem_detail']})"),
+        ("congestion control", f"allowed: {' '.join(cc['allowed'])}; default {cc['default']}"),
+        ("OpenSSL", f"{o['version']} at {o['path']}" if o["built"] else "NOT BUILT"),
+        ("  TLS 1.3 groups", f"{len(o['tls_groups'])}: {' '.join(o['tls_groups'])}"),
+        ("  TLS 1.3 sigalgs", f"{len(o['tls_sigalgs'])}: {' '.join(o['tls_sigalgs'])}"),
+        ("  pqprov provider", "loaded" if o["pqprov"] else "not built yet"),
+        ("liboqs", f"{q['version']}: {len(q['kems'])} KEMs, {len(q['sigs'])} signatures"
+         if q["built"] else "NOT BUILT"),
+        ("nginx", f"{rep['nginx']['version']}, runs with OpenSSL {rep['nginx']['running_with_openssl']}"
+         if rep["nginx"]["version"] else "NOT INSTALLED"),
+        ("native programs", ", ".join(f"{k} {'built' if v else 'missing'}" for k, v in rep["build"].items())),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines.append("")
+    lines += ["problems:", *(f"  - {p}" for p in rep["problems"])] if rep["problems"] else ["everything pqbench needs is here"]
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""Parsing of the CLI's and specs' units: durations, rates, loss, sizes.
+
+Every parser takes the field name so that a bad value produces an error naming it (exit 2).
+"""
+
+import math
+import re
+
+from pqbench.errors import BadInput
+
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+_DURATION_UNITS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0}
+_RATE_UNITS = {"bit": 1e-6, "kbit": 1e-3, "mbit": 1.0, "gbit": 1000.0}
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2,
+               "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2}
+
+
+def _split(field: str, value, allowed: str):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value), ""
+    m = re.fullmatch(r"\s*([-+]?)" + _NUMBER + r"\s*([a-zA-Zµ%]*)\s*", str(value))
+    if not m:
+        raise BadInput(field, f"{value!r} is not a number with a unit ({allowed})")
+    number = float(m.group(2)) * (-1 if m.group(1) == "-" else 1)
+    return number, m.group(3).lower()
+
+
+def _check_finite(field: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise BadInput(field, f"{value} is not a finite number")
+    return value
+
+
+def duration_ms(field: str, value, *, allow_zero: bool = True) -> float:
+    """'31.1ms', '0.2s', '500us' or a bare number of milliseconds -> milliseconds."""
+    allowed = "a number with ns, us, ms or s; bare numbers are ms"
+    number, unit = _split(field, value, allowed)
+    if unit not in ("", *_DURATION_UNITS):
+        raise BadInput(field, f"unknown unit {unit!r} in {value!r} ({allowed})")
+    ms = _check_finite(field, number * _DURATION_UNITS.get(unit, 1.0))
+    if ms < 0 or (ms == 0 and not allow_zero):
+        raise BadInput(field, f"{value!r} must be {'>= 0' if allow_zero else '> 0'}")
+    return ms
+
+
+def rate_mbit(field: str, value) -> float:
+    """'10mbit', '500kbit', '1gbit' or a bare number of Mbit/s -> Mbit/s (must be > 0)."""
+    allowed = "a number with bit, kbit, mbit or gbit; bare numbers are mbit"
+    number, unit = _split(field, value, allowed)
+    if unit not in ("", *_RATE_UNITS):
+        raise BadInput(field, f"unknown unit {unit!r} in {value!r} ({allowed})")
+    mbit = _check_finite(field, number * _RATE_UNITS.get(unit, 1.0))
+    if mbit <= 0:
+        raise BadInput(field, f"{value!r} must be a rate > 0")
+    return mbit
+
+
+def probability(field: str, value) -> float:
+    """'1%' or a fraction '0.01' -> probability in [0, 1]."""
+    allowed = "a percentage like 1% or a fraction in [0, 1]"
+    number, unit = _split(field, value, allowed)
+    if unit not in ("", "%"):
+        raise BadInput(field, f"unknown unit {unit!r} in {value!r} ({allowed})")
+    p = _check_finite(field, number / 100 if unit == "%" else number)
+    if not 0 <= p <= 1:
+        raise BadInput(field, f"{value!r} is outside 0..100 % ({allowed})")
+    return p
+
+
+def size_bytes(field: str, value, *, minimum: int = 0) -> int:
+    """'10k', '1M', '1500' -> bytes (k and M are decimal; Ki and Mi binary)."""
+    allowed = "a whole number of bytes with optional k, M, Ki or Mi"
+    number, unit = _split(field, value, allowed)
+    if unit not in _SIZE_UNITS:
+        raise BadInput(field, f"unknown unit {unit!r} in {value!r} ({allowed})")
+    size = number * _SIZE_UNITS[unit]
+    if size != int(size) or size < minimum:
+        raise BadInput(field, f"{value!r} must be a whole number >= {minimum} ({allowed})")
+    return int(size)
+
+
+def integer(field: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    try:
+        n = int(str(value), 0) if not isinstance(value, int) else value
+    except ValueError:
+        raise BadInput(field, f"{value!r} is not a whole number") from None
+    if (minimum is not None and n < minimum) or (maximum is not None and n > maximum):
+        bounds = f"{minimum if minimum is not None else '-inf'}..{maximum if maximum is not None else 'inf'}"
+        raise BadInput(field, f"{n} is outside {bounds}")
+    return n
