@@ -1,0 +1,307 @@
+#define _GNU_SOURCE
+#include "link.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define BATCH 64           /* packets read before the due ones are written */
+#define PKT_CAP 2048       /* initial buffer per packet; bigger packets grow it */
+#define SCRATCH (64 << 10) /* the rest of a packet longer than PKT_CAP lands here first */
+
+static int write_out(void *ctx, struct pkt *p, int64_t now)
+{
+    struct direction *d = ctx;
+    ssize_t n;
+    do
+        n = write(d->out_fd, p->data, p->len);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)p->len)
+        return -1;
+    if (d->pcap.f)
+        pcap_write(&d->pcap, p, now);
+    return 0;
+}
+
+static void log_drop(void *ctx, const struct pkt *p, enum verdict why, int64_t now)
+{
+    struct direction *d = ctx;
+    if (d->droplog)
+        fprintf(d->droplog, "%lld %s %llu %s %u\n", (long long)now, dir_names[d->dir],
+                (unsigned long long)p->seq, verdict_names[why], p->len);
+}
+
+/* Takes whatever the control thread asked for since the last look. */
+static void serve_requests(struct direction *d)
+{
+    struct dir_config *c = atomic_exchange(&d->pending, NULL);
+    if (c) {
+        pipeline_configure(&d->pl, c);
+        free(c);
+    }
+    unsigned req = atomic_load(&d->reset_req);
+    if (req != atomic_load_explicit(&d->reset_done, memory_order_relaxed)) {
+        pipeline_reset_counters(&d->pl);
+        atomic_store(&d->reset_done, req);
+    }
+}
+
+/* Reads up to BATCH packets into the pipeline; returns how many were read. */
+static int read_batch(struct direction *d)
+{
+    int n = 0;
+    while (n < BATCH) {
+        struct pkt *p = pkt_get(&d->pl.pool, PKT_CAP);
+        ssize_t r;
+        if (!p) {
+            r = read(d->in_fd, d->scratch, SCRATCH);
+            if (r > 0) {
+                cnt_add(&d->cnt.pool_drops, 1);
+                n++;
+                continue;
+            }
+        } else {
+            struct iovec iov[2] = {{p->data, p->cap}, {d->scratch, SCRATCH}};
+            r = readv(d->in_fd, iov, 2);
+            if (r > (ssize_t)p->cap) {
+                uint32_t head = p->cap;
+                if (pkt_reserve(p, (uint32_t)r, head) < 0) {
+                    pkt_put(&d->pl.pool, p);
+                    cnt_add(&d->cnt.pool_drops, 1);
+                    n++;
+                    continue;
+                }
+                memcpy(p->data + head, d->scratch, (size_t)r - head);
+            }
+            if (r > 0) {
+                p->len = (uint32_t)r;
+                pipeline_input(&d->pl, p, mono_ns());
+                n++;
+                continue;
+            }
+            pkt_put(&d->pl.pool, p);
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno != EAGAIN)
+            die_sys("read", d->in_name);
+        break;
+    }
+    return n;
+}
+
+static void arm(struct direction *d, int64_t when)
+{
+    if (when == d->armed)
+        return;
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    if (when != 0)
+        its.it_value = ns_to_timespec(when);
+    if (timerfd_settime(d->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+        die_sys("timerfd_settime", dir_names[d->dir]);
+    d->armed = when;
+}
+
+static void drain(int fd)
+{
+    uint64_t x;
+    while (read(fd, &x, sizeof(x)) > 0)
+        ;
+}
+
+static void *forward(void *arg)
+{
+    struct direction *d = arg;
+    struct link *l = d->owner;
+    prctl(PR_SET_TIMERSLACK, 1UL); /* wake-ups exactly at the deadline, not up to 50 us later */
+    if (l->fifo_prio > 0) {
+        struct sched_param sp = {.sched_priority = l->fifo_prio};
+        int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (rc) {
+            errno = rc;
+            die_sys("pthread_setschedparam(SCHED_FIFO)", dir_names[d->dir]);
+        }
+    }
+    struct pollfd pfd[3] = {{d->in_fd, POLLIN, 0}, {d->timer_fd, POLLIN, 0}, {d->wake_fd, POLLIN, 0}};
+    while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+        serve_requests(d);
+        int n = read_batch(d);
+        int64_t now = mono_ns();
+        pipeline_pump(&d->pl, now);
+        if (n == BATCH)
+            continue; /* more may be waiting: read before sleeping */
+        int64_t next = pipeline_next_deadline(&d->pl);
+        now = mono_ns();
+        if (next <= now)
+            continue;
+        if (next - now <= l->spin_ns) {
+            /* close to the deadline: poll the device and the clock instead of sleeping */
+            while (mono_ns() < next && !atomic_load_explicit(&l->stop, memory_order_relaxed))
+                if (read_batch(d) > 0)
+                    break;
+            continue;
+        }
+        arm(d, next == NEVER_DEADLINE ? 0 : next - l->spin_ns);
+        if (poll(pfd, 3, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            die_sys("poll", dir_names[d->dir]);
+        }
+        if (pfd[1].revents & POLLIN) {
+            drain(d->timer_fd);
+            d->armed = 0;
+        }
+        if (pfd[2].revents & POLLIN)
+            drain(d->wake_fd);
+    }
+    serve_requests(d);
+    return NULL;
+}
+
+void link_start(struct link *l)
+{
+    l->started_ns = mono_ns();
+    for (int i = 0; i < 2; i++) {
+        struct direction *d = &l->d[i];
+        d->owner = l;
+        d->dir = i;
+        d->droplog = l->droplog;
+        if (pipeline_init(&d->pl, i, &l->cfg[i], &d->cnt) < 0)
+            die_sys("malloc", "pipeline");
+        d->pl.output = write_out;
+        d->pl.on_drop = log_drop;
+        d->pl.ctx = d;
+        d->scratch = malloc(SCRATCH);
+        if (!d->scratch)
+            die_sys("malloc", "scratch buffer");
+        d->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (d->wake_fd < 0)
+            die_sys("eventfd", dir_names[i]);
+        d->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+        if (d->timer_fd < 0)
+            die_sys("timerfd_create", dir_names[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        int rc = pthread_create(&l->d[i].thread, NULL, forward, &l->d[i]);
+        if (rc) {
+            errno = rc;
+            die_sys("pthread_create", dir_names[i]);
+        }
+        l->d[i].started = true;
+    }
+}
+
+static void wake(struct direction *d)
+{
+    uint64_t one = 1;
+    if (write(d->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        warn_sys("write", "eventfd");
+}
+
+void link_stop(struct link *l)
+{
+    atomic_store(&l->stop, true);
+    for (int i = 0; i < 2; i++) {
+        struct direction *d = &l->d[i];
+        if (!d->started)
+            continue;
+        wake(d);
+        pthread_join(d->thread, NULL);
+        d->started = false;
+        pipeline_destroy(&d->pl);
+        free(d->scratch);
+        close(d->wake_fd);
+        close(d->timer_fd);
+    }
+}
+
+/* The threads answer within one loop turn; give up after a second rather than hang. */
+static void wait_until(bool (*done)(struct direction *), struct direction *d)
+{
+    for (int i = 0; i < 10000 && !done(d); i++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static bool config_taken(struct direction *d) { return atomic_load(&d->pending) == NULL; }
+static bool reset_taken(struct direction *d) { return atomic_load(&d->reset_done) == atomic_load(&d->reset_req); }
+
+void link_reconfigure(struct link *l, const struct dir_config cfg[2], const bool changed[2])
+{
+    for (int i = 0; i < 2; i++) {
+        l->cfg[i] = cfg[i];
+        if (!changed[i])
+            continue;
+        struct dir_config *c = malloc(sizeof(*c));
+        if (!c)
+            die_sys("malloc", "config");
+        *c = cfg[i];
+        free(atomic_exchange(&l->d[i].pending, c));
+        wake(&l->d[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        if (changed[i])
+            wait_until(config_taken, &l->d[i]);
+}
+
+void link_reset(struct link *l)
+{
+    for (int i = 0; i < 2; i++) {
+        atomic_fetch_add(&l->d[i].reset_req, 1);
+        wake(&l->d[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        wait_until(reset_taken, &l->d[i]);
+}
+
+int link_config_json(struct link *l, char *buf, size_t len)
+{
+    char a[1024], b[1024];
+    config_json(&l->cfg[0], a, sizeof(a));
+    config_json(&l->cfg[1], b, sizeof(b));
+    int n = snprintf(buf, len, "{\"c2s\":%s,\"s2c\":%s}", a, b);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+static int dir_json(struct direction *d, const struct dir_config *cfg, char *buf, size_t len)
+{
+    struct dir_counters *c = &d->cnt;
+    char conf[1024];
+    config_json(cfg, conf, sizeof(conf));
+    return snprintf(
+        buf, len,
+        "{\"rx_packets\":%llu,\"rx_bytes\":%llu,\"forwarded_packets\":%llu,\"forwarded_bytes\":%llu,"
+        "\"lost\":%llu,\"queue_drops\":%llu,\"memory_drops\":%llu,\"write_errors\":%llu,"
+        "\"peak_queue_packets\":%llu,\"peak_queue_bytes\":%llu,\"max_packet_bytes\":%llu,\"in_flight\":%llu,"
+        "\"lateness_us\":{\"n\":%llu,\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},\"config\":%s}",
+        (unsigned long long)cnt_get(&c->rx_packets), (unsigned long long)cnt_get(&c->rx_bytes),
+        (unsigned long long)cnt_get(&c->fwd_packets), (unsigned long long)cnt_get(&c->fwd_bytes),
+        (unsigned long long)cnt_get(&c->lost), (unsigned long long)cnt_get(&c->queue_drops),
+        (unsigned long long)cnt_get(&c->pool_drops), (unsigned long long)cnt_get(&c->write_errors),
+        (unsigned long long)cnt_get(&c->peak_queue_packets), (unsigned long long)cnt_get(&c->peak_queue_bytes),
+        (unsigned long long)cnt_get(&c->max_packet_bytes), (unsigned long long)cnt_get(&c->in_flight),
+        (unsigned long long)cnt_get(&c->lateness.n), hist_quantile(&c->lateness, 0.5) / 1e3,
+        hist_quantile(&c->lateness, 0.99) / 1e3, (double)cnt_get(&c->lateness.max) / 1e3, conf);
+}
+
+int link_stats_json(struct link *l, char *buf, size_t len)
+{
+    char a[4096], b[4096];
+    dir_json(&l->d[0], &l->cfg[0], a, sizeof(a));
+    dir_json(&l->d[1], &l->cfg[1], b, sizeof(b));
+    int n = snprintf(buf, len,
+                     "{\"pid\":%d,\"uptime_s\":%.3f,\"sched_fifo\":%d,\"spin_us\":%.1f,\"c2s\":%s,\"s2c\":%s}",
+                     (int)getpid(), (double)(mono_ns() - l->started_ns) / 1e9, l->fifo_prio,
+                     (double)l->spin_ns / 1e3, a, b);
+    return n < 0 || (size_t)n >= len ? -1 : n;
+}

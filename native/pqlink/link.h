@@ -1,0 +1,57 @@
+/* The running link: two directions, each with its own thread, and the requests the control
+ * thread passes to them (new parameters, counter resets, stop). */
+#ifndef PQLINK_LINK_H
+#define PQLINK_LINK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "capture.h"
+#include "pipeline.h"
+
+struct link;
+
+struct direction {
+    struct link *owner;
+    int dir;
+    int in_fd, out_fd;
+    int wake_fd;  /* eventfd: the control thread has a request */
+    int timer_fd; /* absolute CLOCK_MONOTONIC deadline of the next packet */
+    int64_t armed;
+    pthread_t thread;
+    bool started;
+    struct pipeline pl;
+    struct dir_counters cnt;
+    _Atomic(struct dir_config *) pending; /* new parameters, taken by the thread */
+    atomic_uint reset_req, reset_done;
+    struct pcap_writer pcap;
+    FILE *droplog;
+    uint8_t *scratch;
+    const char *in_name;
+};
+
+struct link {
+    struct direction d[2];
+    struct dir_config cfg[2]; /* the control thread's copy of the current parameters */
+    atomic_bool stop;
+    int fifo_prio;   /* 0 = normal scheduling */
+    int64_t spin_ns; /* busy-wait this long before each deadline */
+    int64_t started_ns;
+    FILE *droplog;
+};
+
+/* Starts the two forwarding threads (dies naming the failed call). */
+void link_start(struct link *l);
+/* Asks the threads to stop and joins them. */
+void link_stop(struct link *l);
+/* Hands new parameters to the threads and waits until they use them. */
+void link_reconfigure(struct link *l, const struct dir_config cfg[2], const bool changed[2]);
+/* Zeroes counters, peaks and lateness; waits until both threads did it. */
+void link_reset(struct link *l);
+/* Counters and parameters as JSON into buf. Returns the length, or -1 when buf is too small. */
+int link_stats_json(struct link *l, char *buf, size_t len);
+int link_config_json(struct link *l, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,52 @@
+/* One direction of the link: loss -> rate limiter with bounded queue -> delay -> output,
+ * with its counters. Time is passed in, so the whole pipeline runs on a virtual clock in tests. */
+#ifndef PQLINK_PIPELINE_H
+#define PQLINK_PIPELINE_H
+
+#include "config.h"
+#include "delay.h"
+#include "hist.h"
+#include "loss.h"
+#include "rate.h"
+
+struct dir_counters {
+    counter_t rx_packets, rx_bytes;        /* read from the input device */
+    counter_t fwd_packets, fwd_bytes;      /* written to the output device */
+    counter_t lost, queue_drops;           /* dropped by the loss stage / the full queue */
+    counter_t pool_drops, write_errors;    /* no memory / write() failed */
+    counter_t peak_queue_packets, peak_queue_bytes;
+    counter_t max_packet_bytes;            /* largest packet that crossed the link */
+    counter_t in_flight;                   /* held by the stages right now */
+    struct hist lateness;                  /* output time - ideal output time, ns */
+};
+
+struct pipeline {
+    int dir;
+    uint64_t next_seq; /* never reset, so drop logs stay comparable */
+    struct dir_config cfg;
+    struct loss_stage loss;
+    struct rate_stage rate;
+    struct delay_stage delay;
+    struct stage *stages[3];
+    struct pkt_pool pool;
+    struct dir_counters *cnt;
+    /* Writes a packet that is due; returns 0, or -1 when the write failed. */
+    int (*output)(void *ctx, struct pkt *p, int64_t now);
+    /* Told about every drop (for the drop log); may be NULL. */
+    void (*on_drop)(void *ctx, const struct pkt *p, enum verdict why, int64_t now);
+    void *ctx;
+};
+
+/* cnt must stay valid while the pipeline lives. Returns 0, or -1 without memory. */
+int pipeline_init(struct pipeline *pl, int dir, const struct dir_config *c, struct dir_counters *cnt);
+void pipeline_configure(struct pipeline *pl, const struct dir_config *c);
+/* A packet read at time now (sets arrival, t and seq). Releases due packets first. */
+void pipeline_input(struct pipeline *pl, struct pkt *p, int64_t now);
+/* Moves every packet due at now through the stages and out. */
+void pipeline_pump(struct pipeline *pl, int64_t now);
+int64_t pipeline_next_deadline(const struct pipeline *pl);
+/* Zeroes the counters and the peaks (packets in flight stay). */
+void pipeline_reset_counters(struct pipeline *pl);
+void pipeline_destroy(struct pipeline *pl);
+
+#endif
