@@ -1,0 +1,252 @@
+"""Measurements through a testbed's link with real kernel sockets.
+
+- connect_rtts: TCP connect() time (SYN -> SYN-ACK, one RTT) from client to server.
+- udp_burst: numbered UDP datagrams in one direction, paced; which ones arrived.
+- tcp_transfer: a bulk TCP transfer between two processes (one per namespace, so neither the
+  GIL nor this process limits it); goodput as the receiver saw it, with a content check.
+
+`python -m pqbench.testbed.probe sink|source ...` are the two ends of tcp_transfer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pqbench.errors import MeasurementFailed
+
+DIRECTIONS = {"client_to_server": ("client", "server"), "server_to_client": ("server", "client")}
+_PATTERN = bytes(range(256)) * 1024  # the source repeats this; the sink hashes what arrives
+_CHUNK = len(_PATTERN)
+
+
+# --- TCP connect RTT -------------------------------------------------------------------------------
+
+def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2) -> list[float]:
+    """n TCP connect() durations in ms, client -> server, one after another.
+
+    The server only listens (the kernel completes handshakes without accept()); the queue is
+    drained between samples, so nothing else runs in this process while a sample is timed.
+    Samples that time out are recorded as timeout_s (a lost SYN shows as a ~1 s sample)."""
+    listener = tb.socket("server")
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind((tb.server_addr, 0))
+    listener.listen(4096)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    linger = struct.pack("ii", 1, 0)  # close with RST: no TIME_WAIT pile-up over many samples
+
+    def drain():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            conn.close()
+
+    def sample_all():
+        out = []
+        for i in range(n + warmup):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            s.settimeout(timeout_s)
+            t0 = time.perf_counter_ns()
+            try:
+                s.connect((tb.server_addr, port))
+                dt = (time.perf_counter_ns() - t0) / 1e6
+            except (socket.timeout, OSError):
+                dt = timeout_s * 1e3
+            s.close()
+            drain()
+            if i >= warmup:
+                out.append(dt)
+        return out
+
+    try:
+        return tb.call("client", sample_all)  # the sampling thread lives in the client namespace
+    finally:
+        drain()
+        listener.close()
+
+
+# --- UDP bursts --------------------------------------------------------------------------------
+
+def udp_burst(tb, direction: str, count: int, *, pps: float = 40000, payload: int = 64, settle_s: float | None = None,
+              port: int = 0) -> dict:
+    """Sends count numbered datagrams in direction ('client_to_server' or 'server_to_client'),
+    paced at pps, and reports which arrived. settle_s: how long to wait for stragglers
+    (default: the direction's delay + jitter + 0.3 s)."""
+    if direction not in DIRECTIONS:
+        raise ValueError(direction)
+    src, dst = DIRECTIONS[direction]
+    payload = max(payload, 8)
+    rx = tb.socket(dst, socket.AF_INET, socket.SOCK_DGRAM)
+    tx = tb.socket(src, socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        rx.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE (root): hold the whole burst
+        rx.bind((tb.addr(dst), port))
+        rx.setblocking(False)
+        target = (tb.addr(dst), rx.getsockname()[1])
+        pad = b"\0" * (payload - 8)
+        start = time.perf_counter()
+        sent = 0
+        chunk = max(1, int(pps / 1000))  # send in ~1 ms slices, then wait for the schedule
+        while sent < count:
+            for _ in range(min(chunk, count - sent)):
+                tx.sendto(struct.pack("!Q", sent) + pad, target)
+                sent += 1
+            due = start + sent / pps
+            while time.perf_counter() < due:
+                pass  # spin: sleep() granularity would make bursts
+        spec_dir = tb.spec.directions[direction]
+        if settle_s is None:
+            settle_s = (spec_dir.delay_ms + spec_dir.jitter_ms) / 1e3 + 0.3
+            if spec_dir.rate_mbit:
+                settle_s += count * (payload + 28) * 8 / (spec_dir.rate_mbit * 1e6)
+        time.sleep(settle_s)
+        seqs = []
+        while True:
+            try:
+                data = rx.recv(65536)
+            except BlockingIOError:
+                break
+            seqs.append(struct.unpack("!Q", data[:8])[0])
+    finally:
+        rx.close()
+        tx.close()
+    received = set(seqs)
+    missing = [i for i in range(count) if i not in received]
+    return {"direction": direction, "sent": count, "received": len(received), "missing": missing,
+            "duplicates": len(seqs) - len(received),
+            "reordered": sum(1 for a, b in zip(seqs, seqs[1:]) if b < a),
+            "seconds": time.perf_counter() - start}
+
+
+# --- TCP bulk transfer -------------------------------------------------------------------------
+
+def _probe_argv(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "pqbench.testbed.probe", *args]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = src + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def tcp_transfer(tb, direction: str = "client_to_server", *, seconds: float | None = None, nbytes: int | None = None,
+                 during=None, timeout_s: float = 120) -> dict:
+    """Bulk TCP from one side to the other, for seconds or nbytes. during(elapsed_fn) runs in this
+    process while the transfer is going (e.g. to reconfigure the link). Returns goodput (receiver's
+    view, first to last byte), bytes and whether the content arrived intact."""
+    if (seconds is None) == (nbytes is None):
+        raise ValueError("give seconds or nbytes")
+    src, dst = DIRECTIONS[direction]
+    sink = tb.popen(dst, _probe_argv(["sink", "--bind", tb.addr(dst)]), stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, text=True, env=_env())
+    source = None
+    try:
+        line = sink.stdout.readline()
+        if not line.startswith("listening "):
+            raise MeasurementFailed(f"probe sink did not start: {line}{sink.stderr.read()}")
+        port = line.split()[1]
+        limit = ["--seconds", str(seconds)] if seconds is not None else ["--bytes", str(nbytes)]
+        source = tb.popen(src, _probe_argv(["source", "--host", tb.addr(dst), "--port", port, *limit]),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+        t0 = time.monotonic()
+        if during is not None:
+            during(lambda: time.monotonic() - t0)
+        out_src, err_src = source.communicate(timeout=timeout_s)
+        out_sink, err_sink = sink.communicate(timeout=timeout_s)
+    except BaseException:
+        for p in (source, sink):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        raise
+    if source.returncode != 0 or sink.returncode != 0:
+        raise MeasurementFailed(f"TCP transfer failed: source {source.returncode} {err_src.strip()}; "
+                                f"sink {sink.returncode} {err_sink.strip()}")
+    s, r = json.loads(out_src), json.loads(out_sink)
+    return {"direction": direction, "bytes_sent": s["bytes"], "bytes_received": r["bytes"],
+            "intact": s["sha256"] == r["sha256"] and s["bytes"] == r["bytes"],
+            "goodput_mbit": r["goodput_mbit"], "seconds": r["seconds"]}
+
+
+def _sink(bind: str) -> int:
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.bind((bind, 0))
+    ls.listen(1)
+    print(f"listening {ls.getsockname()[1]}", flush=True)
+    conn, _ = ls.accept()
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    h = hashlib.sha256()
+    total = first_len = 0
+    t_first = t_last = None
+    while True:
+        n = conn.recv_into(buf)
+        if not n:
+            break
+        now = time.perf_counter()
+        if t_first is None:
+            t_first, first_len = now, n
+        t_last = now
+        total += n
+        h.update(view[:n])
+    secs = (t_last - t_first) if t_first is not None else 0.0
+    goodput = (total - first_len) * 8 / secs / 1e6 if secs > 0 else 0.0
+    print(json.dumps({"bytes": total, "seconds": secs, "goodput_mbit": goodput, "sha256": h.hexdigest()}))
+    return 0
+
+
+def _source(host: str, port: int, seconds: float | None, nbytes: int | None) -> int:
+    s = socket.create_connection((host, port), timeout=60)
+    h = hashlib.sha256()
+    view = memoryview(_PATTERN)
+    total = 0
+    end = time.perf_counter() + seconds if seconds is not None else None
+    while True:
+        if end is not None and time.perf_counter() >= end:
+            break
+        n = _CHUNK if nbytes is None else min(_CHUNK, nbytes - total)
+        if n <= 0:
+            break
+        chunk = view[:n]
+        s.sendall(chunk)
+        h.update(chunk)
+        total += n
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)  # wait for the sink to close: everything was delivered
+    s.close()
+    print(json.dumps({"bytes": total, "sha256": h.hexdigest()}))
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pqbench.testbed.probe")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("sink")
+    a.add_argument("--bind", required=True)
+    b = sub.add_parser("source")
+    b.add_argument("--host", required=True)
+    b.add_argument("--port", type=int, required=True)
+    b.add_argument("--seconds", type=float)
+    b.add_argument("--bytes", type=int)
+    args = p.parse_args(argv)
+    if args.cmd == "sink":
+        return _sink(args.bind)
+    return _source(args.host, args.port, args.seconds, args.bytes)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,231 @@
+"""Leftover registry: every testbed writes what it creates to /run/pqbench/<name>/testbed.json
+before creating it, so `pqbench net clean` can remove namespaces, devices and processes even after
+the process that made them was killed with SIGKILL.
+
+Processes are only ever signalled by pid, after checking that the pid still is the process that
+was recorded (same start time) or lives in one of our namespaces.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import secrets
+import shutil
+import signal
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from pqbench.testbed import netns
+
+RUN_ROOT = Path(os.environ.get("PQBENCH_RUN_ROOT", "/run/pqbench"))
+PREFIX = "pqb"  # every namespace and host device pqbench creates starts with this
+
+
+def new_name() -> str:
+    """A fresh per-run testbed name like pqb-3f9a2c."""
+    return f"{PREFIX}-{secrets.token_hex(3)}"
+
+
+def run_dir(name: str) -> Path:
+    return RUN_ROOT / name
+
+
+def record_path(name: str) -> Path:
+    return run_dir(name) / "testbed.json"
+
+
+@contextmanager
+def locked():
+    """Serialises allocation (subnets, names) between concurrent pqbench processes."""
+    RUN_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(RUN_ROOT / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def write_record(name: str, record: dict) -> None:
+    path = record_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, path)
+
+
+def read_record(name: str) -> dict | None:
+    try:
+        return json.loads(record_path(name).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def all_records() -> dict[str, dict]:
+    out = {}
+    if RUN_ROOT.is_dir():
+        for d in RUN_ROOT.iterdir():
+            if d.is_dir() and d.name.startswith(PREFIX):
+                out[d.name] = read_record(d.name) or {"name": d.name}
+    return out
+
+
+# --- processes ---------------------------------------------------------------------------------
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (identifies it across pid reuse)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def proc_ref(pid: int) -> dict:
+    return {"pid": pid, "start": start_time(pid)}
+
+
+def is_alive(ref: dict | None) -> bool:
+    if not ref or ref.get("pid") is None or ref.get("start") is None:
+        return False
+    return start_time(ref["pid"]) == ref["start"]
+
+
+def kill(pid: int, *, grace: float = 2.0) -> bool:
+    """SIGTERM, then SIGKILL after grace seconds. Returns True if the process is gone."""
+    start = start_time(pid)
+    if start is None:
+        return True
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if start_time(pid) != start:
+            return True
+        _reap(pid)
+        time.sleep(0.01)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return True
+    for _ in range(200):
+        _reap(pid)
+        if start_time(pid) != start:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def pqlink_pids() -> list[int]:
+    """Running processes whose executable is a pqlink binary (any checkout's build)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except OSError:
+            continue
+        if os.path.basename(exe.removesuffix(" (deleted)")) == "pqlink":
+            found.append(int(entry))
+    return found
+
+
+def pqlink_netns(pid: int) -> list[str]:
+    """The namespaces a pqlink process was started for (from its command line)."""
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+    out = []
+    for flag in (b"--client-netns", b"--server-netns"):
+        if flag in args and args.index(flag) + 1 < len(args):
+            out.append(args[args.index(flag) + 1].decode(errors="replace"))
+    return out
+
+
+# --- teardown ------------------------------------------------------------------------------------
+
+def host_devices() -> list[str]:
+    """Host network devices named like ours (veth ends left behind)."""
+    try:
+        return sorted(d for d in os.listdir("/sys/class/net") if d.startswith(PREFIX))
+    except FileNotFoundError:
+        return []
+
+
+def teardown(record: dict) -> dict:
+    """Removes what one record describes: processes, namespaces, host devices, the run dir."""
+    removed = {"processes": [], "namespaces": [], "devices": []}
+    for ref in record.get("processes", []):
+        if is_alive(ref):
+            kill(ref["pid"])
+            removed["processes"].append(ref["pid"])
+    for ns in record.get("namespaces", []):
+        if netns.exists(ns):
+            for pid in netns.pids(ns):
+                if kill(pid):
+                    removed["processes"].append(pid)
+            netns.delete(ns)
+            removed["namespaces"].append(ns)
+    for dev in record.get("host_devices", []):
+        if os.path.exists(f"/sys/class/net/{dev}"):
+            netns.ip("link", "del", dev, check=False)
+            removed["devices"].append(dev)
+    name = record.get("name")
+    if name:
+        shutil.rmtree(run_dir(name), ignore_errors=True)
+    return removed
+
+
+def owner_alive(record: dict) -> bool:
+    return not record.get("detached") and is_alive(record.get("owner"))
+
+
+def clean(*, force: bool = False) -> dict:
+    """Removes every pqbench leftover: testbeds whose owning process is gone (and detached ones
+    from `net up`), stray pqb namespaces and host devices, and pqlink processes serving no live
+    testbed. With force, also testbeds of running pqbench processes."""
+    summary = {"testbeds": [], "namespaces": [], "devices": [], "processes": [], "kept": []}
+    with locked():
+        records = all_records()
+        keep_ns: set[str] = set()
+        for name, rec in sorted(records.items()):
+            if owner_alive(rec) and not force:
+                summary["kept"].append({"name": name, "owner_pid": rec["owner"]["pid"]})
+                keep_ns.update(rec.get("namespaces", []))
+                continue
+            r = teardown(rec)
+            summary["testbeds"].append(name)
+            for k in ("namespaces", "devices", "processes"):
+                summary[k] += r[k]
+        for pid in pqlink_pids():  # emulators of testbeds whose record is gone
+            if not keep_ns.intersection(pqlink_netns(pid)) and kill(pid):
+                summary["processes"].append(pid)
+        for ns in netns.list_names():
+            if ns.startswith(PREFIX + "-") and ns not in keep_ns:
+                for pid in netns.pids(ns):
+                    if kill(pid):
+                        summary["processes"].append(pid)
+                netns.delete(ns)
+                summary["namespaces"].append(ns)
+        kept_devices = {d for n in summary["kept"] for d in records[n["name"]].get("host_devices", [])}
+        for dev in host_devices():
+            if dev not in kept_devices:
+                netns.ip("link", "del", dev, check=False)
+                summary["devices"].append(dev)
+    for k in ("namespaces", "devices", "processes"):
+        summary[k] = sorted(set(summary[k]), key=str)
+    return summary

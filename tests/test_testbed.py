@@ -1,0 +1,268 @@
+"""The testbed through real namespaces, the real pqlink emulator and kernel TCP/UDP (root only).
+
+Tolerances are the issue's: RTT p50 within 0.5 ms above configured after subtracting the floor;
+loss within the exact binomial 99 % interval over 20 000 packets; goodput within 5 % of the limit.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pqbench.paths import native_binary
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, TUN devices)"),
+    pytest.mark.skipif(not native_binary("pqlink").exists(),
+                       reason=f"{native_binary('pqlink')} is not built (make native)"),
+]
+
+from pqbench.testbed import LinkSpec, Loss, TcpKnobs, Testbed, probe, registry  # noqa: E402
+from pqbench.testbed.backend_netem import kernel_has_netem  # noqa: E402
+from pqbench.testbed.calibrate import binomial_ci, percentiles  # noqa: E402
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+ENV = dict(os.environ, PYTHONPATH=str(SRC))
+
+
+def our_leftovers(names):
+    ns = [n for n in os.listdir("/var/run/netns") if any(n.startswith(x) for x in names)] \
+        if os.path.isdir("/var/run/netns") else []
+    procs = [p for p in registry.pqlink_pids() if set(registry.pqlink_netns(p)) & {f"{x}-cli" for x in names}]
+    dirs = [x for x in names if registry.run_dir(x).exists()]
+    return ns, procs, dirs
+
+
+@pytest.fixture(scope="module")
+def tb():
+    with Testbed(LinkSpec()) as t:
+        yield t
+    assert our_leftovers([t.name]) == ([], [], []), "the testbed left something behind"
+
+
+@pytest.fixture(scope="module")
+def floor_ms(tb):
+    tb.reconfigure(LinkSpec())
+    return percentiles(probe.connect_rtts(tb, 100))["p50"]
+
+
+# --- RTT ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rtt_ms,samples", [(0, 60), (10, 40), (50, 30), (200, 15)])
+def test_rtt_p50_within_half_a_millisecond_above_configured(tb, floor_ms, rtt_ms, samples):
+    tb.reconfigure(LinkSpec.symmetric(rtt_ms))
+    p50 = percentiles(probe.connect_rtts(tb, samples))["p50"]
+    error = p50 - floor_ms - rtt_ms
+    assert -0.1 <= error <= 0.5, f"p50 {p50:.3f} ms, floor {floor_ms:.3f} ms, configured {rtt_ms} ms"
+
+
+# --- loss --------------------------------------------------------------------------------------------
+
+LOSS_CASES = {
+    "bernoulli-1%": Loss.bernoulli(0.01),
+    "bernoulli-10%": Loss.bernoulli(0.10),
+    "gemodel": Loss.gemodel(0.01, 0.5, 0.5, 0.001),  # short bursts; long-run mean 1.08 %
+}
+
+
+@pytest.mark.parametrize("case", LOSS_CASES)
+def test_loss_rate_within_binomial_99_interval(tb, case):
+    loss = LOSS_CASES[case]
+    tb.reconfigure(LinkSpec.symmetric(0, loss=loss, seed=11))
+    for direction in ("client_to_server", "server_to_client"):
+        before = tb.counters()[direction]
+        r = probe.udp_burst(tb, direction, 20000)
+        after = tb.counters()[direction]
+        lost = len(r["missing"])
+        assert after["device_drops"] == before["device_drops"], "the kernel dropped packets before pqlink"
+        assert after["lost"] - before["lost"] == lost, "emulator and receiver disagree"
+        lo, hi = binomial_ci(lost, 20000, 0.99)
+        assert lo <= loss.mean <= hi, f"{direction}: {lost}/20000 lost, configured {loss.mean:.4%}"
+
+
+def test_same_seed_same_drops_other_seed_other_drops(tb):
+    def drops(seed):
+        tb.reconfigure(LinkSpec.symmetric(0, loss=0.1, seed=seed))  # a new seed restarts the sequence
+        return probe.udp_burst(tb, "client_to_server", 5000)["missing"]
+
+    a = drops(7)
+    tb.reconfigure(LinkSpec.symmetric(0, loss=0.1, seed=8))
+    b = drops(7)
+    c = drops(8)
+    assert len(a) > 300
+    assert a == b
+    assert a != c
+
+
+# --- rate, MTU and queue ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rate_mbit,seconds", [(10, 3), (100, 2)])
+def test_goodput_within_5_percent_of_the_limit(tb, rate_mbit, seconds):
+    tb.reconfigure(LinkSpec.symmetric(0, rate_mbit=rate_mbit))
+    r = probe.tcp_transfer(tb, "client_to_server", seconds=seconds)
+    assert r["intact"]
+    assert abs(r["goodput_mbit"] - rate_mbit) <= 0.05 * rate_mbit, r
+
+
+def test_mtu_is_respected(tb):
+    def big_datagram(size):
+        rx = tb.socket("server", socket.AF_INET, socket.SOCK_DGRAM)
+        tx = tb.socket("client", socket.AF_INET, socket.SOCK_DGRAM)
+        with rx, tx:
+            rx.bind((tb.server_addr, 0))
+            rx.settimeout(2)
+            tx.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: never fragment
+            try:
+                tx.sendto(b"x" * size, rx.getsockname())
+            except OSError as e:
+                return f"refused: {e.strerror}"
+            return len(rx.recv(65536))
+
+    tb.reconfigure(LinkSpec(mtu=1500))
+    tb.reset_counters()
+    assert big_datagram(1472) == 1472
+    assert big_datagram(8000).startswith("refused")
+    probe.tcp_transfer(tb, nbytes=2_000_000)
+    assert tb.counters()["client_to_server"]["max_packet_bytes"] == 1500
+
+    tb.reconfigure(LinkSpec(mtu=9000))
+    tb.reset_counters()
+    assert big_datagram(8972) == 8972
+    probe.tcp_transfer(tb, nbytes=2_000_000)
+    assert tb.counters()["client_to_server"]["max_packet_bytes"] == 9000
+    tb.reconfigure(LinkSpec(mtu=1500))
+
+
+def test_queue_overflow_drops_are_counted(tb):
+    tb.reconfigure(LinkSpec.symmetric(0, rate_mbit=10, queue_packets=20))
+    tb.reset_counters()
+    # 500 datagrams of 1028 B offered at ~80 Mbit/s into a 10 Mbit/s link with a 20-packet queue
+    r = probe.udp_burst(tb, "client_to_server", 500, pps=10000, payload=1000)
+    c = tb.counters()["client_to_server"]
+    assert c["peak_queue_packets"] == 20
+    assert c["queue_drops"] > 300
+    assert r["received"] + c["queue_drops"] == 500 and c["lost"] == 0
+
+
+# --- TCP knobs and live reconfiguration -------------------------------------------------------------
+
+def _cwnd_of_new_connection(tb):
+    listener = tb.socket("server")
+    listener.bind((tb.server_addr, 0))
+    listener.listen(8)
+    client = tb.socket("client")
+    with listener, client:
+        client.connect(listener.getsockname())
+        port = client.getsockname()[1]
+        out = tb.run("client", ["ss", "-tinH", "state", "established", f"sport = :{port}"],
+                     capture_output=True, text=True, check=True).stdout
+    m = re.search(r"\bcwnd:(\d+)", out)
+    assert m, out
+    return int(m.group(1))
+
+
+def test_initcwnd_is_visible_in_ss(tb):
+    tb.reconfigure(LinkSpec())
+    tb.set_tcp(TcpKnobs(initcwnd=4, initrwnd=4))
+    assert _cwnd_of_new_connection(tb) == 4
+    tb.set_tcp(TcpKnobs(initcwnd=40, initrwnd=40, congctl="reno"))
+    assert _cwnd_of_new_connection(tb) == 40
+    tb.set_tcp(TcpKnobs())
+
+
+def test_live_reconfiguration_keeps_a_tcp_transfer_alive(tb):
+    tb.reconfigure(LinkSpec.symmetric(0, rate_mbit=100))
+    steps = [LinkSpec.symmetric(20, rate_mbit=100), LinkSpec.symmetric(20, rate_mbit=50, loss=0.005),
+             LinkSpec.symmetric(5, rate_mbit=100, jitter_ms=1), LinkSpec.symmetric(0, rate_mbit=100)]
+    seen = []
+
+    def during(elapsed):
+        for step in steps:
+            time.sleep(0.4)
+            tb.reconfigure(step)
+            seen.append(tb.backend.counters()["client_to_server"]["packets"])
+
+    r = probe.tcp_transfer(tb, "client_to_server", nbytes=12_000_000, during=during)
+    assert r["intact"] and r["bytes_received"] == 12_000_000
+    assert seen == sorted(seen) and seen[0] > 0  # packets kept flowing across the changes
+    tb.reconfigure(LinkSpec.symmetric(20))
+    assert percentiles(probe.connect_rtts(tb, 5))["p50"] >= 20  # the change took effect
+
+
+# --- teardown, signals, leftovers ----------------------------------------------------------------------
+
+HOLDER = """
+import sys, time
+from pqbench.testbed import Testbed, LinkSpec
+with Testbed(LinkSpec.symmetric(10)) as tb:
+    print(tb.name, flush=True)
+    time.sleep(60)
+"""
+
+
+def _start_holder():
+    p = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, text=True, env=ENV)
+    name = p.stdout.readline().strip()
+    assert name.startswith("pqb-"), name
+    assert os.path.exists(f"/var/run/netns/{name}-cli")
+    return p, name
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_tears_the_testbed_down(sig):
+    p, name = _start_holder()
+    p.send_signal(sig)
+    p.wait(timeout=20)
+    assert our_leftovers([name]) == ([], [], [])
+
+
+def test_clean_after_sigkill_leaves_nothing():
+    p, name = _start_holder()
+    p.kill()
+    p.wait()
+    assert os.path.exists(f"/var/run/netns/{name}-cli"), "namespaces outlive a SIGKILLed owner"
+    up = subprocess.run([sys.executable, "-m", "pqbench", "net", "up", "--rtt", "5ms", "--json"],
+                        capture_output=True, text=True, env=ENV, timeout=60)
+    assert up.returncode == 0, up.stderr
+    detached = json.loads(up.stdout)["name"]
+    assert our_leftovers([detached])[1], "net up leaves its emulator running"
+    cp = subprocess.run([sys.executable, "-m", "pqbench", "net", "clean", "--json"], capture_output=True,
+                        text=True, env=ENV, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    assert {name, detached} <= set(json.loads(cp.stdout)["testbeds"])
+    assert our_leftovers([name, detached]) == ([], [], [])
+    assert not [d for d in os.listdir("/sys/class/net") if d.startswith("pqb")]
+
+
+def test_net_up_and_down():
+    up = subprocess.run([sys.executable, "-m", "pqbench", "net", "up", "--rtt", "2ms", "--loss", "1%", "--json"],
+                        capture_output=True, text=True, env=ENV, timeout=60)
+    assert up.returncode == 0, up.stderr
+    info = json.loads(up.stdout)
+    name = info["name"]
+    ping = subprocess.run(["ip", "netns", "exec", info["client"]["netns"], sys.executable, "-c",
+                           f"import socket; socket.create_connection(('{info['server']['addr']}', 9), 5)"],
+                          capture_output=True, text=True)
+    assert "Connection refused" in ping.stderr  # the server's kernel answered across the link
+    down = subprocess.run([sys.executable, "-m", "pqbench", "net", "down", name, "--json"],
+                          capture_output=True, text=True, env=ENV, timeout=60)
+    assert down.returncode == 0, down.stderr
+    assert json.loads(down.stdout)["counters"]["client_to_server"]["packets"] >= 1
+    assert our_leftovers([name]) == ([], [], [])
+
+
+def test_netem_backend(tb):
+    if not kernel_has_netem(tb.client_ns):
+        pytest.skip("this kernel has no netem qdisc (sch_netem): the netem backend cannot run here")
+    with Testbed(LinkSpec.symmetric(10, loss=0.01), backend="netem") as t:
+        floor = 0.0
+        p50 = percentiles(probe.connect_rtts(t, 20))["p50"]
+        assert 10 <= p50 - floor <= 10.5
