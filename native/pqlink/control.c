@@ -47,6 +47,9 @@ bool control_command(struct link *l, char *line, char *out, size_t outlen)
     } else if (!strcmp(cmd, "stats")) {
         if (l->droplog)
             fflush(l->droplog);
+        for (int i = 0; i < 2; i++) /* stdio locks the FILE against the writing thread */
+            if (l->d[i].pcap.f)
+                fflush(l->d[i].pcap.f);
         if (link_stats_json(l, body, sizeof(body)) < 0)
             json_error(out, outlen, "stats too large");
         else

@@ -1,6 +1,6 @@
 /* The control socket: a unix stream socket taking one command per line, answering one JSON
  * object per line.
- *   stats             counters and parameters of both directions
+ *   stats             counters and parameters of both directions (flushes pcap and drop log)
  *   config            parameters only
  *   set K=V [K=V...]  change parameters live (all or nothing; keys as on the command line,
  *                     "c2s." or "s2c." prefix for one direction)

@@ -54,8 +54,7 @@ def _parse_common(args):
         raise BadInput("backend", f"{args.backend!r} is not one of {', '.join(BACKEND_CHOICES)}")
     fifo = units.integer("fifo", args.fifo, minimum=0, maximum=99)
     spin = units.integer("spin_us", args.spin_us, minimum=0, maximum=10000)
-    emulator = EmulatorOptions(fifo_priority=fifo, spin_us=spin, pcap=getattr(args, "pcap", False),
-                               drop_log=getattr(args, "drop_log", False))
+    emulator = EmulatorOptions(fifo_priority=fifo, spin_us=spin, capture_dir=getattr(args, "capture", None))
     return spec, tcp, emulator
 
 
@@ -138,8 +137,8 @@ def register(subparsers) -> None:
     up = sub.add_parser("up", help="create a testbed and leave it running")
     _add_linkspec_options(up)
     up.add_argument("--name", help="testbed name pqb-XXXX (default: random)")
-    up.add_argument("--pcap", action="store_true", help="capture the link into the run directory")
-    up.add_argument("--drop-log", dest="drop_log", action="store_true", help="log every drop in the run directory")
+    up.add_argument("--capture", metavar="DIR",
+                    help="pqlink: write link-c2s.pcap, link-s2c.pcap and drops.log (every drop) into DIR")
     up.add_argument("--json", action="store_true")
     up.set_defaults(func=cmd_up)
 

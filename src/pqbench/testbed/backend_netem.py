@@ -138,3 +138,21 @@ class NetemBackend:
             except (MeasurementFailed, json.JSONDecodeError, IndexError, KeyError):
                 final = None
         return final  # the veth pair goes with the namespaces
+
+
+class VethBackend(NetemBackend):
+    """No emulation at all: the bare veth pair, as a reference for the emulator's own cost
+    (bench/bench_pqlink.py). Only an all-default LinkSpec makes sense with it."""
+
+    name = "veth"
+
+    def create(self, tb, spec: LinkSpec, *, detached: bool) -> tuple[str, str]:
+        self.tb = tb
+        netns.ip("link", "add", tb.client_dev, "type", "veth", "peer", "name", tb.server_dev,
+                 "netns", tb.server_ns, netns=tb.client_ns)
+        for ns, dev in ((tb.client_ns, tb.client_dev), (tb.server_ns, tb.server_dev)):
+            netns.run(netns.exec_argv(ns, ["ethtool", "-K", dev, *OFFLOADS]), check=False)
+        return tb.client_dev, tb.server_dev
+
+    def reconfigure(self, spec: LinkSpec) -> None:
+        raise MeasurementFailed("the veth reference backend does not emulate anything")

@@ -144,14 +144,16 @@ def _env() -> dict:
 
 
 def tcp_transfer(tb, direction: str = "client_to_server", *, seconds: float | None = None, nbytes: int | None = None,
-                 during=None, timeout_s: float = 120) -> dict:
+                 during=None, timeout_s: float = 120, check: bool = True) -> dict:
     """Bulk TCP from one side to the other, for seconds or nbytes. during(elapsed_fn) runs in this
     process while the transfer is going (e.g. to reconfigure the link). Returns goodput (receiver's
-    view, first to last byte), bytes and whether the content arrived intact."""
+    view, first to last byte), bytes and whether the content arrived intact (check=False skips
+    the hashing, which costs CPU at multi-Gbit/s; intact is then None)."""
     if (seconds is None) == (nbytes is None):
         raise ValueError("give seconds or nbytes")
     src, dst = DIRECTIONS[direction]
-    sink = tb.popen(dst, _probe_argv(["sink", "--bind", tb.addr(dst)]), stdout=subprocess.PIPE,
+    nohash = [] if check else ["--no-hash"]
+    sink = tb.popen(dst, _probe_argv(["sink", "--bind", tb.addr(dst), *nohash]), stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True, env=_env())
     source = None
     try:
@@ -160,7 +162,7 @@ def tcp_transfer(tb, direction: str = "client_to_server", *, seconds: float | No
             raise MeasurementFailed(f"probe sink did not start: {line}{sink.stderr.read()}")
         port = line.split()[1]
         limit = ["--seconds", str(seconds)] if seconds is not None else ["--bytes", str(nbytes)]
-        source = tb.popen(src, _probe_argv(["source", "--host", tb.addr(dst), "--port", port, *limit]),
+        source = tb.popen(src, _probe_argv(["source", "--host", tb.addr(dst), "--port", port, *limit, *nohash]),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
         t0 = time.monotonic()
         if during is not None:
@@ -178,11 +180,11 @@ def tcp_transfer(tb, direction: str = "client_to_server", *, seconds: float | No
                                 f"sink {sink.returncode} {err_sink.strip()}")
     s, r = json.loads(out_src), json.loads(out_sink)
     return {"direction": direction, "bytes_sent": s["bytes"], "bytes_received": r["bytes"],
-            "intact": s["sha256"] == r["sha256"] and s["bytes"] == r["bytes"],
+            "intact": (s["sha256"] == r["sha256"] and s["bytes"] == r["bytes"]) if check else None,
             "goodput_mbit": r["goodput_mbit"], "seconds": r["seconds"]}
 
 
-def _sink(bind: str) -> int:
+def _sink(bind: str, hashing: bool) -> int:
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.bind((bind, 0))
     ls.listen(1)
@@ -202,14 +204,15 @@ def _sink(bind: str) -> int:
             t_first, first_len = now, n
         t_last = now
         total += n
-        h.update(view[:n])
+        if hashing:
+            h.update(view[:n])
     secs = (t_last - t_first) if t_first is not None else 0.0
     goodput = (total - first_len) * 8 / secs / 1e6 if secs > 0 else 0.0
     print(json.dumps({"bytes": total, "seconds": secs, "goodput_mbit": goodput, "sha256": h.hexdigest()}))
     return 0
 
 
-def _source(host: str, port: int, seconds: float | None, nbytes: int | None) -> int:
+def _source(host: str, port: int, seconds: float | None, nbytes: int | None, hashing: bool) -> int:
     s = socket.create_connection((host, port), timeout=60)
     h = hashlib.sha256()
     view = memoryview(_PATTERN)
@@ -223,7 +226,8 @@ def _source(host: str, port: int, seconds: float | None, nbytes: int | None) -> 
             break
         chunk = view[:n]
         s.sendall(chunk)
-        h.update(chunk)
+        if hashing:
+            h.update(chunk)
         total += n
     s.shutdown(socket.SHUT_WR)
     s.recv(1)  # wait for the sink to close: everything was delivered
@@ -237,15 +241,17 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True)
     a = sub.add_parser("sink")
     a.add_argument("--bind", required=True)
+    a.add_argument("--no-hash", dest="hashing", action="store_false")
     b = sub.add_parser("source")
     b.add_argument("--host", required=True)
     b.add_argument("--port", type=int, required=True)
     b.add_argument("--seconds", type=float)
     b.add_argument("--bytes", type=int)
+    b.add_argument("--no-hash", dest="hashing", action="store_false")
     args = p.parse_args(argv)
     if args.cmd == "sink":
-        return _sink(args.bind)
-    return _source(args.host, args.port, args.seconds, args.bytes)
+        return _sink(args.bind, args.hashing)
+    return _source(args.host, args.port, args.seconds, args.bytes, args.hashing)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,12 @@ import time
 
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 from pqbench.testbed import addressing, netns, registry
-from pqbench.testbed.backend_netem import NetemBackend, kernel_has_netem
+from pqbench.testbed.backend_netem import NetemBackend, VethBackend, kernel_has_netem
 from pqbench.testbed.backend_pqlink import EmulatorOptions, PqlinkBackend
 from pqbench.testbed.linkspec import LinkSpec, TcpKnobs
 
 BACKENDS = ("auto", "pqlink", "netem")
+REFERENCE_BACKENDS = ("veth",)  # a bare veth pair, no emulation (benchmarks' reference)
 SIDES = ("client", "server")
 # per-namespace settings: a quiet link (no IPv6 chatter shifting loss patterns) and no TCP metrics
 # cache (each connection starts from the route's settings, not from what the previous one learnt)
@@ -64,7 +65,7 @@ class Testbed:
 
     def __init__(self, spec: LinkSpec | None = None, *, tcp: TcpKnobs | None = None, backend: str = "auto",
                  emulator: EmulatorOptions | None = None, name: str | None = None, detached: bool = False):
-        if backend not in BACKENDS:
+        if backend not in BACKENDS + REFERENCE_BACKENDS:
             raise BadInput("backend", f"{backend!r} is not one of {', '.join(BACKENDS)}")
         self.spec = spec or LinkSpec()
         self.tcp = tcp or TcpKnobs()
@@ -217,6 +218,8 @@ class Testbed:
     def _choose_backend(self):
         global _netem_support
         want = self.requested_backend
+        if want == "veth":
+            return VethBackend()
         if want == "auto":
             if _netem_support is None:
                 _netem_support = kernel_has_netem(self.client_ns)

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Benchmarks of the pqlink emulator (root; prints figures; a benchmark, not a test).
+
+1. floor: TCP-connect RTT through pqlink at 0 ms vs a direct veth pair, same run;
+2. RTT error (p50 - floor - configured) at the published grid's 5.6, 31.1, 78.6, 195.7 ms;
+3. forwarding ceiling: TCP bulk goodput and packets/s at MTU 1500, unlimited rate (veth as reference);
+4. lateness p50/p99/max with and without SCHED_FIFO (and spin) while the other core is busy.
+
+    python3 bench/bench_pqlink.py [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from pqbench.testbed import EmulatorOptions, LinkSpec, Testbed, probe  # noqa: E402
+from pqbench.testbed.calibrate import percentiles  # noqa: E402
+
+GRID_RTT_MS = (5.6, 31.1, 78.6, 195.7)
+
+
+def floor_vs_veth(samples: int) -> dict:
+    with Testbed(backend="veth") as ref:
+        veth = percentiles(probe.connect_rtts(ref, samples))
+    with Testbed() as tb:
+        emu = percentiles(probe.connect_rtts(tb, samples))
+    return {"veth_p50_ms": veth["p50"], "pqlink_p50_ms": emu["p50"], "added_us": (emu["p50"] - veth["p50"]) * 1e3,
+            "veth_p95_ms": veth["p95"], "pqlink_p95_ms": emu["p95"], "ratio": emu["p50"] / veth["p50"]}
+
+
+def rtt_errors(quick: bool) -> list[dict]:
+    out = []
+    with Testbed() as tb:
+        floor = percentiles(probe.connect_rtts(tb, 200))["p50"]
+        for rtt in GRID_RTT_MS:
+            n = int(min(100, max(15, (3000 if quick else 8000) / rtt)))
+            tb.reconfigure(LinkSpec.symmetric(rtt))
+            tb.reset_counters()
+            p = percentiles(probe.connect_rtts(tb, n))
+            late = tb.counters()
+            out.append({"rtt_ms": rtt, "n": n, "floor_ms": floor, "p50_ms": p["p50"], "p95_ms": p["p95"],
+                        "error_p50_us": (p["p50"] - floor - rtt) * 1e3,
+                        "lateness_p99_us": max(late[d]["lateness_us"]["p99"]
+                                               for d in ("client_to_server", "server_to_client"))})
+    return out
+
+
+def ceiling(seconds: float) -> dict:
+    with Testbed(backend="veth") as ref:
+        veth = probe.tcp_transfer(ref, seconds=seconds, check=False)
+    with Testbed() as tb:
+        tb.reset_counters()
+        r = probe.tcp_transfer(tb, seconds=seconds, check=False)
+        c = tb.counters()["client_to_server"]
+    return {"goodput_gbit": r["goodput_mbit"] / 1e3, "packets_per_s": c["packets"] / r["seconds"],
+            "wire_gbit": c["bytes"] * 8 / r["seconds"] / 1e9, "device_drops": c["device_drops"],
+            "veth_goodput_gbit": veth["goodput_mbit"] / 1e3, "ratio_to_veth": r["goodput_mbit"] / veth["goodput_mbit"]}
+
+
+def _hog(cpu: int, stop) -> None:
+    os.sched_setaffinity(0, {cpu})
+    while not stop.is_set():
+        pass
+
+
+def _paced_udp(tb, seconds: float, pps: int) -> None:
+    """Light traffic (sleep-paced, so the generator is not a second CPU hog)."""
+    rx = tb.socket("server", socket.AF_INET, socket.SOCK_DGRAM)
+    tx = tb.socket("client", socket.AF_INET, socket.SOCK_DGRAM)
+    with rx, tx:
+        rx.bind((tb.server_addr, 0))
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            tx.sendto(b"x" * 200, rx.getsockname())
+            time.sleep(1 / pps)
+
+
+def lateness_under_load(seconds: float) -> list[dict]:
+    out = []
+    ncpu = os.cpu_count() or 1
+    for fifo, spin in ((0, 0), (50, 0), (0, 50), (50, 50)):
+        stop = multiprocessing.Event()
+        hog = multiprocessing.Process(target=_hog, args=(ncpu - 1, stop), daemon=True)
+        with Testbed(LinkSpec.symmetric(20), emulator=EmulatorOptions(fifo_priority=fifo, spin_us=spin)) as tb:
+            hog.start()
+            try:
+                time.sleep(0.2)
+                tb.reset_counters()
+                _paced_udp(tb, seconds, 1000)
+                time.sleep(0.05)
+                late = tb.counters()["client_to_server"]["lateness_us"]
+            finally:
+                stop.set()
+                hog.join()
+        out.append({"sched_fifo": fifo, "spin_us": spin, **late})
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer samples, shorter transfers")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("bench_pqlink needs root (network namespaces)", file=sys.stderr)
+        return 3
+    res = {"host": {"cpus": os.cpu_count(), "kernel": os.uname().release}}
+    res["floor"] = f = floor_vs_veth(200 if args.quick else 500)
+    if not args.json:
+        print(f"floor: TCP connect p50 veth {f['veth_p50_ms'] * 1e3:.0f} us, pqlink {f['pqlink_p50_ms'] * 1e3:.0f} us "
+              f"-> emulator adds {f['added_us']:.0f} us ({f['ratio']:.2f}x)", flush=True)
+    res["rtt"] = rtt_errors(args.quick)
+    if not args.json:
+        for r in res["rtt"]:
+            print(f"RTT {r['rtt_ms']:6.1f} ms: p50 {r['p50_ms']:.3f} ms, error after floor {r['error_p50_us']:+.0f} us "
+                  f"(n={r['n']}, lateness p99 {r['lateness_p99_us']:.0f} us)", flush=True)
+    res["ceiling"] = c = ceiling(3 if args.quick else 6)
+    if not args.json:
+        print(f"ceiling MTU 1500: {c['goodput_gbit']:.2f} Gbit/s TCP goodput, {c['wire_gbit']:.2f} Gbit/s on the wire, "
+              f"{c['packets_per_s'] / 1e3:.0f} kpackets/s; veth {c['veth_goodput_gbit']:.2f} Gbit/s "
+              f"(ratio {c['ratio_to_veth']:.2f}); kernel drops before pqlink {c['device_drops']}", flush=True)
+    res["lateness_busy_core"] = rows = lateness_under_load(3 if args.quick else 8)
+    if not args.json:
+        for r in rows:
+            print(f"lateness, other core busy, SCHED_FIFO {'on ' if r['sched_fifo'] else 'off'} spin {r['spin_us']:>2} us: "
+                  f"p50 {r['p50']:.1f} us, p99 {r['p99']:.1f} us, max {r['max']:.1f} us (n={r['n']})", flush=True)
+    if args.json:
+        json.dump(res, sys.stdout, indent=2)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
