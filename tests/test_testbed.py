@@ -292,3 +292,15 @@ def test_capture_and_drop_log(tmp_path):
     assert lines[0].startswith("#")
     c2s = [ln.split() for ln in lines[1:] if ln.split()[1] == "c2s"]
     assert len(c2s) == final["lost"] == len(r["missing"]) and all(x[3] == "loss" for x in c2s)
+
+
+def test_killed_emulator_takes_its_devices_along():
+    with Testbed(LinkSpec.symmetric(1)) as t:
+        pid = t.backend.pid
+        os.kill(pid, signal.SIGKILL)
+        t.backend.proc.wait(timeout=5)
+        for ns, dev in ((t.client_ns, t.client_dev), (t.server_ns, t.server_dev)):
+            cp = subprocess.run(["ip", "-n", ns, "link", "show", "dev", dev], capture_output=True, text=True)
+            assert cp.returncode != 0, f"{dev} outlived pqlink"
+        name = t.name
+    assert our_leftovers([name]) == ([], [], [])

@@ -27,6 +27,13 @@ static int write_out(void *ctx, struct pkt *p, int64_t now)
     while (n < 0 && errno == EINTR);
     if (n != (ssize_t)p->len)
         return -1;
+    struct direction *peer = d->peer;
+    if (atomic_load_explicit(&peer->sleeping, memory_order_relaxed) &&
+        !atomic_load_explicit(&peer->hint, memory_order_relaxed)) {
+        struct pollfd pf = {d->out_fd, POLLIN, 0}; /* the peer's input */
+        if (poll(&pf, 1, 0) == 1)
+            atomic_store(&peer->hint, mono_ns());
+    }
     if (d->pcap.f)
         pcap_write(&d->pcap, p, now);
     return 0;
@@ -59,6 +66,13 @@ static void serve_requests(struct direction *d)
 static int read_batch(struct direction *d)
 {
     int n = 0;
+    int64_t hint = 0;
+    if (d->woke) { /* a hint older than our last look at an empty input is stale */
+        d->woke = false;
+        hint = atomic_exchange(&d->hint, 0);
+        if (hint < d->last_empty)
+            hint = 0;
+    }
     while (n < BATCH) {
         struct pkt *p = pkt_get(&d->pl.pool, PKT_CAP);
         ssize_t r;
@@ -84,7 +98,8 @@ static int read_batch(struct direction *d)
             }
             if (r > 0) {
                 p->len = (uint32_t)r;
-                pipeline_input(&d->pl, p, mono_ns());
+                int64_t now = mono_ns();
+                pipeline_input(&d->pl, p, hint && hint < now ? hint : now);
                 n++;
                 continue;
             }
@@ -94,6 +109,7 @@ static int read_batch(struct direction *d)
             continue;
         if (r < 0 && errno != EAGAIN)
             die_sys("read", d->in_name);
+        d->last_empty = mono_ns();
         break;
     }
     return n;
@@ -151,7 +167,11 @@ static void *forward(void *arg)
             continue;
         }
         arm(d, next == NEVER_DEADLINE ? 0 : next - l->spin_ns);
-        if (poll(pfd, 3, -1) < 0) {
+        atomic_store(&d->sleeping, true);
+        int pr = poll(pfd, 3, -1);
+        atomic_store(&d->sleeping, false);
+        d->woke = true;
+        if (pr < 0) {
             if (errno == EINTR)
                 continue;
             die_sys("poll", dir_names[d->dir]);
@@ -173,6 +193,7 @@ void link_start(struct link *l)
     for (int i = 0; i < 2; i++) {
         struct direction *d = &l->d[i];
         d->owner = l;
+        d->peer = &l->d[1 - i];
         d->dir = i;
         d->droplog = l->droplog;
         if (pipeline_init(&d->pl, i, &l->cfg[i], &d->cnt) < 0)

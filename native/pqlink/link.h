@@ -30,6 +30,15 @@ struct direction {
     FILE *droplog;
     uint8_t *scratch;
     const char *in_name;
+    /* Arrival hints. Writing into our output device runs the receiving stack synchronously, so a
+     * reply (SYN-ACK, ACK-clocked data) lands in the other direction's input during our write().
+     * If that thread sleeps, its wake-up takes 50-150 us on an idle VM; we note when we saw the
+     * reply waiting, and it timestamps what it reads first with that instead of its late clock. */
+    struct direction *peer;    /* the other direction: its input is our output device */
+    atomic_bool sleeping;      /* in poll(), nothing due and input empty */
+    _Atomic int64_t hint;      /* when the peer saw our input readable while we slept; 0 = none */
+    int64_t last_empty;        /* when our input was last found empty */
+    bool woke;                 /* just returned from poll() */
 };
 
 struct link {
