@@ -24,7 +24,16 @@ logged() {
         die "'$*' failed; full log: $log"
     fi
 }
-recipe_hash() { sha256sum "$0" "$ROOT/third_party/versions.env" | sha256sum | cut -c1-12; }
+# How each third-party component is configured; its hash keys the caches, so changing a flag
+# rebuilds that component and nothing else.
+OPENSSL_CONFIGURE=(linux-x86_64 --libdir=lib shared no-tests no-docs '-Wl,-rpath,\$$ORIGIN/../lib')
+LIBOQS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DOQS_BUILD_ONLY_LIB=ON
+              -DOQS_ENABLE_KEM_HQC=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON -DCMAKE_INSTALL_LIBDIR=lib)
+recipe_hash() { printf '%s\n' "$@" | sha256sum | cut -c1-12; }
+OPENSSL_RECIPE=$(recipe_hash "$OPENSSL_SERIES" "$OPENSSL_DEBIAN_SUITE" "${OPENSSL_CONFIGURE[@]}")
+LIBOQS_RECIPE=$(recipe_hash "$OQS_SYS_VERSION" "${LIBOQS_CMAKE[@]}")
+# .done holds "VERSION RECIPE" of a finished install tree.
+is_done() { [ -f "$1/.done" ] && [ "$(cut -d' ' -f2 "$1/.done")" = "$2" ]; }
 
 # A finished install tree is marked by a .done file; the machine-wide cache holds copies of them.
 restore_from_cache() {  # name dest
@@ -73,12 +82,12 @@ openssl_fetch() {  # prints the path of the downloaded orig tarball
 
 do_openssl() {
     local name dest
-    if [ -f "$BUILD/openssl/.done" ]; then step openssl "$(cat "$BUILD/openssl/.done") (built)"; return; fi
+    if is_done "$BUILD/openssl" "$OPENSSL_RECIPE"; then step openssl "$(cut -d' ' -f1 "$BUILD/openssl/.done") (built)"; return; fi
     # A fresh clone may reuse the machine cache without asking the network which version is newest.
     local cached
-    cached=$(ls -d "$CACHE"/openssl-"$OPENSSL_SERIES".*-"$(recipe_hash)" 2>/dev/null | sort -V | tail -n1 || true)
+    cached=$(ls -d "$CACHE"/openssl-"$OPENSSL_SERIES".*-"$OPENSSL_RECIPE" 2>/dev/null | sort -V | tail -n1 || true)
     if [ -n "$cached" ] && restore_from_cache "$(basename "$cached")" "$BUILD/openssl"; then
-        step openssl "$(cat "$BUILD/openssl/.done") (from cache $cached)"; return
+        step openssl "$(cut -d' ' -f1 "$BUILD/openssl/.done") (from cache $cached)"; return
     fi
     step openssl "fetching the newest $OPENSSL_SERIES.x source from Debian $OPENSSL_DEBIAN_SUITE"
     local tarball ver sha src
@@ -91,15 +100,14 @@ do_openssl() {
     dest=$BUILD/openssl
     rm -rf "$dest"
     step openssl "building $ver shared (about 4 minutes on 2 cores; log: $LOGS/openssl.log)"
-    (cd "$src" && logged openssl ./Configure linux-x86_64 --prefix="$dest" --libdir=lib \
-        --openssldir="$dest/ssl" shared no-tests no-docs '-Wl,-rpath,$$ORIGIN/../lib' \
+    (cd "$src" && logged openssl ./Configure "${OPENSSL_CONFIGURE[@]}" --prefix="$dest" --openssldir="$dest/ssl" \
         && logged openssl make -j"$JOBS" build_sw && logged openssl make install_sw install_ssldirs)
     cat >"$dest/PROVENANCE.json" <<EOF
 {"name": "openssl", "version": "$ver", "source": "Debian $OPENSSL_DEBIAN_SUITE source package openssl (upstream orig tarball)",
  "tarball": "$(basename "$tarball")", "sha256": "$sha"}
 EOF
-    echo "$ver" >"$dest/.done"
-    name=openssl-$ver-$(recipe_hash)
+    echo "$ver $OPENSSL_RECIPE" >"$dest/.done"
+    name=openssl-$ver-$OPENSSL_RECIPE
     save_to_cache "$name" "$dest"
     rm -rf "$src"
     step openssl "$ver built (sha256 of source $sha)"
@@ -107,9 +115,8 @@ EOF
 
 # --- liboqs: vendored in the oqs-sys crate, fetched by cargo with the checksum in Cargo.lock -------
 do_liboqs() {
-    local dest=$BUILD/liboqs name=liboqs-$LIBOQS_VERSION-$(recipe_hash)
-    if [ -f "$dest/.done" ] && [ "$(cat "$dest/.done")" = "$LIBOQS_VERSION" ]; then
-        step liboqs "$LIBOQS_VERSION (built)"; return; fi
+    local dest=$BUILD/liboqs name=liboqs-$LIBOQS_VERSION-$LIBOQS_RECIPE
+    if is_done "$dest" "$LIBOQS_RECIPE"; then step liboqs "$LIBOQS_VERSION (built)"; return; fi
     if restore_from_cache "$name" "$dest"; then step liboqs "$LIBOQS_VERSION (from cache $CACHE/$name)"; return; fi
     step liboqs "fetching oqs-sys $OQS_SYS_VERSION from crates.io"
     local fetch=$ROOT/third_party/liboqs-fetch
@@ -126,17 +133,15 @@ do_liboqs() {
     rm -rf "$src" && mkdir -p "$src" && tar -xzf "$crate" -C "$src" --strip-components=1
     rm -rf "$dest" "$BUILD/src/liboqs-build"
     step liboqs "building $LIBOQS_VERSION shared, all algorithms, HQC on (about 5 minutes; log: $LOGS/liboqs.log)"
-    logged liboqs cmake -S "$src/liboqs" -B "$BUILD/src/liboqs-build" -G Ninja \
-        -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DOQS_BUILD_ONLY_LIB=ON \
-        -DOQS_ENABLE_KEM_HQC=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON \
-        -DCMAKE_INSTALL_PREFIX="$dest" -DCMAKE_INSTALL_LIBDIR=lib
+    logged liboqs cmake -S "$src/liboqs" -B "$BUILD/src/liboqs-build" -G Ninja "${LIBOQS_CMAKE[@]}" \
+        -DCMAKE_INSTALL_PREFIX="$dest"
     logged liboqs cmake --build "$BUILD/src/liboqs-build" -j "$JOBS"
     logged liboqs cmake --install "$BUILD/src/liboqs-build"
     cat >"$dest/PROVENANCE.json" <<EOF
 {"name": "liboqs", "version": "$LIBOQS_VERSION", "source": "crates.io oqs-sys $OQS_SYS_VERSION (vendored liboqs)",
- "sha256": "$sha", "cmake": "BUILD_SHARED_LIBS=ON OQS_ENABLE_KEM_HQC=ON OQS_USE_OPENSSL=OFF OQS_DIST_BUILD=ON"}
+ "sha256": "$sha", "cmake": "${LIBOQS_CMAKE[*]}"}
 EOF
-    echo "$LIBOQS_VERSION" >"$dest/.done"
+    echo "$LIBOQS_VERSION $LIBOQS_RECIPE" >"$dest/.done"
     save_to_cache "$name" "$dest"
     rm -rf "$src" "$BUILD/src/liboqs-build"
     step liboqs "$LIBOQS_VERSION built"

@@ -140,9 +140,12 @@ def find(name: str, kind: str | None = None, field: str = "algorithm") -> Algori
     for alg in candidates:
         if wanted in (n.lower() for n in alg.names()):
             return alg
-    all_names = [n for a in candidates for n in a.names()]
-    close = difflib.get_close_matches(name, all_names, n=5, cutoff=0.5)
-    close += [n for n in all_names if wanted in n.lower() and n not in close][:5 - len(close)]
+    by_lower = {n.lower(): a.name for a in candidates for n in a.names()}
+    close = []
+    for n in difflib.get_close_matches(wanted, by_lower, n=8, cutoff=0.3):
+        if by_lower[n] not in close:
+            close.append(by_lower[n])
+    close = close[:5]
     hint = f"closest: {', '.join(close)}" if close else "see `pqbench algorithms`"
     what = {"kem": "key exchange", "sig": "signature algorithm"}.get(kind, "algorithm")
     raise BadInput(field, f"unknown {what} {name!r} ({hint})")

@@ -45,7 +45,9 @@ class Chain:
     intermediates: int
     server_name: str
     root_cert: Path  # trust anchor for clients (CA file)
-    chain_file: Path  # leaf then intermediates: what the server sends
+    chain_file: Path  # leaf then intermediates: what the server sends (nginx ssl_certificate)
+    leaf_cert: Path
+    intermediates_file: Path  # intermediates only (openssl s_server -cert_chain); may be empty
     leaf_key: Path
     der_sizes: dict  # name -> DER bytes per certificate
 
@@ -137,10 +139,11 @@ def make_chain(sig: str, out: Path, *, ca_sig: str | None = None, intermediates:
         parent = name
     issue("leaf", leaf_alg, f"/O=pqbench/CN={server_name}", "leaf", parent)
 
-    chain_file = out / "chain.pem"
-    chain_file.write_text("".join((out / f"{n}.crt").read_text() for n in ["leaf", *reversed(names)]))
+    upward = "".join((out / f"{n}.crt").read_text() for n in reversed(names))
+    (out / "intermediates.pem").write_text(upward)
+    (out / "chain.pem").write_text((out / "leaf.crt").read_text() + upward)
     sizes = {n: der_size(out / f"{n}.crt") for n in ["root", *names, "leaf"]}
-    chain = Chain(out, leaf_alg.name, ca_alg.name, intermediates, server_name,
-                  out / "root.crt", chain_file, out / "leaf.key", sizes)
+    chain = Chain(out, leaf_alg.name, ca_alg.name, intermediates, server_name, out / "root.crt",
+                  out / "chain.pem", out / "leaf.crt", out / "intermediates.pem", out / "leaf.key", sizes)
     (out / "chain.json").write_text(json.dumps(chain.to_json(), indent=2) + "\n")
     return chain

@@ -1,0 +1,38 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pqbench import paths  # noqa: E402
+
+
+def run_pqbench(*args, check=False, timeout=600):
+    """Runs the real CLI in a subprocess, as a user would."""
+    return subprocess.run([sys.executable, "-m", "pqbench", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                          check=check)
+
+
+@pytest.fixture(scope="session")
+def built_stack():
+    """Our OpenSSL and native programs; `make test` builds them first, so missing is a failure."""
+    missing = [p for p in (paths.OPENSSL_BIN, paths.native_binary("cryptobench")) if not p.exists()]
+    assert not missing, f"not built: {missing} (run `make`)"
+    from pqbench import stack
+    stack.write_config()
+    return paths
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() == 0:
+        return
+    skip = pytest.mark.skip(reason="needs root (network namespaces, TUN devices)")
+    for item in items:
+        if "root" in item.keywords:
+            item.add_marker(skip)
