@@ -168,6 +168,8 @@ def tcp_transfer(tb, direction: str = "client_to_server", *, seconds: float | No
         if during is not None:
             during(lambda: time.monotonic() - t0)
         out_src, err_src = source.communicate(timeout=timeout_s)
+        if source.returncode != 0:
+            sink.kill()  # it would wait for a connection that is gone
         out_sink, err_sink = sink.communicate(timeout=timeout_s)
     except BaseException:
         for p in (source, sink):
@@ -214,6 +216,7 @@ def _sink(bind: str, hashing: bool) -> int:
 
 def _source(host: str, port: int, seconds: float | None, nbytes: int | None, hashing: bool) -> int:
     s = socket.create_connection((host, port), timeout=60)
+    s.settimeout(None)  # a slow (lossy) link may stall sendall for a long time: that is measured
     h = hashlib.sha256()
     view = memoryview(_PATTERN)
     total = 0
