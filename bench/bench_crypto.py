@@ -30,11 +30,9 @@ def speed(arg: str, seconds: int) -> dict:
     out = stack.run_openssl(["speed", "-mr", "-seconds", str(seconds), arg], timeout=600).stdout.decode()
     rates = {}
     for line in out.splitlines():
-        # +F2..F9 lines: +F<n>:<idx>:<name>:<op1 per s>:<op2 per s>[:<op3 per s>]  (sign/verify or keygen/encaps/decaps)
-        m = re.match(r"\+F\d+:\d+:([^:]+):(.*)", line)
-        if m:
-            vals = [float(v) for v in m.group(2).split(":") if v]
-            rates["values"] = vals
+        # "+F<n>:<index>[:<bits>][:<name>]:<op1/s>:<op2/s>[...]" — the rates are the fields with a decimal point
+        if re.match(r"\+F\d+:", line) and "values" not in rates:  # the first table: sign/verify for RSA
+            rates["values"] = [float(v) for v in line.split(":")[1:] if "." in v]
     return rates
 
 
