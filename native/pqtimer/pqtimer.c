@@ -1,0 +1,512 @@
+/*
+ * pqtimer: a TLS 1.3 timing client. Each sample takes a CLOCK_MONOTONIC_RAW timestamp before the
+ * TCP connect and records the phases of the connection (see trace.h); one JSON object per sample
+ * on stdout. A failed or timed-out sample is printed as a failure with its error class — never
+ * dropped, never retried.
+ *
+ *   pqtimer --host ADDR --port N [--mode handshake|page|requests|resume] [--path /1k]
+ *           [--requests N] [--groups G1:G2] [--sigalgs S1:S2] [--cafile F] [--servername NAME]
+ *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K]
+ *
+ * Exit: 0 every sample succeeded, 1 some failed, 2 bad options, 3 setup impossible.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
+#include "trace.h"
+
+#define PAD_EXTENSION_TYPE 0x1A1A /* a GREASE value: servers must ignore it (RFC 8701) */
+#define MAX_PAD 60000
+
+enum mode { MODE_HANDSHAKE, MODE_PAGE, MODE_REQUESTS, MODE_RESUME };
+static const char *const mode_names[] = {"handshake", "page", "requests", "resume"};
+
+struct options {
+    const char *host, *path, *groups, *sigalgs, *cafile, *servername;
+    int port, requests, count, warmup, timeout_ms, pad, worker;
+    enum mode mode;
+};
+
+struct outcome {
+    const char *error_class; /* NULL when the sample succeeded */
+    char error[256];
+};
+
+static void set_error(struct outcome *o, const char *cls, const char *fmt, ...) {
+    if (o->error_class)
+        return; /* keep the first cause */
+    o->error_class = cls;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->error, sizeof o->error, fmt, ap);
+    va_end(ap);
+}
+
+static void bad_usage(const char *msg, const char *field) {
+    fprintf(stderr, "pqtimer: %s: %s\n", field, msg);
+    exit(2);
+}
+
+static int parse_int(const char *s, const char *field, int lo, int hi) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "'%s' is not a whole number in %d..%d", s, lo, hi);
+        bad_usage(msg, field);
+    }
+    return (int)v;
+}
+
+static void parse_options(int argc, char **argv, struct options *o) {
+    *o = (struct options){.path = "/", .requests = 1, .count = 1, .timeout_ms = 10000, .mode = MODE_HANDSHAKE};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v)
+            bad_usage("missing value", a);
+        i++;
+        if (!strcmp(a, "--host")) o->host = v;
+        else if (!strcmp(a, "--port")) o->port = parse_int(v, a, 1, 65535);
+        else if (!strcmp(a, "--path")) o->path = v;
+        else if (!strcmp(a, "--requests")) o->requests = parse_int(v, a, 1, 100000);
+        else if (!strcmp(a, "--groups")) o->groups = v;
+        else if (!strcmp(a, "--sigalgs")) o->sigalgs = v;
+        else if (!strcmp(a, "--cafile")) o->cafile = v;
+        else if (!strcmp(a, "--servername")) o->servername = v;
+        else if (!strcmp(a, "--count")) o->count = parse_int(v, a, 1, 100000000);
+        else if (!strcmp(a, "--warmup")) o->warmup = parse_int(v, a, 0, 1000000);
+        else if (!strcmp(a, "--timeout-ms")) o->timeout_ms = parse_int(v, a, 1, 3600000);
+        else if (!strcmp(a, "--pad")) o->pad = parse_int(v, a, 0, MAX_PAD);
+        else if (!strcmp(a, "--worker")) o->worker = parse_int(v, a, 0, INT_MAX);
+        else if (!strcmp(a, "--mode")) {
+            int found = 0;
+            for (int m = 0; m < 4; m++)
+                if (!strcmp(v, mode_names[m])) {
+                    o->mode = (enum mode)m;
+                    found = 1;
+                }
+            if (!found)
+                bad_usage("allowed: handshake, page, requests, resume", a);
+        } else
+            bad_usage("unknown option", a);
+    }
+    if (!o->host)
+        bad_usage("required", "--host");
+    if (!o->port)
+        bad_usage("required", "--port");
+    struct in_addr tmp;
+    if (inet_pton(AF_INET, o->host, &tmp) != 1)
+        bad_usage("must be an IPv4 address", "--host");
+    if (o->mode != MODE_REQUESTS)
+        o->requests = o->mode == MODE_PAGE ? 1 : 0;
+}
+
+/* ---- the ClientHello padding extension ---------------------------------------------------- */
+
+static int pad_add(SSL *s, unsigned int ext_type, unsigned int context, const unsigned char **out,
+                   size_t *outlen, X509 *x, size_t chainidx, int *al, void *arg) {
+    static unsigned char zeros[MAX_PAD];
+    *out = zeros;
+    *outlen = (size_t)*(int *)arg;
+    return 1;
+}
+
+/* ---- resumption: keep the first ticket the server sends ------------------------------------ */
+
+static SSL_SESSION *g_ticket;
+
+static int keep_session(SSL *ssl, SSL_SESSION *sess) {
+    if (g_ticket)
+        return 0;
+    g_ticket = sess;
+    return 1; /* we keep the reference */
+}
+
+static SSL_CTX *make_ctx(struct options *o) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
+        !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION))
+        return NULL;
+    if (o->groups && !SSL_CTX_set1_groups_list(ctx, o->groups))
+        bad_usage("no group in the list is available in this OpenSSL (see `pqbench algorithms`)", "--groups");
+    if (o->sigalgs && !SSL_CTX_set1_sigalgs_list(ctx, o->sigalgs))
+        bad_usage("no signature algorithm in the list is available here", "--sigalgs");
+    if (o->cafile) {
+        if (!SSL_CTX_load_verify_locations(ctx, o->cafile, NULL))
+            bad_usage("cannot load CA certificates from this file", "--cafile");
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    }
+    if (o->pad && !SSL_CTX_add_custom_ext(ctx, PAD_EXTENSION_TYPE, SSL_EXT_CLIENT_HELLO, pad_add, NULL,
+                                          &o->pad, NULL, NULL))
+        return NULL;
+    if (o->mode == MODE_RESUME) {
+        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+        SSL_CTX_sess_set_new_cb(ctx, keep_session);
+    }
+    return ctx;
+}
+
+/* ---- one connection ------------------------------------------------------------------------ */
+
+static int wait_fd(int fd, short events, uint64_t deadline) {
+    uint64_t now = now_ns();
+    if (now >= deadline)
+        return 0;
+    struct pollfd p = {.fd = fd, .events = events};
+    int ms = (int)((deadline - now + 999999) / 1000000);
+    int r;
+    do
+        r = poll(&p, 1, ms);
+    while (r < 0 && errno == EINTR);
+    return r > 0;
+}
+
+static int tcp_connect(struct options *o, uint64_t deadline, struct outcome *out) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+    inet_pton(AF_INET, o->host, &sa.sin_addr);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        set_error(out, "socket", "socket: %s", strerror(errno));
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno != EINPROGRESS) {
+        set_error(out, errno == ECONNREFUSED ? "connect_refused" : "connect_error", "connect: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!wait_fd(fd, POLLOUT, deadline)) {
+        set_error(out, "connect_timeout", "TCP connect did not complete within the timeout");
+        close(fd);
+        return -1;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err) {
+        set_error(out, err == ECONNREFUSED ? "connect_refused" : "connect_error", "connect: %s", strerror(err));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *during) {
+    int e = SSL_get_error(ssl, ret);
+    long verify = SSL_get_verify_result(ssl);
+    unsigned long code = ERR_peek_last_error();
+    char buf[160] = "";
+    if (code)
+        ERR_error_string_n(code, buf, sizeof buf);
+    if (verify != X509_V_OK)
+        set_error(out, "cert_verify", "certificate verification failed: %s", X509_verify_cert_error_string(verify));
+    else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !code))
+        set_error(out, "closed", "%s: the server closed the connection%s%s", during, errno ? ": " : "",
+                  errno ? strerror(errno) : "");
+    else
+        set_error(out, "tls_error", "%s: %s", during, buf[0] ? buf : "SSL error");
+    ERR_clear_error();
+}
+
+/* Drives a non-blocking SSL call until it completes, fails or the deadline passes. */
+#define SSL_LOOP(call, ssl, fd, deadline, out, during, what)                          \
+    for (;;) {                                                                         \
+        int r_ = (call);                                                               \
+        if (r_ > 0) {                                                                  \
+            what = r_;                                                                 \
+            break;                                                                     \
+        }                                                                              \
+        int e_ = SSL_get_error(ssl, r_);                                               \
+        short ev_ = e_ == SSL_ERROR_WANT_READ ? POLLIN : e_ == SSL_ERROR_WANT_WRITE ? POLLOUT : 0; \
+        if (!ev_) {                                                                    \
+            ssl_failure(ssl, r_, out, during);                                         \
+            what = -1;                                                                 \
+            break;                                                                     \
+        }                                                                              \
+        if (!wait_fd(fd, ev_, deadline)) {                                             \
+            set_error(out, "timeout", "%s did not complete within the timeout", during); \
+            what = -1;                                                                 \
+            break;                                                                     \
+        }                                                                              \
+    }
+
+/* One HTTP/1.1 GET on the connection; records the first and last byte of the response. */
+static int http_get(SSL *ssl, int fd, struct options *o, struct trace *tr, uint64_t deadline, struct outcome *out,
+                    int first) {
+    char req[512];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: keep-alive\r\n\r\n", o->path,
+                     o->servername ? o->servername : o->host);
+    int w = 0;
+    SSL_LOOP(SSL_write(ssl, req, n), ssl, fd, deadline, out, "sending the HTTP request", w);
+    if (w < 0)
+        return 0;
+    static char buf[1 << 16];
+    size_t have = 0, header_end = 0;
+    long long content_length = -1;
+    uint64_t body = 0;
+    for (;;) {
+        int r = 0;
+        SSL_LOOP(SSL_read(ssl, buf + have, (int)(sizeof buf - 1 - have)), ssl, fd, deadline, out,
+                 "reading the HTTP response", r);
+        if (r < 0)
+            return 0;
+        if (first && !tr->t[PH_FIRST_BYTE])
+            tr->t[PH_FIRST_BYTE] = now_ns();
+        if (!header_end) {
+            have += (size_t)r;
+            buf[have] = '\0';
+            char *end = strstr(buf, "\r\n\r\n");
+            if (!end) {
+                if (have >= sizeof buf - 1) {
+                    set_error(out, "http_error", "response headers too long");
+                    return 0;
+                }
+                continue;
+            }
+            header_end = (size_t)(end - buf) + 4;
+            if (sscanf(buf, "HTTP/1.%*d %d", &tr->http_status) != 1) {
+                set_error(out, "http_error", "not an HTTP response");
+                return 0;
+            }
+            char *cl = strcasestr(buf, "\r\nContent-Length:");
+            if (!cl || cl > end) {
+                set_error(out, "http_error", "response without Content-Length");
+                return 0;
+            }
+            content_length = atoll(cl + 17);
+            body = have - header_end;
+            have = 0;
+        } else {
+            body += (uint64_t)r;
+        }
+        if (header_end && (long long)body >= content_length)
+            break;
+    }
+    tr->body_bytes += body;
+    tr->requests_done++;
+    if (tr->http_status != 200) {
+        set_error(out, "http_status", "HTTP status %d", tr->http_status);
+        return 0;
+    }
+    return 1;
+}
+
+static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, struct trace *tr, struct outcome *out,
+                       SSL **kept) {
+    trace_reset(tr);
+    uint64_t start = now_ns();
+    uint64_t deadline = start + (uint64_t)o->timeout_ms * 1000000u;
+    tr->t[PH_START] = start;
+    int fd = tcp_connect(o, deadline, out);
+    if (fd < 0)
+        return;
+    tr->t[PH_TCP_CONNECTED] = now_ns();
+    SSL *ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    SSL_set_msg_callback(ssl, trace_msg_cb);
+    SSL_set_msg_callback_arg(ssl, tr);
+    if (o->servername) {
+        SSL_set_tlsext_host_name(ssl, o->servername);
+        if (o->cafile)
+            SSL_set1_host(ssl, o->servername);
+    }
+    if (resume)
+        SSL_set_session(ssl, resume);
+    int ok = 0;
+    SSL_LOOP(SSL_connect(ssl), ssl, fd, deadline, out, "TLS handshake", ok);
+    if (ok > 0) {
+        tr->t[PH_HANDSHAKE_DONE] = now_ns();
+        tcp_counts_read(fd, &tr->tcp_handshake);
+        if (resume && !SSL_session_reused(ssl))
+            set_error(out, "not_resumed", "the server did not accept the session ticket");
+        for (int i = 0; ok > 0 && !out->error_class && i < o->requests; i++)
+            ok = http_get(ssl, fd, o, tr, deadline, out, i == 0);
+        if (tr->requests_done && !out->error_class)
+            tr->t[PH_LAST_BYTE] = now_ns();
+    }
+    tcp_counts_read(fd, &tr->tcp_end);
+    if (kept && !out->error_class) {
+        *kept = ssl; /* the caller needs it a little longer (to receive a ticket) */
+        return;
+    }
+    if (ok > 0)
+        SSL_shutdown(ssl); /* a polite close_notify; not waited for */
+    SSL_free(ssl);
+    close(fd);
+}
+
+/* ---- output -------------------------------------------------------------------------------- */
+
+static void json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static const char *msg_type_name(int t) {
+    switch (t) {
+    case SSL3_MT_CLIENT_HELLO: return "client_hello";
+    case SSL3_MT_SERVER_HELLO: return "server_hello";
+    case SSL3_MT_NEWSESSION_TICKET: return "new_session_ticket";
+    case SSL3_MT_ENCRYPTED_EXTENSIONS: return "encrypted_extensions";
+    case SSL3_MT_CERTIFICATE: return "certificate";
+    case SSL3_MT_CERTIFICATE_REQUEST: return "certificate_request";
+    case SSL3_MT_CERTIFICATE_VERIFY: return "certificate_verify";
+    case SSL3_MT_FINISHED: return "finished";
+    case SSL3_MT_KEY_UPDATE: return "key_update";
+    case SSL3_MT_COMPRESSED_CERTIFICATE: return "compressed_certificate";
+    default: return NULL;
+    }
+}
+
+static void print_msgs(const uint32_t *bytes, const uint32_t *count) {
+    int first = 1;
+    putchar('{');
+    for (int t = 0; t < TRACE_MSG_TYPES; t++) {
+        if (!count[t])
+            continue;
+        const char *name = msg_type_name(t);
+        if (name)
+            printf("%s\"%s\": %u", first ? "" : ", ", name, bytes[t]);
+        else
+            printf("%s\"type_%d\": %u", first ? "" : ", ", t, bytes[t]);
+        first = 0;
+    }
+    putchar('}');
+}
+
+static void print_tcp(const struct tcp_counts *c) {
+    if (!c->valid) {
+        printf("null");
+        return;
+    }
+    printf("{\"bytes_sent\": %llu, \"bytes_received\": %llu, \"segs_out\": %u, \"segs_in\": %u, "
+           "\"retransmits\": %u, \"rtt_us\": %u, \"cwnd\": %u}",
+           (unsigned long long)c->bytes_sent, (unsigned long long)c->bytes_received, c->segs_out, c->segs_in,
+           c->total_retrans, c->rtt_us, c->snd_cwnd);
+}
+
+static void print_sample(struct options *o, int index, SSL *ssl, struct trace *tr, struct outcome *out,
+                         const char *group, const char *sigalg, int resumed) {
+    printf("{\"worker\": %d, \"i\": %d, \"mode\": \"%s\", \"ok\": %s, ", o->worker, index, mode_names[o->mode],
+           out->error_class ? "false" : "true");
+    printf("\"error_class\": ");
+    if (out->error_class) {
+        json_string(stdout, out->error_class);
+        printf(", \"error\": ");
+        json_string(stdout, out->error);
+    } else {
+        printf("null, \"error\": null");
+    }
+    printf(", \"t_ns\": {");
+    for (int p = 0; p < PH_COUNT; p++) {
+        printf("%s\"%s\": ", p ? ", " : "", phase_names[p]);
+        if (tr->t[p])
+            printf("%llu", (unsigned long long)(tr->t[p] - tr->t[PH_START]));
+        else
+            printf("null");
+    }
+    printf("}, \"start_mono_ns\": %llu", (unsigned long long)tr->t[PH_START]);
+    printf(", \"group\": ");
+    group ? json_string(stdout, group) : (void)printf("null");
+    printf(", \"sigalg\": ");
+    sigalg ? json_string(stdout, sigalg) : (void)printf("null");
+    printf(", \"resumed\": %s, \"msg_bytes_sent\": ", resumed ? "true" : "false");
+    print_msgs(tr->sent_bytes, tr->sent_count);
+    printf(", \"msg_bytes_received\": ");
+    print_msgs(tr->recv_bytes, tr->recv_count);
+    printf(", \"records_sent\": %u, \"records_received\": %u, \"tcp_handshake\": ", tr->records_out, tr->records_in);
+    print_tcp(&tr->tcp_handshake);
+    printf(", \"tcp_end\": ");
+    print_tcp(&tr->tcp_end);
+    printf(", \"http_status\": ");
+    tr->http_status ? (void)printf("%d", tr->http_status) : (void)printf("null");
+    printf(", \"body_bytes\": %llu, \"requests\": %d}\n", (unsigned long long)tr->body_bytes, tr->requests_done);
+    (void)ssl;
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+/* Resumption needs a ticket: one full handshake plus a request, whose response the server's
+ * NewSessionTicket messages precede. Not recorded as a sample. */
+static int prime_ticket(SSL_CTX *ctx, struct options *o) {
+    struct trace tr;
+    struct outcome out = {0};
+    SSL *ssl = NULL;
+    struct options prime = *o;
+    prime.requests = 1;
+    run_sample(ctx, &prime, NULL, &tr, &out, &ssl);
+    if (ssl) {
+        SSL_shutdown(ssl);
+        close(SSL_get_fd(ssl));
+        SSL_free(ssl);
+    }
+    if (!g_ticket) {
+        fprintf(stderr, "pqtimer: resume: no session ticket from the priming handshake (%s%s%s)\n",
+                out.error_class ? out.error_class : "no ticket", out.error_class ? ": " : "", out.error);
+        return 0;
+    }
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    struct options o;
+    parse_options(argc, argv, &o);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    SSL_CTX *ctx = make_ctx(&o);
+    if (!ctx) {
+        fprintf(stderr, "pqtimer: cannot set up TLS: %s\n", ERR_error_string(ERR_get_error(), NULL));
+        return 3;
+    }
+    if (o.mode == MODE_RESUME && !prime_ticket(ctx, &o))
+        return 1;
+    int failures = 0;
+    static struct trace tr;
+    for (int i = -o.warmup; i < o.count; i++) {
+        struct outcome out = {0};
+        SSL *ssl = NULL;
+        run_sample(ctx, &o, g_ticket, &tr, &out, i >= 0 ? &ssl : NULL);
+        if (i < 0)
+            continue; /* warm-up: not recorded */
+        const char *group = NULL, *sigalg = NULL;
+        int resumed = 0;
+        if (ssl) {
+            group = SSL_get0_group_name(ssl);
+            SSL_get0_peer_signature_name(ssl, &sigalg);
+            resumed = SSL_session_reused(ssl);
+        }
+        print_sample(&o, i, ssl, &tr, &out, group, sigalg, resumed);
+        failures += out.error_class != NULL;
+        if (ssl) {
+            SSL_shutdown(ssl);
+            close(SSL_get_fd(ssl));
+            SSL_free(ssl);
+        }
+    }
+    SSL_SESSION_free(g_ticket);
+    SSL_CTX_free(ctx);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,69 @@
+#define _GNU_SOURCE
+#include "trace.h"
+
+#include <string.h>
+#include <time.h>
+
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+const char *const phase_names[PH_COUNT] = {
+    "start", "tcp_connected", "client_hello_sent", "server_hello_received",
+    "server_finished_received", "handshake_done", "first_byte", "last_byte",
+};
+
+uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void trace_reset(struct trace *tr) { memset(tr, 0, sizeof *tr); }
+
+/* Runs inside the timed region for every handshake message and record header: only a timestamp
+ * and a few additions. */
+void trace_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
+    struct trace *tr = arg;
+    const unsigned char *p = buf;
+    if (content_type == SSL3_RT_HEADER) {
+        if (write_p)
+            tr->records_out++;
+        else
+            tr->records_in++;
+        return;
+    }
+    if (content_type != SSL3_RT_HANDSHAKE || len < 1)
+        return;
+    unsigned type = p[0];
+    if (write_p) {
+        tr->sent_bytes[type] += (uint32_t)len;
+        tr->sent_count[type]++;
+        if (type == SSL3_MT_CLIENT_HELLO && !tr->t[PH_CLIENT_HELLO_SENT])
+            tr->t[PH_CLIENT_HELLO_SENT] = now_ns();
+    } else {
+        tr->recv_bytes[type] += (uint32_t)len;
+        tr->recv_count[type]++;
+        if (type == SSL3_MT_SERVER_HELLO)
+            tr->t[PH_SERVER_HELLO_RECEIVED] = now_ns(); /* the last one, after a HelloRetryRequest */
+        else if (type == SSL3_MT_FINISHED && !tr->t[PH_SERVER_FINISHED_RECEIVED])
+            tr->t[PH_SERVER_FINISHED_RECEIVED] = now_ns();
+    }
+}
+
+void tcp_counts_read(int fd, struct tcp_counts *out) {
+    struct tcp_info ti;
+    socklen_t len = sizeof ti;
+    memset(out, 0, sizeof *out);
+    memset(&ti, 0, sizeof ti);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0)
+        return;
+    out->valid = 1;
+    out->bytes_sent = ti.tcpi_bytes_sent;
+    out->bytes_received = ti.tcpi_bytes_received;
+    out->segs_out = ti.tcpi_segs_out;
+    out->segs_in = ti.tcpi_segs_in;
+    out->total_retrans = ti.tcpi_total_retrans;
+    out->rtt_us = ti.tcpi_rtt;
+    out->snd_cwnd = ti.tcpi_snd_cwnd;
+}

@@ -1,0 +1,55 @@
+/* Per-sample record: phase timestamps and handshake message sizes, filled by OpenSSL's message
+ * callback and the sample loop, printed as one JSON line. */
+#ifndef PQTIMER_TRACE_H
+#define PQTIMER_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <openssl/ssl.h>
+
+/* Phases in the order they happen; each a CLOCK_MONOTONIC_RAW time in ns, 0 = did not happen. */
+enum phase {
+    PH_START,                    /* before socket() and connect() */
+    PH_TCP_CONNECTED,            /* connect() completed */
+    PH_CLIENT_HELLO_SENT,        /* ClientHello handed to the record layer */
+    PH_SERVER_HELLO_RECEIVED,    /* ServerHello processed */
+    PH_SERVER_FINISHED_RECEIVED, /* server Finished processed */
+    PH_HANDSHAKE_DONE,           /* SSL_connect() returned success */
+    PH_FIRST_BYTE,               /* first byte of the (first) HTTP response */
+    PH_LAST_BYTE,                /* last byte of the (last) HTTP response */
+    PH_COUNT
+};
+
+extern const char *const phase_names[PH_COUNT];
+
+/* Handshake message types we account for, by TLS HandshakeType value. */
+#define TRACE_MSG_TYPES 256
+
+struct tcp_counts {
+    int valid;
+    uint64_t bytes_sent, bytes_received;
+    uint32_t segs_out, segs_in, total_retrans, rtt_us, snd_cwnd;
+};
+
+struct trace {
+    uint64_t t[PH_COUNT];
+    uint32_t sent_bytes[TRACE_MSG_TYPES];  /* handshake message bytes we sent, by type */
+    uint32_t recv_bytes[TRACE_MSG_TYPES];  /* … and received */
+    uint32_t sent_count[TRACE_MSG_TYPES];
+    uint32_t recv_count[TRACE_MSG_TYPES];
+    uint32_t records_in, records_out;      /* TLS records seen (headers) */
+    struct tcp_counts tcp_handshake;       /* TCP_INFO when the handshake completed */
+    struct tcp_counts tcp_end;             /* TCP_INFO at the end of the sample */
+    int http_status;
+    uint64_t body_bytes;
+    int requests_done;
+};
+
+uint64_t now_ns(void);
+void trace_reset(struct trace *tr);
+/* SSL_set_msg_callback target; arg is the struct trace. */
+void trace_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg);
+void tcp_counts_read(int fd, struct tcp_counts *out);
+
+#endif

@@ -1,0 +1,66 @@
+import sys
+from pathlib import Path
+
+from pqbench import handshake, units
+from pqbench.cli import print_json
+from pqbench.commands.net import _add_linkspec_options, _parse_common
+from pqbench.errors import BadInput
+
+
+def register(sub):
+    p = sub.add_parser("handshake", help="measure TLS 1.3 handshakes for one key exchange and signature "
+                                         "over an emulated link")
+    p.add_argument("--kex", required=True, help="key exchange group (e.g. X25519MLKEM768)")
+    p.add_argument("--sig", required=True, help="signature algorithm of the certificate chain (e.g. mldsa44)")
+    p.add_argument("-n", default="100", help="samples in total (default 100)")
+    p.add_argument("--parallel", default="1", help="pqtimer processes making connections at once (default 1)")
+    p.add_argument("--page", help="after the handshake GET a page of this size (e.g. 10k)")
+    p.add_argument("--requests", help="GET the page this many times on the connection (default page 1k)")
+    p.add_argument("--resume", action="store_true", help="TLS 1.3 resumption (psk_dhe_ke) with a ticket")
+    p.add_argument("--pad", default="0", help="ClientHello padding extension of this many bytes")
+    p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
+    p.add_argument("--timeout", default="10s", help="per-sample timeout (default 10s)")
+    p.add_argument("--samples", type=Path, help="also write the raw samples (JSON lines) to this file")
+    p.add_argument("--json", action="store_true", help="print the result object (DESIGN.md contract)")
+    _add_linkspec_options(p)
+    p.set_defaults(func=handle)
+
+
+def config_from_args(args) -> handshake.HandshakeConfig:
+    spec, tcp, emulator = _parse_common(args)
+    mode = "handshake"
+    requests = 1
+    if args.resume:
+        mode = "resume"
+    if args.page:
+        mode = "page"
+    if args.requests is not None:
+        requests = units.integer("--requests", args.requests, minimum=1, maximum=100000)
+        mode = "requests"
+    if args.resume and mode != "resume":
+        raise BadInput("--resume", "cannot be combined with --page or --requests")
+    page = None
+    if args.page or mode == "requests":
+        page = handshake.page_name(units.size_bytes("--page", args.page or "1k", minimum=1))
+    return handshake.HandshakeConfig(
+        kex=args.kex, sig=args.sig, spec=spec, tcp=tcp, emulator=emulator, backend=args.backend,
+        n=units.integer("-n", args.n, minimum=1, maximum=10_000_000),
+        parallel=units.integer("--parallel", args.parallel, minimum=1, maximum=256),
+        mode=mode, page=page, requests=requests,
+        pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
+        warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
+        timeout_ms=int(units.duration_ms("--timeout", args.timeout, allow_zero=False)))
+
+
+def handle(args) -> int:
+    cfg = config_from_args(args)
+    progress = None if args.json else (lambda msg: print(f"[handshake] {msg}", file=sys.stderr, flush=True))
+    result = handshake.run(cfg, progress=progress)
+    if args.samples:
+        src = Path(result["run_dir"]) / "samples.jsonl"
+        args.samples.write_text(src.read_text())
+    if args.json:
+        print_json(result)
+    else:
+        print(handshake.format_summary(result))
+    return 1 if result["summary"]["ok"] == 0 else 0
