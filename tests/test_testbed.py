@@ -304,3 +304,20 @@ def test_killed_emulator_takes_its_devices_along():
             assert cp.returncode != 0, f"{dev} outlived pqlink"
         name = t.name
     assert our_leftovers([name]) == ([], [], [])
+
+
+def test_calibrate_cli_json():
+    cp = subprocess.run([sys.executable, "-m", "pqbench", "net", "calibrate", "--rtt", "31.1ms", "--loss", "1%",
+                         "--rate", "20mbit", "--goodput-time", "1.5s", "--json"],
+                        capture_output=True, text=True, env=ENV, timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    r = json.loads(cp.stdout)
+    assert r["backend"] == "pqlink" and r["floor_rtt_ms"]["n"] == 200
+    assert 0 <= r["rtt"]["error_p50_ms"] <= 0.5
+    for d in ("client_to_server", "server_to_client"):
+        loss = r["loss"][d]
+        assert loss["sent"] == 20000 and loss["emulator_lost"] == loss["lost"] and loss["device_drops"] == 0
+        assert loss["ci99"][0] <= 0.01 <= loss["ci99"][1]
+        assert abs(r["goodput"][d]["ratio_to_rate"] - 1) <= 0.05 and r["goodput"][d]["intact"]
+        assert r["rtt"]["lateness_us"][d]["n"] > 0
+    assert our_leftovers([r["testbed"]]) == ([], [], [])

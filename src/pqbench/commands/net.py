@@ -70,6 +70,9 @@ def cmd_up(args) -> int:
         print(f"{tb.name} up ({tb.backend_name}): {tb.spec.describe()}")
         print(f"  client: netns {tb.client_ns}, {tb.client_dev} {tb.client_addr}")
         print(f"  server: netns {tb.server_ns}, {tb.server_dev} {tb.server_addr}")
+        knobs = " ".join(tb.tcp.route_args())
+        if knobs:
+            print(f"  TCP per route: {knobs}")
         print(f"  run inside with: ip netns exec {tb.client_ns} COMMAND; remove with: pqbench net down {tb.name}")
     return 0
 

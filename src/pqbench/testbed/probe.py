@@ -144,16 +144,17 @@ def _env() -> dict:
 
 
 def tcp_transfer(tb, direction: str = "client_to_server", *, seconds: float | None = None, nbytes: int | None = None,
-                 during=None, timeout_s: float = 120, check: bool = True) -> dict:
+                 during=None, timeout_s: float = 120, check: bool = True, skip_s: float = 0.0) -> dict:
     """Bulk TCP from one side to the other, for seconds or nbytes. during(elapsed_fn) runs in this
     process while the transfer is going (e.g. to reconfigure the link). Returns goodput (receiver's
     view, first to last byte), bytes and whether the content arrived intact (check=False skips
-    the hashing, which costs CPU at multi-Gbit/s; intact is then None)."""
+    the hashing, which costs CPU at multi-Gbit/s; intact is then None). skip_s leaves the first
+    seconds (slow start) out of goodput_mbit; goodput_total_mbit counts from the first byte."""
     if (seconds is None) == (nbytes is None):
         raise ValueError("give seconds or nbytes")
     src, dst = DIRECTIONS[direction]
     nohash = [] if check else ["--no-hash"]
-    sink = tb.popen(dst, _probe_argv(["sink", "--bind", tb.addr(dst), *nohash]), stdout=subprocess.PIPE,
+    sink = tb.popen(dst, _probe_argv(["sink", "--bind", tb.addr(dst), "--skip", str(skip_s), *nohash]), stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, text=True, env=_env())
     source = None
     try:
@@ -183,10 +184,11 @@ def tcp_transfer(tb, direction: str = "client_to_server", *, seconds: float | No
     s, r = json.loads(out_src), json.loads(out_sink)
     return {"direction": direction, "bytes_sent": s["bytes"], "bytes_received": r["bytes"],
             "intact": (s["sha256"] == r["sha256"] and s["bytes"] == r["bytes"]) if check else None,
-            "goodput_mbit": r["goodput_mbit"], "seconds": r["seconds"]}
+            "goodput_mbit": r["goodput_mbit"], "goodput_total_mbit": r["goodput_total_mbit"],
+            "seconds": r["seconds"]}
 
 
-def _sink(bind: str, hashing: bool) -> int:
+def _sink(bind: str, hashing: bool, skip: float) -> int:
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.bind((bind, 0))
     ls.listen(1)
@@ -195,22 +197,31 @@ def _sink(bind: str, hashing: bool) -> int:
     buf = bytearray(1 << 20)
     view = memoryview(buf)
     h = hashlib.sha256()
-    total = first_len = 0
-    t_first = t_last = None
+    total = 0
+    marks = []  # (time, bytes received before this read)
     while True:
         n = conn.recv_into(buf)
         if not n:
             break
-        now = time.perf_counter()
-        if t_first is None:
-            t_first, first_len = now, n
-        t_last = now
+        marks.append((time.perf_counter(), total))
         total += n
         if hashing:
             h.update(view[:n])
-    secs = (t_last - t_first) if t_first is not None else 0.0
-    goodput = (total - first_len) * 8 / secs / 1e6 if secs > 0 else 0.0
-    print(json.dumps({"bytes": total, "seconds": secs, "goodput_mbit": goodput, "sha256": h.hexdigest()}))
+    t_last = marks[-1][0] if marks else 0.0
+
+    def goodput(start: float) -> float:
+        # bytes from the first read at or after start, over the time to the last read
+        for t, before in marks:
+            if t >= start:
+                return (total - before) * 8 / (t_last - t) / 1e6 if t_last > t else 0.0
+        return 0.0
+
+    t_first = marks[0][0] if marks else 0.0
+    total_rate = (total - (marks[1][1] if len(marks) > 1 else total)) * 8 / (t_last - t_first) / 1e6 \
+        if t_last > t_first else 0.0
+    print(json.dumps({"bytes": total, "seconds": t_last - t_first, "goodput_total_mbit": total_rate,
+                      "goodput_mbit": goodput(t_first + skip) if skip > 0 else total_rate,
+                      "sha256": h.hexdigest()}))
     return 0
 
 
@@ -245,6 +256,7 @@ def main(argv=None) -> int:
     a = sub.add_parser("sink")
     a.add_argument("--bind", required=True)
     a.add_argument("--no-hash", dest="hashing", action="store_false")
+    a.add_argument("--skip", type=float, default=0.0, help="seconds after the first byte left out of goodput")
     b = sub.add_parser("source")
     b.add_argument("--host", required=True)
     b.add_argument("--port", type=int, required=True)
@@ -253,7 +265,7 @@ def main(argv=None) -> int:
     b.add_argument("--no-hash", dest="hashing", action="store_false")
     args = p.parse_args(argv)
     if args.cmd == "sink":
-        return _sink(args.bind, args.hashing)
+        return _sink(args.bind, args.hashing, args.skip)
     return _source(args.host, args.port, args.seconds, args.bytes, args.hashing)
 
 

@@ -169,13 +169,20 @@ class Testbed:
                 raise TestbedInterrupted(deferred)
 
     def up(self) -> "Testbed":
-        """Creates namespaces and the link. On failure everything made so far is removed."""
+        """Creates namespaces and the link. On failure (or SIGINT/SIGTERM meanwhile) everything
+        made so far is removed; outside a with-block the signal handlers last only for this call."""
         require_root()
+        temporary = not self._old_handlers
+        if temporary:
+            self._install_signal_handlers()
         try:
             self._up()
         except BaseException:
             self.down()
             raise
+        finally:
+            if temporary:
+                self._restore_signal_handlers()
         self._is_up = True
         return self
 
