@@ -48,11 +48,17 @@ def used_networks(claimed: list[str]) -> list[ipaddress.IPv4Network]:
     return used
 
 
-def pick_subnet(claimed: list[str]) -> ipaddress.IPv4Network:
-    """The first candidate /16 overlapping nothing in use; claimed are other testbeds' subnets."""
-    used = used_networks(claimed)
+def first_free(used: list[ipaddress.IPv4Network]) -> ipaddress.IPv4Network | None:
     for cand in CANDIDATES:
         if not any(cand.overlaps(u) for u in used):
             return cand
+    return None
+
+
+def pick_subnet(claimed: list[str]) -> ipaddress.IPv4Network:
+    """The first candidate /16 overlapping nothing in use; claimed are other testbeds' subnets."""
+    free = first_free(used_networks(claimed))
+    if free is not None:
+        return free
     raise MissingCapability("no free private /16 for the testbed",
                             "remove leftovers with `pqbench net clean` or free a 10.100-254.0.0/16 range")
