@@ -488,7 +488,10 @@ int main(int argc, char **argv) {
     for (int i = -o.warmup; i < o.count; i++) {
         struct outcome out = {0};
         SSL *ssl = NULL;
-        run_sample(ctx, &o, g_ticket, &tr, &out, i >= 0 ? &ssl : NULL);
+        /* OpenSSL spends a TLS 1.3 session once used; every sample resumes from its own copy. */
+        SSL_SESSION *ticket = g_ticket ? SSL_SESSION_dup(g_ticket) : NULL;
+        run_sample(ctx, &o, ticket, &tr, &out, i >= 0 ? &ssl : NULL);
+        SSL_SESSION_free(ticket);
         if (i < 0)
             continue; /* warm-up: not recorded */
         const char *group = NULL, *sigalg = NULL;

@@ -1,0 +1,191 @@
+"""The measurement instruments on a real testbed: pqtimer against nginx through the emulated link."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import run_pqbench
+from pqbench import catalog, certs, crypto, paths, stack, stats
+from pqbench.endpoints import pqtimer
+from pqbench.endpoints.nginx import DEFAULT_PAGES, NginxConfig, NginxServer, Site, tcp_probe
+from pqbench.testbed import LinkSpec, Testbed
+
+pytestmark = pytest.mark.root
+
+NATIVE_GROUPS = [a.name for a in catalog.algorithms("kem") if a.source == "openssl" and a.tls]
+PORT = 4433
+
+
+@pytest.fixture(scope="module")
+def bed(built_stack, tmp_path_factory):
+    """One testbed and one nginx (ECDSA P-256 chain, every native group) for the whole module."""
+    run_dir = tmp_path_factory.mktemp("instruments")
+    chain = certs.make_chain("ecdsap256", run_dir / "certs")
+    with Testbed(LinkSpec.symmetric(rtt_ms=10)) as tb:
+        server = NginxServer(NginxConfig(run_dir / "nginx", tb.server_addr, [Site(PORT, chain)],
+                                         groups=NATIVE_GROUPS, pages=DEFAULT_PAGES))
+        with server:
+            server.start(lambda argv, **kw: tb.popen("server", argv, **kw),
+                         lambda port: tcp_probe(lambda: tb.socket("client"), tb.server_addr, port))
+            yield {"tb": tb, "chain": chain, "server": server, "dir": run_dir}
+
+
+def measure(bed, n=20, group="X25519", parallel=1, **job) -> list[dict]:
+    tb, chain = bed["tb"], bed["chain"]
+    j = pqtimer.TimerJob(host=tb.server_addr, port=job.pop("port", PORT), groups=[group],
+                         cafile=job.pop("cafile", str(chain.root_cert)), servername=chain.server_name, **job)
+    return pqtimer.run(j, n, parallel, lambda argv, **kw: tb.popen("client", argv, **kw), bed["dir"])
+
+
+def p50_ms(samples, phase="handshake_done") -> float:
+    assert all(s["ok"] for s in samples), [s["error"] for s in samples if not s["ok"]][:3]
+    return stats.median([s["t_ns"][phase] / 1e6 for s in samples])
+
+
+def compute_ms(kex: str, sig: str) -> float:
+    """Crypto time on the critical path: client keygen + decaps, server encaps + sign, verifies."""
+    k = crypto.measure(catalog.find(kex), seconds=0.1)["ops"]
+    s = crypto.measure(catalog.find(sig), seconds=0.1)["ops"]
+    us = k["keygen"]["median_us"] + k["encaps"]["median_us"] + k["decaps"]["median_us"] \
+        + s["sign"]["median_us"] + 2 * s["verify"]["median_us"]
+    return us / 1000
+
+
+@pytest.mark.parametrize("rtt", [10, 50])
+def test_handshake_time_is_two_rtts_plus_compute(bed, rtt):
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=rtt))
+    samples = measure(bed, n=30, warmup=2)
+    t = p50_ms(samples)
+    assert 2 * rtt <= t <= 2 * rtt + 3 + compute_ms("X25519", "ecdsap256"), t
+    order = ["start", "tcp_connected", "client_hello_sent", "server_hello_received", "server_finished_received",
+             "handshake_done"]
+    for s in samples:
+        ts = [s["t_ns"][p] for p in order]
+        assert ts == sorted(ts) and ts[0] == 0, s["t_ns"]
+        assert s["t_ns"]["tcp_connected"] >= rtt * 1e6  # the SYN/SYN-ACK round trip
+
+
+def test_page_time_grows_as_serialisation_predicts(bed):
+    rate = 10.0
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=10, rate_mbit=rate))
+    small = p50_ms(measure(bed, n=5, mode="page", path="/100k"), "last_byte")
+    large = p50_ms(measure(bed, n=5, mode="page", path="/1000k"), "last_byte")
+    # 900 kB more payload, plus TCP/IP headers (52 B per 1448 B segment) and TLS records (22 B per 16 kB)
+    wire = 900_000 * (1500 / 1448) * (1 + 22 / 16384)
+    predicted = wire * 8 / (rate * 1e6) * 1000
+    assert predicted * 0.9 <= large - small <= predicted * 1.1, (small, large, predicted)
+
+
+def test_requests_amortise_one_rtt_each(bed):
+    rtt = 20
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=rtt))
+    one = p50_ms(measure(bed, n=8, mode="requests", path="/1k", requests=1), "last_byte")
+    ten = p50_ms(measure(bed, n=8, mode="requests", path="/1k", requests=10), "last_byte")
+    extra_rtts = (ten - one) / rtt
+    assert 8.5 <= extra_rtts <= 10.5, extra_rtts
+
+
+def test_resumption_skips_the_certificate(bed):
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=2))
+    full = measure(bed, n=5)
+    resumed = measure(bed, n=5, mode="resume")
+    assert all(s["ok"] and s["resumed"] for s in resumed), resumed[0]
+    assert all("certificate" not in s["msg_bytes_received"] for s in resumed)
+    assert all("certificate" in s["msg_bytes_received"] for s in full)
+    server_bytes = lambda ss: stats.median([s["tcp_handshake"]["bytes_received"] for s in ss])  # noqa: E731
+    assert server_bytes(resumed) < server_bytes(full) - 300  # the P-256 chain alone is over 400 bytes
+
+
+def test_negotiated_group_and_signature_for_every_native_group(bed):
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=1))
+    for group in NATIVE_GROUPS:
+        samples = measure(bed, n=2, group=group)
+        alg = catalog.find(group)
+        for s in samples:
+            assert s["ok"], s
+            assert s["group"].lower() in (n.lower() for n in alg.names()), (group, s["group"])
+            assert s["sigalg"] == "ecdsa_secp256r1_sha256"
+
+
+def test_padded_client_hello_sends_more_packets(bed):
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=1))
+    plain = measure(bed, n=5)
+    padded = measure(bed, n=5, pad=10_000)
+    segs = lambda ss: stats.median([s["tcp_handshake"]["segs_out"] for s in ss])  # noqa: E731
+    ch = lambda ss: ss[0]["msg_bytes_sent"]["client_hello"]  # noqa: E731
+    assert ch(padded) - ch(plain) == 10_000 + 4  # the padding and its extension header
+    # 10 kB more over a 1448-byte MSS: at least 6 more segments (ACK coalescing may save one)
+    assert segs(padded) - segs(plain) >= 6, (segs(plain), segs(padded))
+
+
+def test_stopped_server_gives_failure_samples_and_exit_1(bed):
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=1))
+    samples = measure(bed, n=3, port=PORT + 1)  # nothing listens there
+    assert [s["ok"] for s in samples] == [False] * 3
+    assert {s["error_class"] for s in samples} == {"connect_refused"}
+    tb = bed["tb"]
+    proc = tb.run("client", pqtimer.TimerJob(host=tb.server_addr, port=PORT + 1, groups=["X25519"],
+                                             cafile=str(bed["chain"].root_cert), servername="x").argv(2, 0),
+                  env=stack.openssl_env(), capture_output=True, timeout=30)
+    assert proc.returncode == 1 and len(proc.stdout.splitlines()) == 2
+
+
+def test_wrong_ca_gives_cert_verify_failures(bed, tmp_path):
+    other = certs.make_chain("ecdsap256", tmp_path / "other")
+    samples = measure(bed, n=2, cafile=str(other.root_cert))
+    assert [s["error_class"] for s in samples] == ["cert_verify"] * 2
+
+
+def test_unresponsive_server_times_out_as_failure(bed):
+    """A server behind 100 % loss: the sample fails with a timeout, it does not hang."""
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=1, loss=1.0))
+    try:
+        samples = measure(bed, n=1, timeout_ms=1500)
+    finally:
+        bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=1))
+    assert samples[0]["error_class"] == "connect_timeout"
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--host", "10.0.0.1"], "--port"),
+    (["--host", "nowhere", "--port", "1"], "--host"),
+    (["--host", "10.0.0.1", "--port", "70000"], "--port"),
+    (["--host", "10.0.0.1", "--port", "1", "--mode", "dance"], "--mode"),
+    (["--host", "10.0.0.1", "--port", "1", "--count", "-3"], "--count"),
+])
+def test_pqtimer_bad_options_exit_2(built_stack, args, field):
+    proc = subprocess.run([str(paths.native_binary("pqtimer")), *args], capture_output=True, text=True,
+                          env=stack.openssl_env(), timeout=10)
+    assert proc.returncode == 2 and field in proc.stderr
+
+
+@pytest.mark.parametrize("args,field", [
+    (["--kex", "X25519", "--sig", "ecdsap256", "-n", "zero"], "-n"),
+    (["--kex", "X25519", "--sig", "ecdsap256", "--rtt", "-5ms"], "rtt"),
+    (["--kex", "X25519", "--sig", "ecdsap256", "--loss", "120%"], "loss"),
+    (["--kex", "X25519", "--sig", "ecdsap256", "--page", "ten"], "--page"),
+    (["--kex", "X25519x", "--sig", "ecdsap256"], "--kex"),
+    (["--kex", "X25519", "--sig", "slhdsasha2128s"], "--sig"),
+])
+def test_handshake_command_bad_input(built_stack, args, field):
+    proc = run_pqbench("handshake", *args)
+    assert proc.returncode in (2, 3) and field in proc.stderr, proc.stderr
+    if field != "--sig":  # SLH-DSA is a missing capability (no TLS sigalg), not bad input
+        assert proc.returncode == 2
+
+
+def test_handshake_command_json_contract(built_stack):
+    proc = run_pqbench("handshake", "--kex", "X25519MLKEM768", "--sig", "mldsa44", "--rtt", "5ms",
+                       "-n", "20", "--parallel", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert set(r["summary"]) >= {"n", "failures", "mean_ms", "p5_ms", "p25_ms", "p50_ms", "p75_ms", "p95_ms",
+                                 "p99_ms"}
+    assert r["summary"]["n"] == 20 and r["summary"]["failures"] == 0
+    assert r["negotiated"] == {"group": "X25519MLKEM768", "sigalg": "mldsa44"}
+    for key in ("packets", "bytes"):
+        assert set(r[key]) == {"client_to_server", "server_to_client"}
+    # An ML-DSA-44 chain is several kB: the server sends more than the client, in more packets.
+    assert r["bytes"]["server_to_client"] > r["bytes"]["client_to_server"] + 5000
+    assert r["packets"]["server_to_client"] >= 5
