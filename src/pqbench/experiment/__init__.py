@@ -1,0 +1,1 @@
+"""Experiments: specs (spec), their cells (cells), and the runner that measures them (runner)."""

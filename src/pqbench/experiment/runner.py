@@ -1,0 +1,250 @@
+"""`pqbench run`: a spec's cells measured in a randomised order on one testbed and one nginx.
+
+The link is reconfigured live between cells; nginx serves one port per certificate chain with
+every key exchange of the run. Each cell collects samples in batches until the p50 and p95
+confidence intervals are narrow enough (within the spec's min/max), and is written to the store
+in one transaction when it finishes: a crash or Ctrl-C loses at most the cell in progress, and
+`--resume` continues with the cells not yet done.
+"""
+
+import datetime
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pqbench import __version__, catalog, certs, crypto, host, liboqs, paths, stack, stats, store
+from pqbench.endpoints import pqtimer
+from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
+from pqbench.errors import BadInput
+from pqbench.experiment import cells as cellmod
+from pqbench.experiment.spec import Spec
+from pqbench.handshake import END_PHASE
+from pqbench.testbed import LinkSpec, Testbed
+from pqbench.testbed.calibrate import measure_floor
+
+FLOOR_DRIFT_MS = 0.1  # floor changes larger than this and 20 % are reported
+
+
+def git_commit() -> str | None:
+    try:
+        rev = subprocess.run(["git", "-C", str(paths.PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(paths.PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{rev}{'+dirty' if dirty else ''}" if rev else None
+
+
+def provenance(spec: Spec) -> dict:
+    return {"pqbench": __version__, "git_commit": git_commit(), "host": host.facts(),
+            "openssl": {"version": stack.openssl_version(), **stack.openssl_provenance()},
+            "liboqs": {"version": liboqs.version(), **stack.liboqs_provenance()},
+            "pqprov": stack.pqprov_path().exists(), "nginx": host.nginx_version(),
+            "congestion_control": host.congestion_control(), "seed": spec.seed,
+            "parallel": spec.parallel, "samples": {"min": spec.samples.min, "max": spec.samples.max,
+                                                   "ci": spec.samples.ci}}
+
+
+class Progress:
+    """One line per cell on stderr with the count, the elapsed time and an ETA."""
+
+    def __init__(self, total: int, quiet: bool = False):
+        self.total, self.done, self.start, self.quiet = total, 0, time.monotonic(), quiet
+
+    def say(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"[run] {msg}", file=sys.stderr, flush=True)
+
+    def cell_done(self, label: str, outcome: str) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        bar = "#" * int(20 * self.done / self.total)
+        self.say(f"[{bar:<20}] {self.done}/{self.total} {_hms(elapsed)} elapsed, ETA {_hms(eta)} | {label} | {outcome}")
+
+
+def _hms(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def ci_narrow(durations: list[float], target: float) -> bool:
+    """True when the p50 and p95 bootstrap CIs' half-widths are within target × the estimate."""
+    if len(durations) < 5:
+        return False
+    v = sorted(durations)
+    for q in (50, 95):
+        lo, hi = stats.bootstrap_ci(v, q, resamples=400)
+        est = stats.percentile(v, q)
+        if est <= 0 or (hi - lo) / 2 > target * est:
+            return False
+    return True
+
+
+def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, scratch: Path) -> tuple[list, str]:
+    """Samples for one cell: batches until the CIs are narrow enough, or min/max says stop."""
+    metric = END_PHASE[cell.mode]
+    samples: list[dict] = []
+    batch = spec.samples.min
+    while True:
+        new = pqtimer.run(job, batch, spec.parallel, popen, scratch)
+        samples += new
+        if not any(s.get("ok") for s in samples):
+            return samples, "every sample failed"
+        if spec.samples.ci is None:
+            return samples, "fixed count"
+        durations = [s["t_ns"][metric] / 1e6 for s in samples if s.get("ok") and s["t_ns"].get(metric) is not None]
+        if ci_narrow(durations, spec.samples.ci):
+            return samples, "confidence intervals narrow enough"
+        if len(samples) >= spec.samples.max:
+            return samples, "reached samples.max"
+        batch = min(max(spec.parallel * 5, len(samples) // 2, 10), spec.samples.max - len(samples))
+
+
+def _cell_record(cell: cellmod.Cell, position: int, status: str, reason: str | None = None, **extra) -> dict:
+    return {"cell_id": cell.cell_id, "position": position, "status": status, "reason": reason,
+            **cell.params(), **extra}
+
+
+def find_resumable(con, spec: Spec, run: str | None) -> str:
+    if run:
+        return store.resolve_run(con, run)
+    rows = con.execute("SELECT run_id, spec_toml FROM runs WHERE name = ? ORDER BY created DESC", [spec.name]).fetchall()
+    for run_id, toml in rows:
+        if toml == spec.source:
+            return run_id
+    raise BadInput("--resume", f"no earlier run of {spec.name!r} with this exact spec in the database")
+
+
+def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | None = None,
+        quiet: bool = False) -> str:
+    con = store.connect(db_path)
+    all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
+    if resume:
+        run_id = find_resumable(con, spec, resume_run)
+        store.update_run(con, run_id, status="running")
+    else:
+        run_id = f"{spec.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        store.create_run(con, run_id, name=spec.name, spec_toml=spec.source, seed=spec.seed,
+                         provenance=provenance(spec), cell_order=[c.cell_id for c in all_cells])
+    progress = Progress(len(all_cells), quiet)
+    done = store.finished_cells(con, run_id)
+    progress.done = len(done)
+    progress.say(f"run {run_id}: {len(all_cells)} cells, {len(done)} already done, database {db_path}")
+
+    todo = []
+    for pos, cell in enumerate(all_cells):
+        if cell.cell_id in done:
+            continue
+        reason = cellmod.unavailable_reason(cell)
+        if reason:
+            store.save_cell(con, run_id, _cell_record(cell, pos, "skipped", reason))
+            progress.cell_done(cell.label(), f"skipped: {reason}")
+        else:
+            todo.append((pos, cell))
+    if not todo:
+        store.finish_run(con, run_id, "done")
+        return run_id
+
+    run_dir = paths.BUILD / "runs" / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    used = sorted({c.kex for _, c in todo}) + sorted({c.sig for _, c in todo})
+    progress.say(f"crypto microbenchmarks of {len(used)} algorithms (input of the lower-bound model)")
+    store.save_crypto(con, run_id, [crypto.measure(catalog.find(n), seconds=0.3) for n in used])
+    sigs = sorted({c.sig for _, c in todo})
+    chains = {s: certs.make_chain(s, run_dir / "certs" / s) for s in sigs}
+    ports = {s: FIRST_PORT + i for i, s in enumerate(sigs)}
+    groups = list(dict.fromkeys(c.kex for _, c in todo))
+    pages = {**DEFAULT_PAGES, **{c.page: _page_bytes(c.page) for _, c in todo if c.page}}
+    status = "interrupted"
+    try:
+        first = todo[0][1]
+        with Testbed(first.link_spec(spec.seed), tcp=first.tcp(), backend=spec.backend) as tb:
+            store.update_run(con, run_id, provenance={**provenance(spec), "backend": tb.backend_name,
+                                                      "testbed": tb.info()})
+            popen_client = lambda argv, **kw: _noted(tb, tb.popen("client", argv, **kw))  # noqa: E731
+            server = NginxServer(NginxConfig(run_dir / "nginx", tb.server_addr,
+                                             [Site(ports[s], chains[s]) for s in sigs], groups=groups,
+                                             workers=spec.workers, pages=pages))
+            with server:
+                server.start(lambda argv, **kw: _noted(tb, tb.popen("server", argv, **kw)),
+                             lambda port: tcp_probe(lambda: tb.socket("client"), tb.server_addr, port))
+                calib_start = calibrate_floor(tb, spec)
+                store.update_run(con, run_id, calibration_start=calib_start)
+                progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms")
+                current_tcp = first.tcp()
+                for pos, cell in todo:
+                    tb.reconfigure(cell.link_spec(spec.seed))
+                    if cell.tcp() != current_tcp:
+                        tb.set_tcp(cell.tcp())
+                        current_tcp = cell.tcp()
+                    job = _job(cell, spec, tb, chains[cell.sig], ports[cell.sig])
+                    started = datetime.datetime.now()
+                    tb.reset_counters()
+                    samples, why = measure_cell(cell, spec, job, popen_client, run_dir)
+                    ok = sum(1 for s in samples if s.get("ok"))
+                    classes = {}
+                    for s in samples:
+                        if not s.get("ok"):
+                            classes[s.get("error_class")] = classes.get(s.get("error_class"), 0) + 1
+                    record = _cell_record(cell, pos, "done" if ok else "failed", None if ok else why,
+                                          link=cell.link_spec(spec.seed).to_dict(), metric=END_PHASE[cell.mode],
+                                          n=len(samples), ok=ok, failures=len(samples) - ok,
+                                          failure_classes=classes, link_counters=tb.counters(),
+                                          started=started, finished=datetime.datetime.now(), stop_reason=why)
+                    store.save_cell(con, run_id, record, samples, END_PHASE[cell.mode])
+                    durations = sorted(s["t_ns"][END_PHASE[cell.mode]] / 1e6 for s in samples if s.get("ok"))
+                    p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
+                    progress.cell_done(cell.label(), f"n={len(samples)} {p50}, {len(samples) - ok} failed ({why})")
+                tb.reconfigure(LinkSpec())
+                calib_end = calibrate_floor(tb, spec)
+                warnings = floor_drift_warnings(calib_start, calib_end)
+                for w in warnings:
+                    progress.say(f"warning: {w}")
+                store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
+        status = "done"
+    finally:
+        store.finish_run(con, run_id, status)
+        con.close()
+    return run_id
+
+
+def _page_bytes(name: str) -> int:
+    from pqbench import units
+    return units.size_bytes("page", name)
+
+
+def _noted(tb, proc):
+    tb.note_process(proc.pid)
+    return proc
+
+
+def _job(cell: cellmod.Cell, spec: Spec, tb, chain, port: int) -> pqtimer.TimerJob:
+    return pqtimer.TimerJob(host=tb.server_addr, port=port, groups=[cell.kex], cafile=str(chain.root_cert),
+                            servername=chain.server_name, mode=cell.mode, path=f"/{cell.page or '1k'}",
+                            requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms,
+                            pad=cell.pad)
+
+
+def calibrate_floor(tb, spec: Spec) -> dict:
+    """TCP-connect RTT through the link configured to 0 ms: the emulator's floor."""
+    saved = tb.spec
+    tb.reconfigure(LinkSpec())
+    try:
+        floor = measure_floor(tb, spec.calibration_samples)
+    finally:
+        tb.reconfigure(saved)
+    return {**{f"{k}_ms": floor.get(k) for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean")},
+            "n": floor.get("n"), "when": datetime.datetime.now().isoformat(timespec="seconds")}
+
+
+def floor_drift_warnings(start: dict, end: dict) -> list[str]:
+    a, b = start.get("p50_ms"), end.get("p50_ms")
+    if a is None or b is None:
+        return []
+    if abs(b - a) > FLOOR_DRIFT_MS and abs(b - a) > 0.2 * a:
+        return [f"the emulator floor drifted from {a:.3f} ms to {b:.3f} ms during the run: the machine's load "
+                f"changed; compare cells with care or rerun on a quiet machine"]
+    return []

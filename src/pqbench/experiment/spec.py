@@ -1,0 +1,225 @@
+"""Experiment specs: TOML files naming the axes of a sweep, validated with errors that name the field.
+
+    name = "quick"
+    seed = 1
+    parallel = 4                       # pqtimer workers per cell
+    timeout = "10s"                    # per sample
+    [samples]                          # or: samples = 200 (fixed count)
+    min = 50                           # adaptive: stop when the p50 and p95 confidence intervals
+    max = 400                          # are narrower than ci (relative half-width), within min..max
+    ci = 0.05
+    [axes]
+    kex = ["X25519", "X25519MLKEM768"]
+    sig = ["ecdsap256"]
+    rtt = ["5.6ms", "31.1ms"]          # or named link conditions in [[scenario]] tables
+    loss = ["0%", "1%", "3%"]
+    rate = ["1000mbit"]                # optional: unlimited when absent
+    mtu = [1500]
+    initcwnd = [10]
+    page = ["1k", "100k"]              # optional: fetch a page after the handshake
+    requests = [1, 10]                 # optional: N GETs on the connection (page 1k unless page set)
+    pad = [0, 1100]                    # optional: ClientHello padding bytes
+    resume = false                     # optional: TLS 1.3 resumption instead of full handshakes
+    [[scenario]]
+    name = "5G-like"
+    rtt = "44ms"
+    loss = "4%"
+    rate = "880mbit"
+"""
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+from pqbench import units
+from pqbench.errors import BadInput
+
+AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack")
+TOP_KEYS = ("name", "description", "seed", "parallel", "timeout", "samples", "axes", "scenario", "warmup",
+            "backend", "workers", "gemodel", "queue", "calibration_samples")
+SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "mtu", "initcwnd")
+STACKS = ("openssl",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """A named link condition (published studies' scenarios) or one point of rtt × loss × rate."""
+    name: str | None
+    rtt_ms: float
+    loss: float
+    rate_mbit: float | None = None
+    gemodel: tuple | None = None  # Gilbert–Elliott (p, r, 1-h, 1-k) instead of Bernoulli loss
+    jitter_ms: float = 0.0
+    queue: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Samples:
+    min: int
+    max: int
+    ci: float | None  # None: fixed count (min == max)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    name: str
+    description: str
+    seed: int
+    parallel: int
+    timeout_ms: int
+    warmup: int
+    samples: Samples
+    kex: tuple[str, ...]
+    sig: tuple[str, ...]
+    scenarios: tuple[Scenario, ...]
+    mtu: tuple[int, ...]
+    initcwnd: tuple[int | None, ...]
+    page: tuple[str | None, ...]
+    requests: tuple[int | None, ...]
+    pad: tuple[int, ...]
+    resume: bool
+    backend: str
+    workers: int
+    calibration_samples: int
+    source: str  # the TOML text, stored with the run
+
+
+def _list(field: str, value, allowed: str) -> list:
+    if isinstance(value, list):
+        if not value:
+            raise BadInput(field, f"must not be empty ({allowed})")
+        return value
+    return [value]
+
+
+def _unknown(field: str, table: dict, allowed) -> None:
+    extra = sorted(set(table) - set(allowed))
+    if extra:
+        raise BadInput(f"{field}{extra[0]}", f"unknown key (allowed: {', '.join(allowed)})")
+
+
+def _gemodel(field: str, value) -> tuple:
+    from pqbench.testbed.linkspec import parse_gemodel
+    loss = parse_gemodel(field, ",".join(str(v) for v in value) if isinstance(value, list) else value)
+    return (loss.p, loss.r, loss.one_minus_h, loss.one_minus_k)
+
+
+def _scenario(field: str, t: dict) -> Scenario:
+    _unknown(f"{field}.", t, SCENARIO_KEYS)
+    if "name" not in t:
+        raise BadInput(f"{field}.name", "every [[scenario]] needs a name")
+    return Scenario(
+        name=str(t["name"]), rtt_ms=units.duration_ms(f"{field}.rtt", t.get("rtt", 0)),
+        loss=units.probability(f"{field}.loss", t.get("loss", 0)),
+        rate_mbit=units.rate_mbit(f"{field}.rate", t["rate"]) if "rate" in t else None,
+        gemodel=_gemodel(f"{field}.gemodel", t["gemodel"]) if "gemodel" in t else None,
+        jitter_ms=units.duration_ms(f"{field}.jitter", t.get("jitter", 0)),
+        queue=units.integer(f"{field}.queue", t["queue"], minimum=1) if "queue" in t else None)
+
+
+def _samples(value) -> Samples:
+    if isinstance(value, int) and not isinstance(value, bool):
+        n = units.integer("samples", value, minimum=1, maximum=1_000_000)
+        return Samples(n, n, None)
+    if not isinstance(value, dict):
+        raise BadInput("samples", "must be a whole number or a table with min, max and ci")
+    _unknown("samples.", value, ("min", "max", "ci"))
+    lo = units.integer("samples.min", value.get("min", 30), minimum=5, maximum=1_000_000)
+    hi = units.integer("samples.max", value.get("max", max(lo, 200)), minimum=lo, maximum=1_000_000)
+    ci = value.get("ci", 0.05)
+    if not isinstance(ci, (int, float)) or not 0 < ci < 1:
+        raise BadInput("samples.ci", f"{ci!r} must be a relative half-width between 0 and 1 (e.g. 0.05)")
+    return Samples(lo, hi, float(ci))
+
+
+def parse(text: str, origin: str = "spec") -> Spec:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise BadInput(origin, f"not valid TOML: {e}") from None
+    _unknown("", data, TOP_KEYS)
+    axes = data.get("axes", {})
+    if not isinstance(axes, dict):
+        raise BadInput("axes", "must be a table")
+    _unknown("axes.", axes, AXES + ("resume",))
+    for required in ("kex", "sig"):
+        if required not in axes:
+            raise BadInput(f"axes.{required}", "is required (a list of algorithm names)")
+
+    from pqbench import catalog  # names are checked against the catalog; availability at run time
+    kex = tuple(catalog.find(str(k), "kem", field=f"axes.kex[{i}]").name
+                for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
+    sig = tuple(catalog.find(str(s), "sig", field=f"axes.sig[{i}]").name
+                for i, s in enumerate(_list("axes.sig", axes["sig"], "signature names")))
+
+    raw_scenarios = data.get("scenario", [])
+    link_axes = [a for a in ("rtt", "loss", "rate") if a in axes]
+    if raw_scenarios and link_axes:
+        raise BadInput(f"axes.{link_axes[0]}", "use either [[scenario]] tables or rtt/loss/rate axes, not both")
+    if raw_scenarios:
+        scenarios = tuple(_scenario(f"scenario[{i}]", t) for i, t in enumerate(raw_scenarios))
+        names = [s.name for s in scenarios]
+        if len(set(names)) != len(names):
+            raise BadInput("scenario", f"names must be unique (got {names})")
+    else:
+        rtts = [units.duration_ms(f"axes.rtt[{i}]", v) for i, v in enumerate(_list("axes.rtt", axes.get("rtt", 0), "durations"))]
+        losses = [units.probability(f"axes.loss[{i}]", v) for i, v in enumerate(_list("axes.loss", axes.get("loss", 0), "percentages"))]
+        rates = [units.rate_mbit(f"axes.rate[{i}]", v) for i, v in enumerate(_list("axes.rate", axes["rate"], "rates"))] \
+            if "rate" in axes else [None]
+        gem = _gemodel("gemodel", data["gemodel"]) if "gemodel" in data else None
+        scenarios = tuple(Scenario(None, r, l, b, gem) for r in rtts for l in losses for b in rates)
+
+    mtu = tuple(units.integer(f"axes.mtu[{i}]", v, minimum=576, maximum=65535)
+                for i, v in enumerate(_list("axes.mtu", axes.get("mtu", 1500), "MTUs")))
+    initcwnd = tuple(units.integer(f"axes.initcwnd[{i}]", v, minimum=1, maximum=1000)
+                     for i, v in enumerate(_list("axes.initcwnd", axes["initcwnd"], "segments"))) \
+        if "initcwnd" in axes else (None,)
+    page = tuple(_page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
+        if "page" in axes else (None,)
+    requests = tuple(units.integer(f"axes.requests[{i}]", v, minimum=1, maximum=100000)
+                     for i, v in enumerate(_list("axes.requests", axes["requests"], "counts"))) \
+        if "requests" in axes else (None,)
+    pad = tuple(units.integer(f"axes.pad[{i}]", v, minimum=0, maximum=60000)
+                for i, v in enumerate(_list("axes.pad", axes.get("pad", 0), "bytes")))
+    for i, st in enumerate(_list("axes.stack", axes.get("stack", "openssl"), "stacks")):
+        if st not in STACKS:
+            raise BadInput(f"axes.stack[{i}]", f"{st!r} is not one of {', '.join(STACKS)}")
+    resume = axes.get("resume", False)
+    if not isinstance(resume, bool):
+        raise BadInput("axes.resume", "must be true or false")
+    if resume and (page != (None,) or requests != (None,)):
+        raise BadInput("axes.resume", "cannot be combined with page or requests")
+
+    backend = data.get("backend", "auto")
+    if backend not in ("auto", "pqlink", "netem"):
+        raise BadInput("backend", f"{backend!r} is not one of auto, pqlink, netem")
+    name = data.get("name", Path(origin).stem)
+    if not isinstance(name, str) or not name:
+        raise BadInput("name", "must be a non-empty string")
+    return Spec(
+        name=name, description=str(data.get("description", "")),
+        seed=units.integer("seed", data.get("seed", 1), minimum=0, maximum=2**31 - 1),
+        parallel=units.integer("parallel", data.get("parallel", 1), minimum=1, maximum=256),
+        timeout_ms=int(units.duration_ms("timeout", data.get("timeout", "10s"), allow_zero=False)),
+        warmup=units.integer("warmup", data.get("warmup", 1), minimum=0, maximum=1000),
+        samples=_samples(data.get("samples", {"min": 30, "max": 200, "ci": 0.05})),
+        kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd, page=page, requests=requests,
+        pad=pad, resume=resume, backend=backend,
+        workers=units.integer("workers", data.get("workers", 2), minimum=1, maximum=64),
+        calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
+                                          minimum=10, maximum=100_000),
+        source=text)
+
+
+def _page(field: str, value) -> str:
+    from pqbench.handshake import page_name
+    return page_name(units.size_bytes(field, value, minimum=1))
+
+
+def load(path: Path) -> Spec:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise BadInput("SPEC", f"cannot read {path}: {e.strerror}") from None
+    return parse(text, origin=str(path))
