@@ -30,12 +30,26 @@ _CHUNK = len(_PATTERN)
 
 # --- TCP connect RTT -------------------------------------------------------------------------------
 
-def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2) -> list[float]:
+PROBE_FIFO_PRIORITY = 40  # below pqlink's default 50: the emulator still comes first
+
+
+def _realtime_thread() -> bool:
+    """Makes the calling thread SCHED_FIFO (Linux policies are per thread), so that busy CPUs
+    do not delay the probe's wake-ups; False where that is not allowed."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(PROBE_FIFO_PRIORITY))
+        return True
+    except (OSError, AttributeError):
+        return False
+
+
+def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realtime: bool = True) -> list[float]:
     """n TCP connect() durations in ms, client -> server, one after another.
 
     The server only listens (the kernel completes handshakes without accept()); the queue is
     drained between samples, so nothing else runs in this process while a sample is timed.
-    Samples that time out are recorded as timeout_s (a lost SYN shows as a ~1 s sample)."""
+    The sampling thread runs SCHED_FIFO when realtime (and allowed). Samples that time out are
+    recorded as timeout_s (a lost SYN shows as a ~1 s sample)."""
     listener = tb.socket("server")
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((tb.server_addr, 0))
@@ -53,6 +67,8 @@ def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2) -> lis
             conn.close()
 
     def sample_all():
+        if realtime:
+            _realtime_thread()
         out = []
         for i in range(n + warmup):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
