@@ -1,0 +1,133 @@
+"""`pqbench run` end to end on a real testbed: store contents, crash and resume, Ctrl-C."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pqbench import store
+from pqbench.experiment import cells as cellmod
+from pqbench.experiment import spec as specmod
+
+pytestmark = pytest.mark.root
+ROOT = Path(__file__).resolve().parents[1]
+
+SPEC = """
+name = "tiny"
+seed = 3
+parallel = 2
+samples = 8
+warmup = 0
+calibration_samples = 20
+[axes]
+kex = ["X25519", "X25519MLKEM768"]
+sig = ["ecdsap256"]
+rtt = ["2ms"]
+loss = ["0%", "2%", "5%"]
+"""
+
+
+def start_run(spec_path, db, *extra):
+    return subprocess.Popen([sys.executable, "-m", "pqbench", "run", str(spec_path), "--db", str(db), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+
+
+def wait_for_cells(proc, count, timeout=120):
+    """Reads progress lines until `count` cells are reported done."""
+    deadline = time.monotonic() + timeout
+    seen = 0
+    while seen < count and time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        if "elapsed, ETA" in line:
+            seen += 1
+    return seen
+
+
+def leftovers():
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    procs = subprocess.run(["pgrep", "-f", "pqlink|pqtimer|nginx: master"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in ns.splitlines() if line.startswith("pqb")], procs.split()
+
+
+def db_state(db):
+    con = store.connect(db, read_only=True)
+    try:
+        cells = con.execute("SELECT cell_id, status FROM cells").fetchall()
+        per_cell = dict(con.execute("SELECT cell_id, count(*) FROM samples GROUP BY cell_id").fetchall())
+        runs = con.execute("SELECT run_id, status FROM runs").fetchall()
+    finally:
+        con.close()
+    return cells, per_cell, runs
+
+
+def test_killed_run_resumes_without_duplicates_or_gaps(built_stack, tmp_path):
+    spec_path = tmp_path / "tiny.toml"
+    spec_path.write_text(SPEC)
+    expected = {c.cell_id for c in cellmod.expand(specmod.load(spec_path))}
+    db = tmp_path / "r.duckdb"
+    proc = start_run(spec_path, db)
+    assert wait_for_cells(proc, 2) == 2
+    proc.kill()  # a crash: no cleanup of its own
+    proc.wait()
+    subprocess.run([sys.executable, "-m", "pqbench", "net", "clean"], env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                   capture_output=True, timeout=60)
+    assert leftovers() == ([], [])
+    cells, per_cell, runs = db_state(db)
+    assert 2 <= len(cells) < len(expected)
+    assert all(per_cell[c] == 8 for c, _ in cells)
+
+    resumed = start_run(spec_path, db, "--resume")
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    cells, per_cell, runs = db_state(db)
+    assert len(runs) == 1 and runs[0][1] == "done"
+    assert sorted(c for c, _ in cells) == sorted(expected)  # none missing, none twice (primary key)
+    assert all(status == "done" for _, status in cells)
+    assert per_cell == {c: 8 for c in expected}
+
+
+def test_ctrl_c_keeps_finished_cells_and_cleans_up(built_stack, tmp_path):
+    spec_path = tmp_path / "tiny.toml"
+    spec_path.write_text(SPEC)
+    db = tmp_path / "c.duckdb"
+    proc = start_run(spec_path, db)
+    assert wait_for_cells(proc, 1) == 1
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert leftovers() == ([], [])  # the run tore everything down itself
+    cells, per_cell, runs = db_state(db)
+    assert runs[0][1] == "interrupted"
+    assert cells and all(per_cell[c] == 8 for c, _ in cells)
+
+
+def test_store_round_trip_and_export(built_stack, tmp_path):
+    spec_path = tmp_path / "tiny.toml"
+    spec_path.write_text(SPEC.replace('loss = ["0%", "2%", "5%"]', 'loss = ["0%"]'))
+    db = tmp_path / "s.duckdb"
+    proc = start_run(spec_path, db, "--quiet")
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    run_id = out.strip()
+    con = store.connect(db, read_only=True)
+    rows = con.execute("SELECT c.kex, s.\"group\", s.sigalg, s.ok, s.duration_ms, s.handshake_done_ms, "
+                       "s.client_hello_bytes, s.raw FROM samples s JOIN cells c USING (run_id, cell_id)").fetchall()
+    assert len(rows) == 16
+    for kex, group, sigalg, ok, duration, hs, ch, raw in rows:
+        assert ok and group.lower() == kex.lower() and sigalg == "ecdsa_secp256r1_sha256"
+        assert duration == hs and 4 <= duration < 100  # 2 ms RTT: two round trips plus compute
+        assert ch > 0 and '"ok": true' in raw
+    prov = con.execute("SELECT provenance, calibration_start FROM runs").fetchone()
+    assert '"openssl"' in prov[0] and '"backend"' in prov[0] and '"p50_ms"' in prov[1]
+    assert con.execute("SELECT count(DISTINCT name) FROM crypto").fetchone()[0] == 3
+    written = store.export(con, run_id, tmp_path / "export", "csv")
+    con.close()
+    samples_csv = next(p for p in written if p.name.endswith("samples.csv"))
+    assert len(samples_csv.read_text().splitlines()) == 17  # header + 16 samples

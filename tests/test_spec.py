@@ -1,0 +1,118 @@
+"""Experiment specs: good ones load, bad ones fail naming the field; cells expand and order well."""
+
+from pathlib import Path
+
+import pytest
+
+from pqbench import catalog
+from pqbench.errors import BadInput
+from pqbench.experiment import cells as cellmod
+from pqbench.experiment import spec as specmod
+
+EXPERIMENTS = sorted((Path(__file__).resolve().parents[1] / "experiments").glob("*.toml"))
+
+GOOD = """
+name = "t"
+seed = 7
+parallel = 2
+samples = 20
+[axes]
+kex = ["X25519", "X25519MLKEM768"]
+sig = ["ecdsap256", "mldsa44"]
+rtt = ["5.6ms", "31.1ms"]
+loss = ["0%", "1%", "2%"]
+"""
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.name)
+def test_every_preset_loads(path):
+    spec = specmod.load(path)
+    assert spec.kex and spec.sig and spec.scenarios
+    assert cellmod.expand(spec)
+
+
+def test_quick_preset_is_small():
+    spec = specmod.load(Path(__file__).resolve().parents[1] / "experiments" / "quick.toml")
+    assert len(cellmod.expand(spec)) <= 24 and spec.samples.max <= 200
+
+
+def test_good_spec_expands_to_the_product():
+    spec = specmod.parse(GOOD)
+    cells = cellmod.expand(spec)
+    assert len(cells) == 2 * 2 * 2 * 3
+    assert len({c.cell_id for c in cells}) == len(cells)
+    assert spec.samples.min == spec.samples.max == 20 and spec.samples.ci is None
+
+
+def test_scenarios_are_named_link_conditions():
+    spec = specmod.parse("""
+        [axes]
+        kex = ["X25519"]
+        sig = ["ecdsap256"]
+        [[scenario]]
+        name = "LTE-M-like"
+        rtt = "200ms"
+        loss = "10%"
+        rate = "1mbit"
+        [[scenario]]
+        name = "bursty"
+        rtt = "50ms"
+        gemodel = [0.01, 0.3, 1.0, 0.0]
+    """)
+    cells = cellmod.expand(spec)
+    assert {c.params()["scenario"] for c in cells} == {"LTE-M-like", "bursty"}
+    lte = next(c for c in cells if c.scenario.name == "LTE-M-like").link_spec(1)
+    assert lte.rtt_ms == 200 and lte.client_to_server.rate_mbit == 1
+    bursty = next(c for c in cells if c.scenario.name == "bursty")
+    assert bursty.params()["loss_model"].startswith("gemodel")
+    assert bursty.params()["loss"] == pytest.approx(0.01 / 0.31)
+
+
+@pytest.mark.parametrize("text,field", [
+    ('[axes]\nsig = ["ecdsap256"]', "axes.kex"),
+    ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nrtt = ["5 parsecs"]', "axes.rtt[0]"),
+    ('[axes]\nkex = ["X25519", "kyber9000"]\nsig = ["ecdsap256"]', "axes.kex[1]"),
+    ('[axes]\nkex = []\nsig = ["ecdsap256"]', "axes.kex"),
+    ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nloss = ["150%"]', "axes.loss[0]"),
+    ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\ncolour = ["red"]', "axes.colour"),
+    ('speed = 3\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "speed"),
+    ('[samples]\nmin = 10\nmax = 5\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "samples.max"),
+    ('[samples]\nci = 2\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "samples.ci"),
+    ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nrtt = ["5ms"]\n[[scenario]]\nname = "x"', "axes.rtt"),
+    ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nresume = true\npage = ["1k"]', "axes.resume"),
+    ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nrate = ["0mbit"]', "axes.rate[0]"),
+    ('parallel = 0\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "parallel"),
+    ('[axes\nkex = 1', "spec"),
+])
+def test_bad_specs_name_the_field(text, field):
+    with pytest.raises(BadInput) as e:
+        specmod.parse(text)
+    assert e.value.field == field, str(e.value)
+
+
+def test_order_is_seeded_and_interleaved():
+    spec = specmod.parse(GOOD)
+    cells = cellmod.expand(spec)
+    a = [c.cell_id for c in cellmod.order(cells, 7)]
+    assert a == [c.cell_id for c in cellmod.order(list(reversed(cells)), 7)]  # same seed, same order
+    assert a != [c.cell_id for c in cellmod.order(cells, 8)]
+    kex_sequence = [c.kex for c in cellmod.order(cells, 7)]
+    runs = sum(1 for x, y in zip(kex_sequence, kex_sequence[1:]) if x != y)
+    assert runs >= len(cells) // 4  # algorithms alternate: not one block per algorithm
+
+
+def test_same_link_condition_means_same_loss_seed_for_every_algorithm():
+    cells = cellmod.expand(specmod.parse(GOOD))
+    by_link = {}
+    for c in cells:
+        by_link.setdefault(c.link_key(), set()).add(c.link_spec(7).seed)
+    assert all(len(seeds) == 1 for seeds in by_link.values())
+    assert len({next(iter(s)) for s in by_link.values()}) == len(by_link)  # different links, different seeds
+
+
+def test_unavailable_algorithms_give_a_reason(monkeypatch):
+    cells = cellmod.expand(specmod.parse(GOOD))
+    monkeypatch.setattr(catalog, "availability",
+                        lambda alg: catalog.Availability(False, False, "not built here"))
+    reasons = {cellmod.unavailable_reason(c) for c in cells}
+    assert all(r and "not built here" in r for r in reasons)
