@@ -50,10 +50,20 @@ def wait_for_cells(proc, count, timeout=120):
     return seen
 
 
-def leftovers():
+def testbed_name(db) -> str:
+    import json
+    con = store.connect(db, read_only=True)
+    try:
+        return json.loads(con.execute("SELECT provenance FROM runs").fetchone()[0])["testbed"]["name"]
+    finally:
+        con.close()
+
+
+def leftovers(name: str):
+    """Namespaces and processes of the run's testbed still there (other runs on the machine aside)."""
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    procs = subprocess.run(["pgrep", "-f", "pqlink|pqtimer|nginx: master"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in ns.splitlines() if line.startswith("pqb")], procs.split()
+    procs = subprocess.run(["pgrep", "-f", f"{name}|pqtimer"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in ns.splitlines() if line.startswith(name)], procs.split()
 
 
 def db_state(db):
@@ -78,7 +88,7 @@ def test_killed_run_resumes_without_duplicates_or_gaps(built_stack, tmp_path):
     proc.wait()
     subprocess.run([sys.executable, "-m", "pqbench", "net", "clean"], env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                    capture_output=True, timeout=60)
-    assert leftovers() == ([], [])
+    assert leftovers(testbed_name(db)) == ([], [])
     cells, per_cell, runs = db_state(db)
     assert 2 <= len(cells) < len(expected)
     assert all(per_cell[c] == 8 for c, _ in cells)
@@ -102,7 +112,7 @@ def test_ctrl_c_keeps_finished_cells_and_cleans_up(built_stack, tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode != 0
-    assert leftovers() == ([], [])  # the run tore everything down itself
+    assert leftovers(testbed_name(db)) == ([], [])  # the run tore everything down itself
     cells, per_cell, runs = db_state(db)
     assert runs[0][1] == "interrupted"
     assert cells and all(per_cell[c] == 8 for c, _ in cells)
