@@ -50,7 +50,7 @@ def wait_for_cells(proc, count, timeout=120):
     return seen
 
 
-def testbed_name(db) -> str:
+def run_testbed(db) -> str:
     import json
     con = store.connect(db, read_only=True)
     try:
@@ -88,7 +88,7 @@ def test_killed_run_resumes_without_duplicates_or_gaps(built_stack, tmp_path):
     proc.wait()
     subprocess.run([sys.executable, "-m", "pqbench", "net", "clean"], env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                    capture_output=True, timeout=60)
-    assert leftovers(testbed_name(db)) == ([], [])
+    assert leftovers(run_testbed(db)) == ([], [])
     cells, per_cell, runs = db_state(db)
     assert 2 <= len(cells) < len(expected)
     assert all(per_cell[c] == 8 for c, _ in cells)
@@ -112,7 +112,7 @@ def test_ctrl_c_keeps_finished_cells_and_cleans_up(built_stack, tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode != 0
-    assert leftovers(testbed_name(db)) == ([], [])  # the run tore everything down itself
+    assert leftovers(run_testbed(db)) == ([], [])  # the run tore everything down itself
     cells, per_cell, runs = db_state(db)
     assert runs[0][1] == "interrupted"
     assert cells and all(per_cell[c] == 8 for c, _ in cells)
