@@ -32,9 +32,10 @@ test-python: build
 
 test: test-native test-python
 
+# The demo: what this machine can do, then experiments/quick.toml (a few minutes) into build/demo.duckdb.
 demo: build
 	@$(PQBENCH) doctor
-	@$(PQBENCH) crypto --seconds 0.2 --alg X25519 --alg MLKEM768 --alg X25519MLKEM768 --alg ecdsap256 --alg ed25519 --alg mldsa44 --alg mldsa65
+	@$(PQBENCH) run experiments/quick.toml --db build/demo.duckdb
 
 clean:
 	rm -rf build/native build/native-asan
