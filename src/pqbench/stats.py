@@ -122,4 +122,6 @@ def binomial_ci(k: int, n: int, confidence: float = 0.95) -> tuple[float, float,
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return p, max(0.0, centre - half), min(1.0, centre + half)
+    lo = 0.0 if k == 0 else max(0.0, centre - half)  # exact ends: no rounding residue at 0 and n
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return p, lo, hi
