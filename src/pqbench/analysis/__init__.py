@@ -1,0 +1,97 @@
+"""Statistics of a stored run: per-cell percentiles with bootstrap CIs, failure rates with binomial
+CIs, paired differences between algorithms, the lower-bound model and quality warnings.
+
+    from pqbench import store, analysis
+    con = store.connect("results.duckdb", read_only=True)
+    a = analysis.analyse(con, store.resolve_run(con, "latest"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
+from pqbench.analysis.load import RunData, load
+from pqbench.analysis.paired import PairedDiff, paired_differences
+from pqbench.analysis.warnings import Warning, cell_warnings, run_warnings
+
+__all__ = ["Analysis", "CellStats", "PairedDiff", "Warning", "analyse", "analyse_data", "describe", "QS",
+           "page_bytes"]
+
+
+@dataclasses.dataclass
+class Analysis:
+    run: dict
+    cells: list  # CellStats of the cells with samples (done, or failed with samples)
+    not_run: list  # rows of skipped cells and of failed cells without samples, with their reasons
+    paired: list  # PairedDiff
+    warnings: list  # run-level Warning
+    variant_fields: tuple  # which of kex/sig/pad vary: they name the "algorithm" in figures
+    crypto: dict = dataclasses.field(default_factory=dict)  # algorithm -> {op: median ms} (model input)
+
+    def label(self, c: CellStats) -> str:
+        """The algorithm a cell measures, named by what varies in this run."""
+        parts = []
+        for f in self.variant_fields:
+            v = c.row.get(f)
+            parts.append(f"pad {v}" if f == "pad" else str(v))
+        return " + ".join(parts)
+
+    def labels(self) -> list[str]:
+        """Every algorithm label in a stable order (first seen in the spec's axes order, else by name)."""
+        return sorted({self.label(c) for c in self.cells}, key=self._order)
+
+    def _order(self, label: str):
+        spec_axes = (self.run.get("spec") or {}).get("axes", {}) if isinstance(self.run.get("spec"), dict) else {}
+        first = self.variant_fields[0] if self.variant_fields else "kex"
+        names = spec_axes.get(first) or []
+        head = label.split(" + ")[0]
+        return (names.index(head) if head in names else len(names), label)
+
+    def cell_warnings(self) -> list[tuple[CellStats, Warning]]:
+        return [(c, w) for c in self.cells for w in c.warnings]
+
+
+def describe(row: dict) -> str:
+    """One readable line for a cell: algorithms, link, workload."""
+    link = row.get("scenario") or f"RTT {row.get('rtt_ms', 0):g} ms, loss {100 * (row.get('loss') or 0):g} %"
+    if row.get("rate_mbit") and not row.get("scenario"):
+        link += f", {row['rate_mbit']:g} Mbit/s"
+    extra = []
+    if row.get("mtu") and row["mtu"] != 1500:
+        extra.append(f"MTU {row['mtu']}")
+    if row.get("initcwnd"):
+        extra.append(f"initcwnd {row['initcwnd']}")
+    mode = row.get("mode")
+    if mode == "page":
+        extra.append(f"page {row.get('page')}")
+    elif mode == "requests":
+        extra.append(f"{row.get('requests')} × {row.get('page') or '1k'}")
+    elif mode == "resume":
+        extra.append("resumption")
+    if row.get("pad"):
+        extra.append(f"pad {row['pad']}")
+    return f"{row.get('kex')} + {row.get('sig')}, {link}" + (f", {', '.join(extra)}" if extra else "")
+
+
+def _variant_fields(cells: list[CellStats]) -> tuple:
+    varying = tuple(f for f in ALG_FIELDS if len({c.row.get(f) for c in cells}) > 1)
+    return varying or ("kex", "sig")
+
+
+def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Analysis:
+    cells, not_run = [], []
+    for cd in data.cells:
+        if cd.ok.size == 0:
+            not_run.append(cd.row)
+            continue
+        c = analyse_cell(cd, data.crypto, resamples=resamples, seed=seed)
+        c.warnings = cell_warnings(c)
+        cells.append(c)
+    return Analysis(run=data.run, cells=cells, not_run=not_run,
+                    paired=paired_differences(cells, resamples=resamples, seed=seed),
+                    warnings=run_warnings(data.run), variant_fields=_variant_fields(cells), crypto=data.crypto)
+
+
+def analyse(con, run_id: str, *, resamples: int = 1000, seed: int = 0) -> Analysis:
+    return analyse_data(load(con, run_id), resamples=resamples, seed=seed)

@@ -1,0 +1,172 @@
+"""Statistics of one cell: percentiles with bootstrap CIs, failure rate, wire sizes, phase split and the
+lower-bound model of its metric."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from pqbench import catalog, model, stats, units
+from pqbench.analysis.load import CellData
+from pqbench.errors import BadInput
+
+QS = (5, 25, 50, 75, 95, 99)
+CONFIDENCE = 0.95
+
+# The phase split: (label, from phase, to phase); None = the sample's start (before TCP connect).
+PHASES = (
+    ("TCP handshake", None, "tcp_connected"),
+    ("ClientHello ready", "tcp_connected", "client_hello_sent"),
+    ("ClientHello→ServerHello", "client_hello_sent", "server_hello_received"),
+    ("ServerHello→server Finished", "server_hello_received", "server_finished_received"),
+    ("server Finished→done", "server_finished_received", "handshake_done"),
+    ("done→last byte", "handshake_done", "last_byte"),
+)
+# What tells two cells' algorithms apart, and what makes up their link/workload condition.
+ALG_FIELDS = ("kex", "sig", "pad")
+CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "mode", "page",
+                    "requests")
+
+
+@dataclasses.dataclass
+class CellStats:
+    row: dict
+    n: int
+    ok: int
+    failures: int
+    durations: np.ndarray  # metric of successful samples, ms
+    pct: dict  # q -> (estimate, lo, hi) ms
+    mean: float
+    failure_rate: tuple  # (p, lo, hi), Wilson interval
+    failure_classes: dict
+    wire: dict  # median bytes/packets per connection at handshake completion, per direction
+    phases: dict  # label -> median ms
+    bound: model.Bound | None
+    bound_note: str  # why there is no bound, or what it rests on
+    groups: list  # negotiated groups seen (distinct)
+    warnings: list = dataclasses.field(default_factory=list)
+
+    def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
+        row = self.__dict__.get("row")
+        if row is not None and name in row:
+            return row[name]
+        raise AttributeError(name)
+
+    @property
+    def p50(self) -> float:
+        return self.pct[50][0]
+
+    def condition(self) -> tuple:
+        """Everything but the algorithms: cells with equal conditions (and link seed) pair up."""
+        seed = (self.row.get("link") or {}).get("seed") if isinstance(self.row.get("link"), dict) else None
+        return tuple(self.row.get(f) for f in CONDITION_FIELDS) + (seed,)
+
+
+def page_bytes(page) -> int | None:
+    if not page:
+        return None
+    try:
+        return units.size_bytes("page", page)
+    except BadInput:
+        return None
+
+
+def _median(x: np.ndarray) -> float | None:
+    return float(np.median(x)) if x.size else None
+
+
+def _phase_split(cd: CellData) -> dict:
+    out = {}
+    for label, a, b in PHASES:
+        end = cd.values[f"{b}_ms"][cd.ok]
+        start = cd.values[f"{a}_ms"][cd.ok] if a else np.zeros_like(end)
+        d = end - start
+        d = d[~np.isnan(d)]
+        if d.size:
+            out[label] = float(np.median(d))
+    return out
+
+
+def _crypto_costs(kex: str, sig: str, measured: dict) -> model.Crypto:
+    """Per-operation ms: the run's microbenchmarks, else a synthetic algorithm's configured cost."""
+    ops, sources = {}, []
+    for name, kind, wanted in ((kex, "kem", ("keygen", "encaps", "decaps")), (sig, "sig", ("sign", "verify"))):
+        got = measured.get(name)
+        if got is None:
+            try:
+                alg = catalog.find(name, kind)
+                got = measured.get(alg.name) or {k.removesuffix("_ms"): v for k, v in alg.timings_ms}
+            except BadInput:
+                got = {}
+            sources.append("catalog" if got else "none")
+        else:
+            sources.append("measured")
+        for op in wanted:
+            ops[op] = float(got.get(op, 0.0))
+    source = sources[0] if sources[0] == sources[1] else "+".join(sources)
+    return model.Crypto(source=source, **ops)
+
+
+def _flights(cd: CellData, row: dict, response: int) -> model.Flights | None:
+    med = {f: _median(cd.ok_values(f)) for f in ("client_hello_bytes", "hs_bytes_received", "server_hello_bytes",
+                                                  "certificate_bytes", "certificate_verify_bytes")}
+    if med["client_hello_bytes"] and med["hs_bytes_received"] and med["server_hello_bytes"]:
+        return model.measured_flights(int(med["client_hello_bytes"]), int(med["hs_bytes_received"]),
+                                      int(med["server_hello_bytes"]), med["certificate_bytes"],
+                                      med["certificate_verify_bytes"], response)
+    try:
+        kex, sig = catalog.find(row["kex"], "kem"), catalog.find(row["sig"], "sig")
+    except (BadInput, KeyError, TypeError):
+        return None
+    return model.catalog_flights(kex, sig, pad=row.get("pad") or 0, response_payload=response,
+                                 resume=row.get("mode") == "resume")
+
+
+def cell_bound(cd: CellData, crypto: dict) -> tuple[model.Bound | None, str]:
+    row = cd.row
+    mode = row.get("mode") or "handshake"
+    if mode not in ("handshake", "resume", "page", "requests"):
+        return None, f"no model for mode {mode!r}"
+    if row.get("rtt_ms") is None:
+        return None, "the cell has no RTT"
+    link = row.get("link")
+    if isinstance(link, dict) and "client_to_server" in link:
+        lk = model.Link.from_linkspec(link, row.get("initcwnd"))
+    else:
+        lk = model.Link.symmetric(row["rtt_ms"], row.get("rate_mbit"), row.get("mtu") or 1500, row.get("initcwnd"))
+    response = 0
+    if mode in ("page", "requests"):
+        response = model.http_response(page_bytes(row.get("page")) or page_bytes("1k"))
+    flights = _flights(cd, row, response)
+    if flights is None:
+        return None, "neither measured message sizes nor catalog sizes for this cell"
+    if response and not flights.response:
+        flights = dataclasses.replace(flights, response=response)
+    costs = _crypto_costs(row.get("kex"), row.get("sig"), crypto)
+    bound = model.lower_bound(lk, flights, costs, mode=mode, requests=row.get("requests") or 1)
+    return bound, f"flights from {flights.source} sizes, crypto {costs.source}"
+
+
+def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int = 0) -> CellStats:
+    row = cd.row
+    n = int(cd.ok.size) if cd.ok.size else int(row.get("n") or 0)
+    ok = int(cd.ok.sum()) if cd.ok.size else int(row.get("ok") or 0)
+    durations = cd.ok_values("duration_ms")
+    pct = stats.bootstrap_percentiles(durations, QS, confidence=CONFIDENCE, resamples=resamples, seed=seed)
+    classes = dict(row.get("failure_classes") or {}) if isinstance(row.get("failure_classes"), dict) else {}
+    if not classes:
+        for c in cd.error_classes:
+            classes[c] = classes.get(c, 0) + 1
+    wire = {"bytes_c2s": _median(cd.ok_values("tcp_bytes_sent")),
+            "bytes_s2c": _median(cd.ok_values("tcp_bytes_received")),
+            "packets_c2s": _median(cd.ok_values("tcp_segs_out")),
+            "packets_s2c": _median(cd.ok_values("tcp_segs_in")),
+            "retransmits_mean": float(np.mean(cd.ok_values("tcp_retransmits"))) if ok else None}
+    bound, note = cell_bound(cd, crypto) if ok else (None, "no successful sample")
+    return CellStats(row=row, n=n, ok=ok, failures=n - ok, durations=durations, pct=pct,
+                     mean=float(durations.mean()) if durations.size else math.nan,
+                     failure_rate=stats.binomial_ci(n - ok, n, CONFIDENCE), failure_classes=classes, wire=wire,
+                     phases=_phase_split(cd), bound=bound, bound_note=note,
+                     groups=sorted({str(g) for g in cd.groups if g}))

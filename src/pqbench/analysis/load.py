@@ -1,0 +1,84 @@
+"""Reading one run out of the store: the run row, its cells, their samples and its crypto costs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+
+from pqbench import store
+
+# Sample columns the analysis uses (numeric; NULL becomes NaN).
+SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in store.PHASES), "client_hello_bytes", "server_hello_bytes",
+                 "certificate_bytes", "certificate_verify_bytes", "hs_bytes_sent", "hs_bytes_received",
+                 "tcp_bytes_sent", "tcp_bytes_received", "tcp_segs_out", "tcp_segs_in", "tcp_retransmits",
+                 "body_bytes", "requests")
+JSON_RUN_FIELDS = ("spec", "provenance", "calibration_start", "calibration_end", "cell_order", "warnings")
+JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters")
+
+
+@dataclasses.dataclass
+class CellData:
+    row: dict  # the cells row, JSON columns decoded
+    ok: np.ndarray  # bool per sample
+    values: dict  # field -> float array over all samples (NaN where NULL)
+    groups: list  # negotiated group per successful sample (names as pqtimer reports them)
+    error_classes: list  # error class per failed sample
+
+    def ok_values(self, field: str) -> np.ndarray:
+        """The field over successful samples, NULLs dropped."""
+        v = self.values[field][self.ok]
+        return v[~np.isnan(v)]
+
+
+@dataclasses.dataclass
+class RunData:
+    run: dict
+    cells: list  # CellData of every cell, in the order they ran (skipped ones have no samples)
+    crypto: dict  # algorithm name -> {op: median ms}
+
+
+def _decode(row: dict, fields) -> dict:
+    for f in fields:
+        if isinstance(row.get(f), str):
+            try:
+                row[f] = json.loads(row[f])
+            except json.JSONDecodeError:
+                pass  # keep the text: a report shows it rather than failing
+    return row
+
+
+def _rows(cur) -> list[dict]:
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def load(con, run_id: str) -> RunData:
+    run = _rows(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
+    if not run:
+        from pqbench.errors import BadInput
+        raise BadInput("RUN", f"no run {run_id!r} in the database")
+    run = _decode(run[0], JSON_RUN_FIELDS)
+    cell_rows = [_decode(r, JSON_CELL_FIELDS) for r in
+                 _rows(con.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position, cell_id", [run_id]))]
+    cols = ", ".join(f'CAST("{f}" AS DOUBLE) AS "{f}"' for f in SAMPLE_FIELDS)
+    rows = con.execute(f'SELECT cell_id, ok, "group", error_class, {cols} FROM samples WHERE run_id = ? '
+                       "ORDER BY cell_id, seq", [run_id]).fetchall()
+    by_cell: dict[str, list] = {}
+    for r in rows:
+        by_cell.setdefault(r[0], []).append(r)
+    cells = []
+    for row in cell_rows:
+        srows = by_cell.get(row["cell_id"], [])
+        ok = np.array([bool(r[1]) for r in srows], dtype=bool)
+        values = {f: np.array([np.nan if r[4 + k] is None else r[4 + k] for r in srows], dtype=float)
+                  for k, f in enumerate(SAMPLE_FIELDS)}
+        cells.append(CellData(row, ok, values, [r[2] for r in srows if r[1]],
+                              [r[3] or "unknown" for r in srows if not r[1]]))
+    crypto: dict[str, dict] = {}
+    for name, op, median_us in con.execute("SELECT name, op, median_us FROM crypto WHERE run_id = ?",
+                                           [run_id]).fetchall():
+        if median_us is not None:
+            crypto.setdefault(name, {})[op] = median_us / 1000
+    return RunData(run, cells, crypto)

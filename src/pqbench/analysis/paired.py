@@ -1,0 +1,71 @@
+"""Paired differences: algorithms measured under the same link condition and loss seed.
+
+Cells that are equal in everything but the key exchange (or but the signature) form a group; each
+algorithm is compared with the group's baseline (a classical algorithm when there is one) by the
+difference of medians and its bootstrap CI.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pqbench import catalog, stats
+from pqbench.analysis.cells import ALG_FIELDS, CONDITION_FIELDS, CellStats
+from pqbench.errors import BadInput
+
+CLASSICAL_FAMILIES = {"elliptic curve", "finite field", "RSA"}
+
+
+@dataclasses.dataclass
+class PairedDiff:
+    axis: str  # "kex" or "sig": what differs
+    baseline: CellStats
+    other: CellStats
+    diff: tuple  # (median(other) - median(baseline), lo, hi) in ms
+    relative: float  # diff / median(baseline)
+
+    @property
+    def significant(self) -> bool:
+        """The CI excludes zero."""
+        return self.diff[1] > 0 or self.diff[2] < 0
+
+
+def is_classical(name: str, kind: str) -> bool:
+    try:
+        alg = catalog.find(name, kind)
+    except BadInput:
+        return False
+    return alg.family in CLASSICAL_FAMILIES and not alg.hybrid
+
+
+def baseline_name(names: list[str], kind: str) -> str:
+    """The classical algorithm among names (first by name), else the first name."""
+    names = sorted(names)
+    classical = [n for n in names if is_classical(n, kind)]
+    return (classical or names)[0]
+
+
+def _key(c: CellStats, axis: str) -> tuple:
+    seed = c.row.get("link", {}).get("seed") if isinstance(c.row.get("link"), dict) else None
+    return tuple(c.row.get(f) for f in ALG_FIELDS + CONDITION_FIELDS if f != axis) + (seed,)
+
+
+def paired_differences(cells: list[CellStats], *, resamples: int = 1000, seed: int = 0) -> list[PairedDiff]:
+    out = []
+    for axis, kind in (("kex", "kem"), ("sig", "sig")):
+        groups: dict[tuple, list[CellStats]] = {}
+        for c in cells:
+            if c.durations.size:
+                groups.setdefault(_key(c, axis), []).append(c)
+        for members in groups.values():
+            by_name = {c.row[axis]: c for c in members}
+            if len(by_name) < 2:
+                continue
+            base = by_name[baseline_name(list(by_name), kind)]
+            for name in sorted(by_name):
+                other = by_name[name]
+                if other is base:
+                    continue
+                diff = stats.bootstrap_diff(base.durations, other.durations, 50, resamples=resamples, seed=seed)
+                out.append(PairedDiff(axis, base, other, diff, diff[0] / base.p50 if base.p50 else float("nan")))
+    return out

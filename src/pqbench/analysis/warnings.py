@@ -1,0 +1,103 @@
+"""Warnings about the quality of a run's numbers, each with the fix it suggests (hyperfine/pyperf style).
+
+Each check looks at one cell; the report groups the hits of one check into one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from pqbench import catalog
+from pqbench.analysis.cells import CellStats
+from pqbench.errors import BadInput
+
+TAIL_RATIO = 2.0  # p99/p50 above this on a loss-free link means something other than the link
+CI_WIDTH = 0.10  # p95's CI wider than this fraction of p95
+FEW_SAMPLES = 20
+OUTLIER_IQR = 3.0
+OUTLIER_SHARE = 0.01
+BELOW_BOUND = 0.02  # measured median this far under the lower bound (and 0.1 ms) is suspicious
+ABOVE_BOUND = 2.0  # measured median over twice the bound at 0 % loss (and 5 ms more)
+
+
+@dataclasses.dataclass
+class Warning:
+    check: str
+    message: str  # what was seen, with the numbers
+    fix: str = ""  # what to do about it
+
+    def text(self) -> str:
+        return f"{self.message}; {self.fix}" if self.fix else self.message
+
+
+def _lossless(c: CellStats) -> bool:
+    return not c.row.get("loss")
+
+
+def _same_group(a: str, b: str) -> bool:
+    try:
+        return catalog.find(a, "kem").name == catalog.find(b, "kem").name
+    except BadInput:
+        return a.lower() == b.lower()
+
+
+def cell_warnings(c: CellStats) -> list[Warning]:
+    out = []
+    if c.ok == 0:
+        return [Warning("no_success", f"none of {c.n} samples succeeded ({_classes(c)})",
+                        "the cell has no timing; see the failure classes and the server log")]
+    p50, p95, p99 = c.pct[50][0], c.pct[95], c.pct[99][0]
+    if c.ok < FEW_SAMPLES:
+        out.append(Warning("few_samples", f"only {c.ok} successful samples",
+                           "p95/p99 rest on the top one or two samples; raise samples.min to 100 or more"))
+    if _lossless(c) and c.ok >= FEW_SAMPLES and p50 > 0 and p99 / p50 > TAIL_RATIO:
+        out.append(Warning("tail", f"p99/p50 = {p99 / p50:.1f} at 0 % loss",
+                           "the machine was busy; rerun with fewer --parallel (spec: parallel) on an idle machine"))
+    if p95[0] > 0 and (p95[2] - p95[1]) / p95[0] > CI_WIDTH:
+        out.append(Warning("wide_ci", f"CI of p95 spans {100 * (p95[2] - p95[1]) / p95[0]:.0f} % of p95 "
+                                      f"(n = {c.ok})", "raise samples.max (or lower samples.ci)"))
+    if _lossless(c) and c.durations.size >= FEW_SAMPLES:
+        q1, q3 = np.percentile(c.durations, [25, 75])
+        far = int((c.durations > q3 + OUTLIER_IQR * (q3 - q1)).sum())
+        if far >= 2 and far / c.durations.size > OUTLIER_SHARE and q3 > q1:
+            out.append(Warning("outliers", f"{far} samples ({100 * far / c.durations.size:.0f} %) beyond "
+                                           f"Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss",
+                               "other processes interfered; rerun with fewer --parallel or on an idle machine"))
+    if _lossless(c) and c.failures:
+        out.append(Warning("failures", f"{c.failures} of {c.n} samples failed at 0 % loss ({_classes(c)})",
+                           "a loss-free link should not fail: check the timeout and the nginx error log"))
+    if c.bound is not None:
+        b = c.bound.total_ms
+        if p50 < b * (1 - BELOW_BOUND) - 0.1:
+            out.append(Warning("below_bound", f"median {p50:.2f} ms is below the lower bound {b:.2f} ms",
+                               "the link was faster than configured (check the calibration) or the model's "
+                               "flight sizes are off"))
+        elif _lossless(c) and p50 > ABOVE_BOUND * b and p50 - b > 5:
+            out.append(Warning("above_bound", f"median {p50:.1f} ms is {p50 / b:.1f}× the lower bound at 0 % loss",
+                               "time the model does not know about (CPU contention, queueing); rerun with "
+                               "fewer --parallel"))
+    kex = c.row.get("kex")
+    wrong = [g for g in c.groups if kex and not _same_group(g, kex)]
+    if wrong:
+        out.append(Warning("group", f"negotiated {', '.join(wrong)} instead of {kex}",
+                           "client and server fell back to another group: the cell does not measure "
+                           f"{kex}; check the groups nginx offers"))
+    return out
+
+
+def _classes(c: CellStats) -> str:
+    return ", ".join(f"{k} ×{v}" for k, v in sorted(c.failure_classes.items())) or "no class recorded"
+
+
+def run_warnings(run: dict) -> list[Warning]:
+    """The runner's own warnings (floor drift …) and the run's state."""
+    out = []
+    for w in run.get("warnings") or []:
+        out.append(Warning("runner", str(w)))  # the runner's text carries its own fix
+    status = run.get("status")
+    if status and status != "done":
+        out.append(Warning("status", f"the run is {status}",
+                           "finish it with `pqbench run SPEC --resume`; the report shows the cells done so far"))
+    return out

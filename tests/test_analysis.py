@@ -1,0 +1,121 @@
+"""pqbench.analysis on a store filled with samples drawn from known distributions (no root).
+
+The samples have pqtimer's JSON shape and go through store.save_cell, so loading, statistics,
+pairing and warnings are exercised as on a real run; the real-run report is in test_report.py.
+"""
+
+import numpy as np
+import pytest
+
+from pqbench import analysis, store
+from pqbench.testbed import LinkSpec
+
+MSGS_SENT = {"client_hello": 1416, "finished": 52}
+MSGS_RECV = {"server_hello": 1210, "encrypted_extensions": 10, "certificate": 518, "certificate_verify": 79,
+             "finished": 52}
+
+
+def sample(i: int, ms: float | None, group: str = "X25519MLKEM768") -> dict:
+    if ms is None:
+        return {"worker": 0, "i": i, "ok": False, "error_class": "timeout", "error": "timed out", "t_ns": {}}
+    ns = lambda f: int(ms * f * 1e6)  # noqa: E731 - phases at fixed fractions of the total
+    return {"worker": 0, "i": i, "ok": True, "error_class": None, "error": None,
+            "t_ns": {"start": 0, "tcp_connected": ns(0.4), "client_hello_sent": ns(0.42),
+                     "server_hello_received": ns(0.85), "server_finished_received": ns(0.95),
+                     "handshake_done": ns(1.0), "first_byte": None, "last_byte": None},
+            "group": group, "sigalg": "ecdsa_secp256r1_sha256", "resumed": False,
+            "msg_bytes_sent": MSGS_SENT, "msg_bytes_received": MSGS_RECV, "records_sent": 3, "records_received": 6,
+            "tcp_handshake": {"bytes_sent": 1501, "bytes_received": 1968, "segs_out": 6, "segs_in": 4,
+                              "retransmits": 0, "rtt_us": 10000, "cwnd": 10}}
+
+
+def save(con, run_id, kex, durations, *, rtt=10.0, loss=0.0, group=None, status="done", reason=None):
+    spec = LinkSpec.symmetric(rtt, loss=loss, seed=42)
+    cell = {"cell_id": f"{kex}-{rtt}-{loss}", "position": 0, "status": status, "reason": reason, "kex": kex,
+            "sig": "ecdsap256", "scenario": None, "rtt_ms": rtt, "loss": loss, "loss_model": "bernoulli",
+            "rate_mbit": None, "mtu": 1500, "initcwnd": None, "mode": "handshake", "page": None, "requests": None,
+            "pad": 0, "link": spec.to_dict() if status == "done" else None, "metric": "handshake_done",
+            "n": len(durations), "ok": sum(d is not None for d in durations),
+            "failures": sum(d is None for d in durations)}
+    samples = [sample(i, d, group or kex) for i, d in enumerate(durations)]
+    store.save_cell(con, run_id, cell, samples, "handshake_done")
+
+
+@pytest.fixture
+def con(tmp_path):
+    c = store.connect(tmp_path / "r.duckdb")
+    store.create_run(c, "synthetic", name="synthetic", spec={"axes": {"kex": ["X25519", "X25519MLKEM768"]}})
+    yield c
+    c.close()
+
+
+def test_identical_algorithms_differ_by_zero_within_the_ci(con):
+    x = (22 + np.random.default_rng(1).lognormal(0, 0.3, 300)).tolist()
+    save(con, "synthetic", "X25519", x)
+    save(con, "synthetic", "X25519MLKEM768", x)
+    a = analysis.analyse(con, "synthetic", resamples=300)
+    (p,) = a.paired
+    assert p.axis == "kex" and p.baseline.kex == "X25519" and p.other.kex == "X25519MLKEM768"
+    assert p.diff[0] == 0 and p.diff[1] <= 0 <= p.diff[2] and not p.significant
+    assert a.variant_fields == ("kex",) and a.labels() == ["X25519", "X25519MLKEM768"]
+
+
+def test_a_shift_between_algorithms_is_found(con):
+    rng = np.random.default_rng(2)
+    save(con, "synthetic", "X25519", (25 + rng.normal(0, 0.5, 200)).tolist())
+    save(con, "synthetic", "X25519MLKEM768", (27 + rng.normal(0, 0.5, 200)).tolist())
+    (p,) = analysis.analyse(con, "synthetic", resamples=300).paired
+    assert p.significant and p.diff[1] <= 2 <= p.diff[2]
+    assert p.relative == pytest.approx(2 / 25, abs=0.01)
+
+
+def test_cell_statistics_percentiles_failures_wire_and_phases(con):
+    x = np.random.default_rng(3).normal(30, 1, 400)
+    save(con, "synthetic", "X25519", x.tolist() + [None] * 4, loss=0.02)
+    (c,) = analysis.analyse(con, "synthetic", resamples=300).cells
+    assert (c.n, c.ok, c.failures) == (404, 400, 4)
+    for q in analysis.QS:
+        est, lo, hi = c.pct[q]
+        assert est == pytest.approx(np.percentile(x, q)) and lo <= est <= hi
+    p, lo, hi = c.failure_rate
+    assert p == pytest.approx(4 / 404) and lo < p < hi
+    assert c.failure_classes == {"timeout": 4}
+    assert c.wire == {"bytes_c2s": 1501, "bytes_s2c": 1968, "packets_c2s": 6, "packets_s2c": 4,
+                      "retransmits_mean": 0.0}
+    assert c.phases["ClientHello→ServerHello"] == pytest.approx(0.43 * np.median(x), rel=0.01)
+    # Lower bound: 2 RTT, flights from the samples' message sizes; no crypto measured in this run.
+    assert c.bound.total_ms == pytest.approx(20.0)
+    assert c.bound.flights.client_hello == 1421 and c.bound.flights.server_flight == 1968
+
+
+def test_warnings_name_the_problem_and_the_fix(con):
+    rng = np.random.default_rng(4)
+    heavy = (25 * rng.lognormal(0, 1.0, 300)).clip(21).tolist()  # p99/p50 about 10 at 0 % loss
+    save(con, "synthetic", "X25519", heavy)
+    save(con, "synthetic", "X25519MLKEM768", (15 + rng.normal(0, 0.2, 300)).tolist())  # faster than 2 RTT
+    save(con, "synthetic", "secp256r1", (25 + rng.normal(0, 0.3, 8)).tolist() + [None], group="X25519")
+    a = analysis.analyse(con, "synthetic", resamples=300)
+    checks = {c.kex: {w.check: w for w in c.warnings} for c in a.cells}
+    assert "--parallel" in checks["X25519"]["tail"].text() and "p99/p50" in checks["X25519"]["tail"].message
+    assert "samples.max" in checks["X25519"]["wide_ci"].text()
+    assert "below_bound" in checks["X25519MLKEM768"]
+    assert "tail" not in checks["X25519MLKEM768"]
+    small = checks["secp256r1"]
+    assert {"few_samples", "failures", "group"} <= set(small)
+    assert "instead of secp256r1" in small["group"].message
+
+
+def test_skipped_cells_are_kept_with_their_reason(con):
+    save(con, "synthetic", "X25519", [25.0] * 50)
+    save(con, "synthetic", "mceliece348864", [], status="skipped", reason="no TLS code point")
+    a = analysis.analyse(con, "synthetic", resamples=200)
+    assert [c.kex for c in a.cells] == ["X25519"]
+    assert [(r["kex"], r["reason"]) for r in a.not_run] == [("mceliece348864", "no TLS code point")]
+
+
+def test_unfinished_run_and_runner_warnings_are_reported(con):
+    store.update_run(con, "synthetic", warnings=["the emulator floor drifted from 0.05 ms to 0.2 ms"])
+    save(con, "synthetic", "X25519", [25.0] * 30)
+    texts = [w.text() for w in analysis.analyse(con, "synthetic", resamples=200).warnings]
+    assert any("floor drifted" in t for t in texts)
+    assert any("running" in t and "--resume" in t for t in texts)
