@@ -47,7 +47,7 @@ save_to_cache() {  # name dest
 }
 
 APT_PACKAGES=(nginx-light curl iproute2 ethtool tcpdump ca-certificates dpkg-dev
-              build-essential cmake ninja-build pkg-config python3-venv perl)
+              build-essential cmake ninja-build pkg-config python3-venv perl chromium)
 do_apt() {
     local missing=()
     for p in "${APT_PACKAGES[@]}"; do

@@ -1,0 +1,64 @@
+"""`pqbench report`: a run's statistics and figures as report.html (self-contained) and summary.md.
+
+    out/report.html     figures embedded as base64 PNG, every table, provenance, calibration, spec
+    out/summary.md      the same text and tables in Markdown
+    out/figures/*.png   the figures, linked from summary.md
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from pqbench import analysis as analysis_mod
+from pqbench.report import html, markdown, plots, tables
+
+CAPTIONS = {
+    "handshake-vs-loss": "One panel per RTT (and per other link setting that varies). Solid: median; dashed: p95; "
+                         "bands: 95 % bootstrap confidence intervals; one colour per algorithm.",
+    "scenarios": "Named link conditions of the published studies; bars are medians with 95 % CIs, dashed ticks p95.",
+    "wire": "Median TCP payload bytes (TLS records) and segments per handshake in each direction at 0 % loss, "
+            "from the client's TCP_INFO when the handshake completed (segments include the SYN and pure ACKs).",
+    "pages": "Time from before TCP connect to the last byte of a page of each size.",
+    "requests": "N GET requests on one connection: the total, and the median divided by N (the handshake's cost "
+                "amortised over the requests).",
+    "cdf": "Empirical CDF of the cell's time, one panel per link condition.",
+    "phases": "Medians of the connection's phases at each RTT's lowest loss: TCP handshake, ClientHello preparation "
+              "(client key generation), ClientHello→ServerHello (1 RTT + server key exchange), ServerHello→server "
+              "Finished (certificate chain transfer + server signature), then client verification.",
+    "model": "Stacked bars: the lower bound (round trips, serialisation at the link rate, slow-start rounds, crypto "
+             "on the critical path); dots: the measured median with p25–p75, at the lowest loss of each condition.",
+    "failures": "Share of failed samples (timeouts, resets …) with Wilson 95 % intervals.",
+}
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+def build(con, run_id: str, out: Path, *, resamples: int = 1000) -> dict:
+    """Writes the report of run_id into out; returns the paths written and what it contains."""
+    a = analysis_mod.analyse(con, run_id, resamples=resamples)
+    out = Path(out)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    rendered = []
+    for fid, title, fig in plots.render_all(a):
+        png = _png(fig)
+        (out / "figures" / f"{fid}.png").write_bytes(png)
+        rendered.append((fid, title, png, CAPTIONS.get(fid, "")))
+    present = {r[0] for r in rendered}
+    absent = [title for fid, title, _ in plots.FIGURES if fid not in present]
+    title = f"pqbench report: {a.run.get('name') or run_id}"
+    summary = tables.summary(a)
+    warnings = tables.warnings(a)
+    body = [tables.paired(a), tables.cells(a), tables.wire(a), tables.model(a), tables.not_run(a), tables.crypto(a),
+            tables.calibration(a), tables.provenance(a)]
+    (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,
+                                               a.run.get("spec_toml")))
+    md_figs = [(fid, t, f"figures/{fid}.png", cap) for fid, t, _, cap in rendered]
+    (out / "summary.md").write_text(markdown.page(title, summary, warnings, md_figs, absent, body))
+    return {"run": run_id, "html": str(out / "report.html"), "markdown": str(out / "summary.md"),
+            "figures": [r[0] for r in rendered], "absent": absent, "warnings": len(warnings),
+            "cells": len(a.cells), "not_run": len(a.not_run)}

@@ -1,0 +1,183 @@
+"""The report's tables as plain data (title, headers, rows), rendered by html.py and markdown.py alike."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+from pqbench.analysis import Analysis, CellStats, describe
+
+
+@dataclasses.dataclass
+class Table:
+    id: str
+    title: str
+    headers: list
+    rows: list  # lists of strings
+    note: str = ""
+
+
+def ms(x) -> str:
+    """Milliseconds with precision that suits their size."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    x = float(x)
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+
+
+def with_ci(est_lo_hi) -> str:
+    est, lo, hi = est_lo_hi
+    return f"{ms(est)} [{ms(lo)}, {ms(hi)}]"
+
+
+def pct(p) -> str:
+    if p is None or not math.isfinite(p):
+        return "–"
+    return f"{100 * p:.1f} %" if p >= 0.001 or p == 0 else f"{100 * p:.2g} %"
+
+
+def condition(c: CellStats) -> str:
+    text = describe(c.row)
+    return text.split(", ", 1)[1] if ", " in text else text
+
+
+def summary(a: Analysis) -> Table:
+    run = a.run
+    done = len(a.cells)
+    skipped = sum(1 for r in a.not_run if r.get("status") == "skipped")
+    failed = len(a.not_run) - skipped
+    samples = sum(c.n for c in a.cells)
+    spec = run.get("spec") if isinstance(run.get("spec"), dict) else {}
+    rows = [["run", str(run.get("run_id"))], ["name", str(run.get("name") or "")],
+            ["status", str(run.get("status"))], ["created", str(run.get("created"))],
+            ["finished", str(run.get("finished") or "–")],
+            ["cells", f"{done} measured, {skipped} skipped, {failed} failed without samples"],
+            ["samples", f"{samples:,} ({sum(c.failures for c in a.cells):,} failed)"]]
+    if spec.get("description"):
+        rows.insert(2, ["description", str(spec["description"])])
+    return Table("summary", "Run", ["", ""], rows)
+
+
+def paired(a: Analysis) -> Table:
+    rows = []
+    for p in a.paired:
+        sig = "yes" if p.significant else "no"
+        rows.append([p.axis, condition(p.other),
+                     str(p.baseline.row[p.axis]), str(p.other.row[p.axis]), ms(p.baseline.p50), ms(p.other.p50),
+                     f"{'+' if p.diff[0] >= 0 else ''}{ms(p.diff[0])} [{ms(p.diff[1])}, {ms(p.diff[2])}]",
+                     f"{100 * p.relative:+.1f} %" if math.isfinite(p.relative) else "–", sig])
+    return Table("paired", "Paired differences (same link condition and loss seed)",
+                 ["differs in", "condition", "baseline", "algorithm", "baseline p50", "p50", "Δ median ms [95 % CI]",
+                  "Δ %", "CI excludes 0"], rows,
+                 "Cells equal in everything but the key exchange (or the signature) are compared with the "
+                 "group's classical baseline; the CI is a bootstrap of the difference of medians.")
+
+
+def cells(a: Analysis) -> Table:
+    rows = []
+    for c in sorted(a.cells, key=lambda c: (describe(c.row).split(", ", 1)[-1], a.label(c))):
+        bound = c.bound.total_ms if c.bound else None
+        rows.append([a.label(c), condition(c), str(c.n),
+                     f"{pct(c.failure_rate[0])} [{pct(c.failure_rate[1])}, {pct(c.failure_rate[2])}]",
+                     ms(c.pct[5][0]), ms(c.pct[25][0]), with_ci(c.pct[50]), ms(c.pct[75][0]), with_ci(c.pct[95]),
+                     ms(c.pct[99][0]), ms(c.mean), ms(bound),
+                     f"{c.p50 / bound:.2f}" if bound and math.isfinite(c.p50) else "–"])
+    return Table("cells", "Per cell (ms; 95 % bootstrap CIs in brackets)",
+                 ["algorithm", "condition", "n", "failed [Wilson CI]", "p5", "p25", "p50", "p75", "p95", "p99",
+                  "mean", "lower bound", "p50 / bound"], rows,
+                 "Times are the cell's metric: handshake completion for handshakes, the last byte of the "
+                 "(last) response for page and request cells, from before TCP connect.")
+
+
+def wire(a: Analysis) -> Table:
+    rows = []
+    for c in sorted(a.cells, key=lambda c: (describe(c.row).split(", ", 1)[-1], a.label(c))):
+        w = c.wire
+        rows.append([a.label(c), condition(c)] + [f"{w[k]:,.0f}" if w.get(k) is not None else "–"
+                                                  for k in ("bytes_c2s", "bytes_s2c", "packets_c2s", "packets_s2c")]
+                    + [f"{w['retransmits_mean']:.2f}" if w.get("retransmits_mean") is not None else "–"])
+    return Table("wire-table", "Bytes and packets per handshake (medians, client TCP_INFO at completion)",
+                 ["algorithm", "condition", "bytes c→s", "bytes s→c", "packets c→s", "packets s→c",
+                  "retransmits (mean)"], rows)
+
+
+def model(a: Analysis) -> Table:
+    rows = []
+    for c in sorted(a.cells, key=lambda c: (describe(c.row).split(", ", 1)[-1], a.label(c))):
+        if c.bound is None:
+            rows.append([a.label(c), condition(c), "–", "–", "–", "–", "–", "–", c.bound_note])
+            continue
+        b = c.bound
+        rows.append([a.label(c), condition(c), str(b.round_trips), ms(b.parts["rtt_ms"]), ms(b.parts["serialisation_ms"]),
+                     ms(b.parts["slow_start_ms"]), ms(b.parts["crypto_ms"]), ms(b.total_ms),
+                     f"{c.bound_note}; flights c→s {b.flights.client_hello:,} B, s→c {b.flights.server_flight:,} B"])
+    return Table("model-table", "Lower-bound model per cell (ms)",
+                 ["algorithm", "condition", "RTTs", "round trips", "serialisation", "slow start", "crypto", "bound",
+                  "inputs"], rows,
+                 "TCP handshake 1 RTT + TLS 1 RTT (+1 per HTTP request) + serialisation of each flight at the link "
+                 "rate with IPv4/TCP headers per segment + extra rounds while slow start opens initcwnd + the "
+                 "crypto on the critical path (client keygen, decaps, 2 verifies; server encaps, sign). ACKs are "
+                 "taken as immediate, so measurements should sit above it.")
+
+
+def not_run(a: Analysis) -> Table:
+    rows = [[str(r.get("status")), describe(r), str(r.get("reason") or "–")]
+            for r in sorted(a.not_run, key=lambda r: describe(r))]
+    return Table("not-run", "Cells not measured", ["status", "cell", "reason"], rows)
+
+
+def crypto(a: Analysis) -> Table:
+    rows = []
+    for name in sorted(a.crypto):
+        ops = a.crypto[name]
+        rows.append([name] + [ms(ops[o]) if o in ops else "–" for o in ("keygen", "encaps", "decaps", "sign", "verify")])
+    return Table("crypto", "Crypto cost per operation (ms, median of the run's microbenchmark)",
+                 ["algorithm", "keygen", "encaps", "decaps", "sign", "verify"], rows)
+
+
+def _flatten(prefix: str, value, out: list) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        for i, v in enumerate(value):
+            _flatten(f"{prefix}[{i}]", v, out)
+    else:
+        out.append([prefix, value if isinstance(value, str) else json.dumps(value)])
+
+
+def provenance(a: Analysis) -> Table:
+    rows: list = []
+    prov = a.run.get("provenance")
+    _flatten("", prov if isinstance(prov, (dict, list)) else {"provenance": prov}, rows)
+    return Table("provenance", "Provenance", ["field", "value"], rows)
+
+
+def calibration(a: Analysis) -> Table:
+    start = a.run.get("calibration_start") if isinstance(a.run.get("calibration_start"), dict) else {}
+    end = a.run.get("calibration_end") if isinstance(a.run.get("calibration_end"), dict) else {}
+    keys = list(dict.fromkeys([*start, *end]))
+    rows = [[k, _cal(start.get(k)), _cal(end.get(k))] for k in keys]
+    return Table("calibration", "Calibration: emulator floor (TCP connect through the link set to 0 ms)",
+                 ["", "start of run", "end of run"], rows)
+
+
+def _cal(v) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def warnings(a: Analysis) -> list[tuple[str, list[str]]]:
+    """Run-level warnings, then each cell check with the cells it hit: (headline, details)."""
+    out = [(w.text(), []) for w in a.warnings]
+    by_check: dict[str, list] = {}
+    for c, w in a.cell_warnings():
+        by_check.setdefault(w.check, []).append((c, w))
+    for hits in by_check.values():
+        first = hits[0][1]
+        head = f"{len(hits)} cell{'s' if len(hits) > 1 else ''}: {first.message}" + \
+            (" (and similar)" if len(hits) > 1 else "") + (f"; {first.fix}" if first.fix else "")
+        out.append((head, [f"{a.label(c)}, {condition(c)}: {w.message}" for c, w in hits]))
+    return out
