@@ -113,7 +113,10 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_pqlink needs root (network namespaces)", file=sys.stderr)
         return 3
-    res = {"host": {"cpus": os.cpu_count(), "kernel": os.uname().release}}
+    res = {"host": {"cpus": os.cpu_count(), "kernel": os.uname().release, "loadavg_1m": os.getloadavg()[0]}}
+    if not args.json:
+        print(f"host: {res['host']['cpus']} CPUs, kernel {res['host']['kernel']}, "
+              f"load average {res['host']['loadavg_1m']:.2f} at start (figures need a quiet machine)", flush=True)
     res["floor"] = f = floor_vs_veth(200 if args.quick else 500)
     if not args.json:
         print(f"floor: TCP connect p50 veth {f['veth_p50_ms'] * 1e3:.0f} us, pqlink {f['pqlink_p50_ms'] * 1e3:.0f} us "
