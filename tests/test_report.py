@@ -152,6 +152,17 @@ def test_report_adapts_to_named_scenarios_and_failures(tmp_path):
     check_in_chromium(tmp_path / "out" / "report.html", figures)
 
 
+def test_one_loss_rate_gives_points_not_curves(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    store.create_run(con, "gen", name="gen")
+    for kex, base in (("X25519", 40.0), ("X25519MLKEM768", 41.0)):
+        save(con, "gen", kex, [base + (i % 5) * 0.2 for i in range(40)], rtt=20.0)
+    result = report.build(con, "gen", tmp_path / "out", resamples=200)
+    con.close()
+    assert "handshake" in result["figures"] and "handshake-vs-loss" not in result["figures"]
+    assert "failures" not in result["figures"]  # nothing failed
+
+
 @pytest.mark.parametrize("args,field", [
     (["report", "--db", "{tmp}/missing.duckdb"], "--db"),
     (["report", "--db", "{tmp}/empty.duckdb"], "RUN"),

@@ -16,6 +16,8 @@ from pqbench.report import html, markdown, plots, tables
 CAPTIONS = {
     "handshake-vs-loss": "One panel per RTT (and per other link setting that varies). Solid: median; dashed: p95; "
                          "bands: 95 % bootstrap confidence intervals; one colour per algorithm.",
+    "handshake": "The run has one loss rate: median (filled) and p95 (open) per algorithm with 95 % bootstrap CIs, "
+                 "one panel per link condition.",
     "scenarios": "Named link conditions of the published studies; bars are medians with 95 % CIs, dashed ticks p95.",
     "wire": "Median TCP payload bytes (TLS records) and segments per handshake in each direction at 0 % loss, "
             "from the client's TCP_INFO when the handshake completed (segments include the SYN and pure ACKs).",

@@ -58,8 +58,10 @@ def _groups(cells: list[CellStats], fields: tuple) -> list[tuple[dict, list[Cell
     out: dict[tuple, list] = {}
     for c in cells:
         out.setdefault(tuple(c.row.get(f) for f in fields), []).append(c)
-    order = sorted(out, key=lambda k: tuple((v is None, v if v is not None else 0) if not isinstance(v, str)
-                                            else (False, v) for v in k))
+    def sort_key(k):  # None last; pages by size, not by name ("100k" after "1k")
+        return tuple((v is None, page_bytes(v) if f == "page" and v else v if v is not None else 0)
+                     for f, v in zip(fields, k))
+    order = sorted(out, key=sort_key)
     return [(dict(zip(fields, k)), out[k]) for k in order]
 
 
@@ -105,10 +107,14 @@ def _curves(ax, xs, cells, colour, log_y_values: list) -> None:
         log_y_values += est + lo + hi
 
 
+def _loss_cells(a: Analysis) -> list[CellStats]:
+    return [c for c in a.cells if c.mode in HANDSHAKE_MODES and not c.scenario]
+
+
 def handshake_vs_loss(a: Analysis) -> Figure | None:
-    cells = [c for c in a.cells if c.mode in HANDSHAKE_MODES and not c.scenario]
-    if not cells:
-        return None
+    cells = _loss_cells(a)
+    if len({c.loss or 0 for c in cells}) < 2:
+        return None  # one loss rate: a curve over loss says nothing; handshake_points shows these cells
     cols = colours(a)
     panels = _groups(cells, _panel_fields(a))[:MAX_PANELS]
     fig, axes = _grid(len(panels))
@@ -126,6 +132,37 @@ def handshake_vs_loss(a: Analysis) -> Figure | None:
         ax.grid(alpha=0.3)
     fig.suptitle("Handshake time vs loss (95 % CI bands)")
     _legend(fig, cols, _unique(used), STYLE_HANDLES)
+    return fig
+
+
+def handshake_points(a: Analysis) -> Figure | None:
+    """Runs with a single loss rate: median and p95 (with CIs) per algorithm, one panel per condition."""
+    cells = _loss_cells(a)
+    if not cells or len({c.loss or 0 for c in cells}) > 1:
+        return None
+    cols = colours(a)
+    panels = _groups(cells, _panel_fields(a) + ("loss",))[:MAX_PANELS]
+    rows = max(len(m) for _, m in panels)
+    fig, axes = _grid(len(panels), width=5.6, height=1.2 + 0.38 * rows, max_cols=2)
+    for ax, (key, members) in zip(axes, panels):
+        groups = _by_label(a, members)
+        xs = []
+        for y, (label, group) in enumerate(groups):
+            c = group[0]
+            for q, marker, fill in ((50, "o", cols[label]), (95, "D", "white")):
+                est, lo, hi = c.pct[q]
+                ax.errorbar([est], [y], xerr=[[est - lo], [hi - est]], fmt=marker, color=cols[label], mfc=fill,
+                            ms=6, capsize=3)
+                xs += [lo, hi]
+        ax.set_yticks(range(len(groups)), [l for l, _ in groups], fontsize="small")
+        ax.set_ylim(len(groups) - 0.5, -0.5)
+        ax.set_title(_panel_title(key), fontsize="medium")
+        ax.set_xlabel("handshake time (ms)")
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle("Handshake time per algorithm (95 % CIs)")
+    handles = [Line2D([], [], color="0.3", marker="o", ls="none", label="median (p50)"),
+               Line2D([], [], color="0.3", marker="D", mfc="white", ls="none", label="p95")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False, fontsize="small")
     return fig
 
 
@@ -310,7 +347,7 @@ def phase_split(a: Analysis) -> Figure | None:
     if not cells:
         return None
     panels = []
-    for key, members in _groups(cells, ("scenario", "rtt_ms")):
+    for key, members in _groups(cells, ("scenario",) + _panel_fields(a, ("page", "requests"))):
         low = min(c.loss or 0 for c in members)
         chosen = [c for c in members if (c.loss or 0) == low]
         panels.append((key, chosen))
@@ -332,7 +369,7 @@ def phase_split(a: Analysis) -> Figure | None:
         ax.set_yticks(range(len(members)), names, fontsize="small")
         ax.invert_yaxis()
         loss = members[0].loss or 0
-        title = key["scenario"] or f"RTT {key['rtt_ms']:g} ms"
+        title = key["scenario"] or _panel_title({k: v for k, v in key.items() if k != "scenario"})
         ax.set_title(f"{title}, loss {100 * loss:g} %", fontsize="medium")
         ax.set_xlabel("median of each phase (ms)")
         ax.grid(axis="x", alpha=0.3)
@@ -445,6 +482,7 @@ def failures(a: Analysis) -> Figure | None:
 # (id, title, function, what it shows when present)
 FIGURES = (
     ("handshake-vs-loss", "Handshake time vs loss", handshake_vs_loss),
+    ("handshake", "Handshake time per algorithm", handshake_points),
     ("scenarios", "Named scenarios", scenarios),
     ("wire", "Bytes and packets per handshake", wire),
     ("pages", "Download time vs page size", pages),
