@@ -5,6 +5,7 @@
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/params.h>
 #include <openssl/pem.h>
 
 #include "pqprov.h"
@@ -16,6 +17,25 @@ static void *newctx(void *provctx) {
 }
 
 static void freectx(void *ctx) {
+}
+
+/* PKCS#8 is written unencrypted; asking for a cipher is an error rather than a silent plaintext key. */
+static int set_ctx_params(void *ctx, const OSSL_PARAM params[]) {
+    const OSSL_PARAM *p = OSSL_PARAM_locate_const(params, OSSL_ENCODER_PARAM_CIPHER);
+    const char *cipher = NULL;
+    if (p && OSSL_PARAM_get_utf8_string_ptr(p, &cipher) && cipher && *cipher) {
+        PQP_RAISE(PQP_R_UNSUPPORTED, "encrypted private keys (%s) are not supported", cipher);
+        return 0;
+    }
+    return 1;
+}
+
+static const OSSL_PARAM *settable_ctx_params(void *provctx) {
+    static const OSSL_PARAM settable[] = {
+        OSSL_PARAM_utf8_string(OSSL_ENCODER_PARAM_CIPHER, NULL, 0),
+        OSSL_PARAM_END,
+    };
+    return settable;
 }
 
 static int does_public(void *provctx, int selection) {
@@ -108,7 +128,9 @@ ENCODER(TEXT, does_any)
 #define TABLE(name, form_)                                                                          \
     const OSSL_DISPATCH name[] = {FN(OSSL_FUNC_ENCODER_NEWCTX, newctx), FN(OSSL_FUNC_ENCODER_FREECTX, freectx), \
                                   FN(OSSL_FUNC_ENCODER_DOES_SELECTION, does_##form_),                \
-                                  FN(OSSL_FUNC_ENCODER_ENCODE, encode_##form_), OSSL_DISPATCH_END};
+                                  FN(OSSL_FUNC_ENCODER_ENCODE, encode_##form_),                    \
+                                  FN(OSSL_FUNC_ENCODER_SET_CTX_PARAMS, set_ctx_params),            \
+                                  FN(OSSL_FUNC_ENCODER_SETTABLE_CTX_PARAMS, settable_ctx_params), OSSL_DISPATCH_END};
 
 TABLE(pqp_spki_der_encoder, SPKI_DER)
 TABLE(pqp_spki_pem_encoder, SPKI_PEM)

@@ -174,6 +174,15 @@ static void test_sig(const char *name) {
         EVP_PKEY_free(pub);
         EVP_PKEY_free(priv);
     }
+    /* Asking for an encrypted PKCS#8 must fail, not silently write the key in the clear. */
+    OSSL_ENCODER_CTX *e = OSSL_ENCODER_CTX_new_for_pkey(key, EVP_PKEY_KEYPAIR, "PEM", "PrivateKeyInfo", NULL);
+    unsigned char *data = NULL;
+    size_t len = 0;
+    int wrote = e && OSSL_ENCODER_CTX_set_cipher(e, "AES-256-CBC", NULL) > 0 && OSSL_ENCODER_to_data(e, &data, &len);
+    CHECK(!wrote, "%s: private key written unencrypted although a cipher was asked for", name);
+    ERR_clear_error();
+    OPENSSL_free(data);
+    OSSL_ENCODER_CTX_free(e);
     EVP_PKEY_free(key);
 }
 
