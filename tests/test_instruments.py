@@ -166,7 +166,7 @@ def test_pqtimer_bad_options_exit_2(built_stack, args, field):
     (["--kex", "X25519", "--sig", "ecdsap256", "--loss", "120%"], "loss"),
     (["--kex", "X25519", "--sig", "ecdsap256", "--page", "ten"], "--page"),
     (["--kex", "X25519x", "--sig", "ecdsap256"], "--kex"),
-    (["--kex", "X25519", "--sig", "slhdsasha2128s"], "--sig"),
+    (["--kex", "X25519", "--sig", "mldsa45"], "--sig"),  # (SLH-DSA is now a TLS signature scheme via pqprov)
 ])
 def test_handshake_command_bad_input(built_stack, args, field):
     proc = run_pqbench("handshake", *args)

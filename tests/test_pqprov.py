@@ -23,7 +23,8 @@ from nginxloop import curl, nginx
 from tlsloop import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-PROVIDED = [a for a in catalog.algorithms() if a.source in ("liboqs", "synthetic")]
+# Everything pqprov implements, and OpenSSL's SLH-DSA that it offers as TLS signature schemes.
+PROVIDED = [a for a in catalog.algorithms() if a.source in ("liboqs", "synthetic") or a.tls_via == "pqprov"]
 GROUPS = [a for a in PROVIDED if a.kind == "kem" and a.tls]
 SIGS = [a for a in PROVIDED if a.kind == "sig"]
 ASAN_PQPROV = paths.BUILD / "native-asan" / "pqprov" / "pqprov.so"
@@ -210,6 +211,7 @@ MATRIX = {  # signature chain -> key exchange groups
     "CROSSrsdp128balanced": ["frodo640shake"],
     "picnicl1fslike": ["synthetic1100", "sikep434like"],
     "ecdsap256": ["p521_hqc256"],
+    "slhdsasha2128s": ["x25519_frodo640aes"],  # OpenSSL's SLH-DSA, TLS signature scheme from pqprov
 }
 
 

@@ -47,11 +47,15 @@ static int complete(struct pqp_ctx *ctx, struct pqp_alg *a) {
             a->oqs_sk = s->length_secret_key;
         }
     }
-    if (a->classical && !pqp_classical_sizes(ctx, a->classical, &a->classical_len, &a->classical_ss))
+    if (a->layout == PQP_LAYOUT_NATIVE) /* the whole key is OpenSSL's */
+        a->classical_len = a->pk;
+    else if (a->classical && !pqp_classical_sizes(ctx, a->classical, &a->classical_len, &a->classical_ss))
         return 0;
     size_t hdr = a->layout == PQP_LAYOUT_OQS_HYBRID ? 4 : 0;
     int ok;
-    if (a->layout == PQP_LAYOUT_PAD) /* synthetic: the configured sizes must hold the classical part */
+    if (a->layout == PQP_LAYOUT_NATIVE)
+        ok = a->kind == PQP_SIG && a->oid;
+    else if (a->layout == PQP_LAYOUT_PAD) /* synthetic: the configured sizes must hold the classical part */
         ok = a->pk >= a->classical_len && (a->kind == PQP_SIG ? a->sig >= 64 : a->ct >= a->classical_len && a->ss == a->classical_ss);
     else if (a->kind == PQP_KEM)
         ok = a->pk == hdr + a->classical_len + oqs_pk && a->ct == hdr + a->classical_len + oqs_ct &&
@@ -62,7 +66,9 @@ static int complete(struct pqp_ctx *ctx, struct pqp_alg *a) {
         PQP_RAISE(PQP_R_WRONG_LENGTH, "%s: catalog sizes disagree with the implementation", a->name);
         return 0;
     }
-    if (a->oid)
+    if (a->layout == PQP_LAYOUT_NATIVE) /* one algorithm with OpenSSL's: same key type, same OID */
+        snprintf(a->names, sizeof a->names, "%s:%s:%s", a->name, a->classical, a->oid);
+    else if (a->oid)
         snprintf(a->names, sizeof a->names, "%s:%s", a->name, a->oid);
     else
         snprintf(a->names, sizeof a->names, "%s", a->name);

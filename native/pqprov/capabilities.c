@@ -30,12 +30,14 @@ static int sigalg(const struct pqp_alg *a, OSSL_CALLBACK *cb, void *arg) {
     unsigned int code_point = a->codepoint, secbits = (unsigned)a->secbits;
     int tls13 = TLS1_3_VERSION, no_dtls = -1;
     char *name = (char *)a->name, *oid = (char *)a->oid;
+    /* libssl wants the object name of the OID: OpenSSL's own for SLH-DSA ("SLH-DSA-SHA2-128s"). */
+    char *object = (char *)(a->layout == PQP_LAYOUT_NATIVE ? a->classical : a->name);
     OSSL_PARAM p[] = {
         OSSL_PARAM_utf8_string(OSSL_CAPABILITY_TLS_SIGALG_IANA_NAME, name, strlen(name)),
         OSSL_PARAM_uint(OSSL_CAPABILITY_TLS_SIGALG_CODE_POINT, &code_point),
-        OSSL_PARAM_utf8_string(OSSL_CAPABILITY_TLS_SIGALG_NAME, name, strlen(name)),
+        OSSL_PARAM_utf8_string(OSSL_CAPABILITY_TLS_SIGALG_NAME, object, strlen(object)),
         OSSL_PARAM_utf8_string(OSSL_CAPABILITY_TLS_SIGALG_OID, oid, strlen(oid)),
-        OSSL_PARAM_utf8_string(OSSL_CAPABILITY_TLS_SIGALG_KEYTYPE, name, strlen(name)),
+        OSSL_PARAM_utf8_string(OSSL_CAPABILITY_TLS_SIGALG_KEYTYPE, object, strlen(object)),
         OSSL_PARAM_utf8_string(OSSL_CAPABILITY_TLS_SIGALG_KEYTYPE_OID, oid, strlen(oid)),
         OSSL_PARAM_uint(OSSL_CAPABILITY_TLS_SIGALG_SECURITY_BITS, &secbits),
         OSSL_PARAM_int(OSSL_CAPABILITY_TLS_SIGALG_MIN_TLS, &tls13),

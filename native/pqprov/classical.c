@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <openssl/core_names.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
@@ -14,7 +15,7 @@ static int is_ec(const char *name) {
 
 EVP_PKEY *pqp_classical_keygen(struct pqp_ctx *ctx, const char *name) {
     EVP_PKEY *key = NULL;
-    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(ctx->libctx, is_ec(name) ? "EC" : name, NULL);
+    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(ctx->libctx, is_ec(name) ? "EC" : name, PQP_NOT_US);
     if (pctx && EVP_PKEY_keygen_init(pctx) > 0 && (!is_ec(name) || EVP_PKEY_CTX_set_group_name(pctx, name) > 0))
         EVP_PKEY_keygen(pctx, &key);
     EVP_PKEY_CTX_free(pctx);
@@ -23,12 +24,15 @@ EVP_PKEY *pqp_classical_keygen(struct pqp_ctx *ctx, const char *name) {
     return key;
 }
 
-/* The public half as it goes on the wire: raw X25519/X448/Ed25519 key or uncompressed EC point. */
+/* The public half as it goes on the wire: raw X25519/X448/Ed25519/SLH-DSA key or uncompressed EC point. */
 int pqp_classical_public(EVP_PKEY *key, unsigned char *out, size_t len) {
     size_t n = len;
-    if (EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out, len, &n) && n == len)
+    ERR_set_mark();
+    int ok = EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out, len, &n) && n == len;
+    ERR_pop_to_mark();
+    if (ok)
         return 1;
-    if (EVP_PKEY_get_raw_public_key(key, out, &n) > 0 && n == len) /* Ed25519 has no encoded form */
+    if (EVP_PKEY_get_raw_public_key(key, out, &n) > 0 && n == len) /* Ed25519, SLH-DSA: raw form only */
         return 1;
     PQP_RAISE(PQP_R_CLASSICAL_FAILED, "cannot encode the classical public key");
     return 0;
@@ -37,9 +41,9 @@ int pqp_classical_public(EVP_PKEY *key, unsigned char *out, size_t len) {
 EVP_PKEY *pqp_classical_peer(struct pqp_ctx *ctx, const char *name, const unsigned char *pub, size_t len) {
     EVP_PKEY *peer = NULL;
     if (!is_ec(name)) {
-        peer = EVP_PKEY_new_raw_public_key_ex(ctx->libctx, name, NULL, pub, len);
+        peer = EVP_PKEY_new_raw_public_key_ex(ctx->libctx, name, PQP_NOT_US, pub, len);
     } else {
-        EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(ctx->libctx, "EC", NULL);
+        EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_name(ctx->libctx, "EC", PQP_NOT_US);
         OSSL_PARAM params[] = {
             OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)name, 0),
             OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)pub, len),
@@ -55,7 +59,7 @@ EVP_PKEY *pqp_classical_peer(struct pqp_ctx *ctx, const char *name, const unsign
 }
 
 int pqp_classical_derive(struct pqp_ctx *ctx, EVP_PKEY *own, EVP_PKEY *peer, unsigned char *ss, size_t len) {
-    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_pkey(ctx->libctx, own, NULL);
+    EVP_PKEY_CTX *pctx = EVP_PKEY_CTX_new_from_pkey(ctx->libctx, own, PQP_NOT_US);
     size_t n = len;
     int ok = pctx && EVP_PKEY_derive_init(pctx) > 0 && EVP_PKEY_derive_set_peer(pctx, peer) > 0 &&
              EVP_PKEY_derive(pctx, ss, &n) > 0 && n == len;

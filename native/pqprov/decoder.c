@@ -60,8 +60,10 @@ static int decode(int private, void *vctx, OSSL_CORE_BIO *cin, int selection, OS
     struct pqp_key *key = alg ? pqp_key_new(ctx, alg) : NULL;
     int ok = 1; /* not ours: empty-handed, let other decoders try */
     if (key) {
-        size_t sk_len = body_len > alg->pk ? body_len - alg->pk : 0;
-        if (private ? sk_len && pqp_key_set_private(key, body, sk_len) && pqp_key_set_public(key, body + sk_len, alg->pk)
+        int native = alg->layout == PQP_LAYOUT_NATIVE; /* raw private key only; it holds the public key */
+        size_t sk_len = native ? body_len : body_len > alg->pk ? body_len - alg->pk : 0;
+        if (private ? sk_len && pqp_key_set_private(key, body, sk_len) &&
+                          (native || pqp_key_set_public(key, body + sk_len, alg->pk))
                     : pqp_key_set_public(key, body, body_len)) {
             int type = OSSL_OBJECT_PKEY;
             OSSL_PARAM params[] = {

@@ -93,17 +93,19 @@ static int encode(enum form form, void *provctx, OSSL_CORE_BIO *cout, const void
                                   : PEM_write_bio(out, PEM_STRING_PUBLIC, "", der, (long)n) > 0;
         OPENSSL_free(der);
     } else {
-        unsigned char *body = key->sk && key->pub ? OPENSSL_secure_malloc(key->sk_len + a->pk) : NULL;
+        /* sk || pk; OpenSSL's own keys in their standard form (the raw private key holds pk). */
+        size_t pk = a->layout == PQP_LAYOUT_NATIVE ? 0 : a->pk, body_len = key->sk_len + pk;
+        unsigned char *body = key->sk && key->pub ? OPENSSL_secure_malloc(body_len) : NULL;
         if (!body) {
             PQP_RAISE(PQP_R_MISSING_KEY, "%s key has no private part", a->name);
         } else {
             memcpy(body, key->sk, key->sk_len);
-            memcpy(body + key->sk_len, key->pub, a->pk);
-            if ((n = pqp_der_p8(a, body, key->sk_len + a->pk, &der)))
+            memcpy(body + key->sk_len, key->pub, pk);
+            if ((n = pqp_der_p8(a, body, body_len, &der)))
                 ok = form == P8_DER ? BIO_write(out, der, (int)n) == (int)n
                                     : PEM_write_bio(out, PEM_STRING_PKCS8INF, "", der, (long)n) > 0;
             OPENSSL_secure_clear_free(der, n);
-            OPENSSL_secure_clear_free(body, key->sk_len + a->pk);
+            OPENSSL_secure_clear_free(body, body_len);
         }
     }
     BIO_free(out);

@@ -38,7 +38,7 @@ void pqp_key_free(struct pqp_key *key) {
 }
 
 int pqp_key_has_private(const struct pqp_key *key) {
-    if (key->alg->layout == PQP_LAYOUT_PAD)
+    if (key->alg->layout == PQP_LAYOUT_PAD || key->alg->layout == PQP_LAYOUT_NATIVE)
         return key->classical != NULL;
     if (key->alg->layout == PQP_LAYOUT_OQS_HYBRID)
         return key->classical != NULL && key->sk != NULL;
@@ -70,14 +70,25 @@ int pqp_key_set_public(struct pqp_key *key, const unsigned char *pub, size_t len
 
 int pqp_key_set_private(struct pqp_key *key, const unsigned char *sk, size_t len) {
     const struct pqp_alg *a = key->alg;
-    if (a->layout == PQP_LAYOUT_PAD && a->kind == PQP_SIG) { /* Ed25519 seed */
-        EVP_PKEY *ed = len == 32 ? EVP_PKEY_new_raw_private_key_ex(key->ctx->libctx, "ED25519", NULL, sk, len) : NULL;
-        if (!ed) {
-            PQP_RAISE(PQP_R_BAD_ENCODING, "%s private key must be a 32-byte Ed25519 seed", a->name);
+    if (a->layout == PQP_LAYOUT_NATIVE || (a->layout == PQP_LAYOUT_PAD && a->kind == PQP_SIG)) {
+        /* Ed25519 seed, or OpenSSL's raw SLH-DSA private key (which holds the public key too) */
+        EVP_PKEY *k = a->layout == PQP_LAYOUT_NATIVE || len == 32
+                          ? EVP_PKEY_new_raw_private_key_ex(key->ctx->libctx, a->classical, PQP_NOT_US, sk, len)
+                          : NULL;
+        if (!k) {
+            PQP_RAISE(PQP_R_BAD_ENCODING, "%s: not a valid %s private key", a->name, a->classical);
             return 0;
         }
         EVP_PKEY_free(key->classical);
-        key->classical = ed;
+        key->classical = k;
+        if (a->layout == PQP_LAYOUT_NATIVE && !key->pub) {
+            unsigned char *pub = OPENSSL_malloc(a->pk);
+            if (!pub || !pqp_classical_public(k, pub, a->pk)) {
+                OPENSSL_free(pub);
+                return 0;
+            }
+            key->pub = pub;
+        }
     } else if (a->layout != PQP_LAYOUT_PURE) {
         PQP_RAISE(PQP_R_UNSUPPORTED, "%s: hybrid and synthetic KEM keys are ephemeral, no import", a->name);
         return 0;
@@ -117,11 +128,12 @@ static int generate(struct pqp_key *key) {
         if (!pqp_classical_public(key->classical, key->pub + off, a->classical_len))
             return 0;
         off += a->classical_len;
-        if (a->kind == PQP_SIG) { /* synthetic signature: keep the seed for PKCS#8 */
-            size_t n = 32;
-            key->sk = OPENSSL_malloc(32);
-            key->sk_len = 32;
-            if (!key->sk || EVP_PKEY_get_raw_private_key(key->classical, key->sk, &n) <= 0 || n != 32)
+        if (a->kind == PQP_SIG) { /* keep the raw private key (Ed25519 seed, SLH-DSA key) for PKCS#8 */
+            size_t n = 0;
+            if (EVP_PKEY_get_raw_private_key(key->classical, NULL, &n) <= 0 || !(key->sk = OPENSSL_malloc(n)))
+                return 0;
+            key->sk_len = n;
+            if (EVP_PKEY_get_raw_private_key(key->classical, key->sk, &key->sk_len) <= 0)
                 return 0;
         }
     }

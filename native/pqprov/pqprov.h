@@ -19,6 +19,7 @@
 
 #define PQP_NAME "pqprov"
 #define PQP_PROPS "provider=pqprov"
+#define PQP_NOT_US "provider!=pqprov" /* OpenSSL's algorithms, never our own (no recursion) */
 
 #include "pqprov_tables.inc" /* PQP_MAX_ALGS, PQP_FOR_EACH_SLOT (generated from the catalog) */
 
@@ -29,6 +30,7 @@ enum pqp_layout {
     PQP_LAYOUT_PURE = 1,       /* liboqs output as is */
     PQP_LAYOUT_OQS_HYBRID = 2, /* 4-byte big-endian classical length, classical, PQ (OQS hybrids) */
     PQP_LAYOUT_PAD = 3,        /* synthetic: classical (X25519 / Ed25519) then zero padding */
+    PQP_LAYOUT_NATIVE = 4,     /* OpenSSL's own signature (SLH-DSA) in its standard encoding */
 };
 
 struct pqp_alg {
@@ -36,7 +38,8 @@ struct pqp_alg {
     int layout;
     const char *name;
     const char *oqs;       /* liboqs method name, NULL for synthetic */
-    const char *classical; /* EVP name of the classical half: X25519, X448, P-256.., ED25519 */
+    const char *classical; /* EVP name of the classical half: X25519, X448, P-256.., ED25519;
+                              NATIVE: OpenSSL's key type (SLH-DSA-...) */
     const char *oid;       /* signatures: OID in certificates */
     unsigned int codepoint;
     int tls;

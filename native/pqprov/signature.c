@@ -1,6 +1,7 @@
 /*
- * Signatures: liboqs signing the message itself (no digest, as TLS 1.3 and X.509 use them), and
- * synthetic ones (Ed25519 padded with zeros to the configured size, plus busy work). One-shot and
+ * Signatures: liboqs signing the message itself (no digest, as TLS 1.3 and X.509 use them),
+ * synthetic ones (Ed25519 padded with zeros to the configured size, plus busy work), and OpenSSL's
+ * own SLH-DSA (pure mode) offered as a TLS 1.3 signature scheme. One-shot and
  * streaming (the message is buffered) forms; the AlgorithmIdentifier for certificates.
  */
 #include <string.h>
@@ -106,14 +107,20 @@ static int sign(void *vctx, unsigned char *sig, size_t *siglen, size_t sigsize, 
         *siglen = len;
         return 1;
     }
+    /* OpenSSL signs: Ed25519 inside a synthetic signature, or SLH-DSA (pure, no digest) as is. */
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    size_t len = 64;
-    int ok = md && EVP_DigestSignInit_ex(md, NULL, NULL, s->ctx->libctx, NULL, s->key->classical, NULL) > 0 &&
-             EVP_DigestSign(md, sig, &len, tbs, tbslen) > 0 && len == 64;
+    int native = a->layout == PQP_LAYOUT_NATIVE;
+    size_t len = native ? sigsize : 64;
+    int ok = md && EVP_DigestSignInit_ex(md, NULL, NULL, s->ctx->libctx, PQP_NOT_US, s->key->classical, NULL) > 0 &&
+             EVP_DigestSign(md, sig, &len, tbs, tbslen) > 0 && (native || len == 64);
     EVP_MD_CTX_free(md);
     if (!ok) {
-        PQP_RAISE(PQP_R_CLASSICAL_FAILED, "%s: Ed25519 signing failed", a->name);
+        PQP_RAISE(PQP_R_CLASSICAL_FAILED, "%s: %s signing failed", a->name, a->classical);
         return 0;
+    }
+    if (native) {
+        *siglen = len;
+        return 1;
     }
     memset(sig + 64, 0, a->sig - 64);
     pqp_busy_until(&start, a->ms[1]);
@@ -140,16 +147,17 @@ static int verify(void *vctx, const unsigned char *sig, size_t siglen, const uns
         }
         return 1;
     }
-    int ok = 0;
+    int ok = 0, native = a->layout == PQP_LAYOUT_NATIVE;
     EVP_PKEY *pub = NULL;
     EVP_MD_CTX *md = NULL;
-    if (siglen != a->sig || !all_zero(sig + 64, siglen - 64) ||
-        !all_zero(s->key->pub + a->classical_len, a->pk - a->classical_len))
+    if (native ? siglen > a->sig
+               : siglen != a->sig || !all_zero(sig + 64, siglen - 64) ||
+                     !all_zero(s->key->pub + a->classical_len, a->pk - a->classical_len))
         goto end;
-    pub = pqp_classical_peer(s->ctx, "ED25519", s->key->pub, a->classical_len);
+    pub = pqp_classical_peer(s->ctx, a->classical, s->key->pub, a->classical_len);
     md = EVP_MD_CTX_new();
-    ok = pub && md && EVP_DigestVerifyInit_ex(md, NULL, NULL, s->ctx->libctx, NULL, pub, NULL) > 0 &&
-         EVP_DigestVerify(md, sig, 64, tbs, tbslen) == 1;
+    ok = pub && md && EVP_DigestVerifyInit_ex(md, NULL, NULL, s->ctx->libctx, PQP_NOT_US, pub, NULL) > 0 &&
+         EVP_DigestVerify(md, sig, native ? siglen : 64, tbs, tbslen) == 1;
     pqp_busy_until(&start, a->ms[2]);
 end:
     EVP_MD_CTX_free(md);

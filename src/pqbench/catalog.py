@@ -40,6 +40,7 @@ class Algorithm:
     keyopt: tuple[str, ...] = ()
     sigalg: str | None = None
     oid: str | None = None
+    tls_via: str | None = None  # "pqprov": OpenSSL's implementation, TLS signature scheme from pqprov
     timings_ms: tuple[tuple[str, float], ...] = ()  # synthetic algorithms' configured costs
 
     @property
