@@ -411,7 +411,7 @@ static void print_tcp(const struct tcp_counts *c) {
            c->total_retrans, c->rtt_us, c->snd_cwnd);
 }
 
-static void print_sample(struct options *o, int index, SSL *ssl, struct trace *tr, struct outcome *out,
+static void print_sample(struct options *o, int index, struct trace *tr, struct outcome *out,
                          const char *group, const char *sigalg, int resumed) {
     printf("{\"worker\": %d, \"i\": %d, \"mode\": \"%s\", \"ok\": %s, ", o->worker, index, mode_names[o->mode],
            out->error_class ? "false" : "true");
@@ -447,7 +447,6 @@ static void print_sample(struct options *o, int index, SSL *ssl, struct trace *t
     printf(", \"http_status\": ");
     tr->http_status ? (void)printf("%d", tr->http_status) : (void)printf("null");
     printf(", \"body_bytes\": %llu, \"requests\": %d}\n", (unsigned long long)tr->body_bytes, tr->requests_done);
-    (void)ssl;
 }
 
 /* ---- main ---------------------------------------------------------------------------------- */
@@ -533,7 +532,7 @@ int main(int argc, char **argv) {
             SSL_get0_peer_signature_name(ssl, &sigalg);
             resumed = SSL_session_reused(ssl);
         }
-        print_sample(&o, i, ssl, &tr, &out, group, sigalg, resumed);
+        print_sample(&o, i, &tr, &out, group, sigalg, resumed);
         failures += out.error_class != NULL;
         if (ssl) {
             SSL_shutdown(ssl);

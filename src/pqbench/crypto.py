@@ -83,14 +83,9 @@ def select(names: list[str] | None) -> list[catalog.Algorithm]:
     return [a for a in catalog.algorithms() if catalog.availability(a).available]
 
 
-def run(names: list[str] | None = None, seconds: float = 0.5, progress=None) -> list[dict]:
+def run(algs: list[catalog.Algorithm], seconds: float = 0.5) -> list[dict]:
     seconds = check_seconds(seconds)
-    results = []
-    for alg in select(names):
-        if progress:
-            progress(alg)
-        results.append(measure(alg, seconds))
-    return results
+    return [measure(alg, seconds) for alg in algs]
 
 
 def format_table(results: list[dict]) -> str:

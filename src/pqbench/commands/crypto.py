@@ -17,7 +17,7 @@ def handle(args) -> int:
     algs = crypto.select(args.alg)
     if not args.json:
         print(f"measuring {len(algs)} algorithms, {seconds:g} s each, through OpenSSL EVP", file=sys.stderr)
-    results = crypto.run([a.name for a in algs], seconds)
+    results = crypto.run(algs, seconds)
     if args.json:
         print_json(results)
     else:
