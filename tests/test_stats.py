@@ -93,3 +93,14 @@ def test_binomial_ci_rejects_nonsense():
     assert all(math.isnan(v) for v in stats.binomial_ci(0, 0))
     with pytest.raises(ValueError):
         stats.binomial_ci(3, 2)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000])
+def test_resampled_percentiles_equal_numpy_on_the_same_resamples(n):
+    """The sort-once shortcut gives exactly np.percentile of each resample."""
+    x = np.random.default_rng(1).lognormal(0, 1, n)
+    qs = (0, 5, 50, 95, 99, 100)
+    idx = np.random.default_rng(5).integers(0, n, size=(3, n))
+    want = np.percentile(x[idx], qs, axis=1).T
+    got = stats._resampled_percentiles(x, qs, 3, np.random.default_rng(5), chunk_cells=2 * n)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)

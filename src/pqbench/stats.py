@@ -53,19 +53,26 @@ def z_value(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2)
 
 
-def _resampled_percentiles(x, qs, resamples: int, rng, chunk_cells: int = 4_000_000):
-    """Percentiles qs of `resamples` bootstrap resamples of x, shape (resamples, len(qs)).
+def _resampled_percentiles(x, qs, resamples: int, rng, chunk_cells: int = 2_000_000):
+    """Percentiles qs (linear interpolation, as np.percentile) of `resamples` bootstrap resamples of x,
+    shape (resamples, len(qs)).
 
-    Resamples are drawn in chunks so a cell of 100k samples never needs gigabytes at once.
+    Each resample is sorted once and every q read off it: 2-3x faster than np.percentile with
+    several q. Resamples are drawn in chunks so 100k-sample cells never need gigabytes at once.
     """
     import numpy as np
 
-    per_chunk = max(1, chunk_cells // max(1, x.size))
+    n = x.size
+    pos = (n - 1) * np.asarray(qs, dtype=float) / 100
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    frac = pos - lo
+    per_chunk = max(1, chunk_cells // max(1, n))
     out = []
     for start in range(0, resamples, per_chunk):
         k = min(per_chunk, resamples - start)
-        idx = rng.integers(0, x.size, size=(k, x.size))
-        out.append(np.percentile(x[idx], qs, axis=1).T)
+        r = np.sort(x[rng.integers(0, n, size=(k, n))], axis=1)
+        out.append(r[:, lo] + frac * (r[:, hi] - r[:, lo]))
     return np.concatenate(out, axis=0)
 
 

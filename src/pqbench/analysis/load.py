@@ -54,6 +54,13 @@ def _rows(cur) -> list[dict]:
     return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
+def _plain(column, fill):
+    """A DuckDB numpy column with NULLs (masked) replaced by fill."""
+    if isinstance(column, np.ma.MaskedArray):
+        return column.filled(fill) if fill is not None else np.where(column.mask, None, column.data)
+    return np.asarray(column)
+
+
 def load(con, run_id: str) -> RunData:
     run = _rows(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
     if not run:
@@ -63,19 +70,23 @@ def load(con, run_id: str) -> RunData:
     cell_rows = [_decode(r, JSON_CELL_FIELDS) for r in
                  _rows(con.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position, cell_id", [run_id]))]
     cols = ", ".join(f'CAST("{f}" AS DOUBLE) AS "{f}"' for f in SAMPLE_FIELDS)
-    rows = con.execute(f'SELECT cell_id, ok, "group", error_class, {cols} FROM samples WHERE run_id = ? '
-                       "ORDER BY cell_id, seq", [run_id]).fetchall()
-    by_cell: dict[str, list] = {}
-    for r in rows:
-        by_cell.setdefault(r[0], []).append(r)
+    res = con.execute(f'SELECT cell_id, ok, "group", error_class, {cols} FROM samples WHERE run_id = ? '
+                      "ORDER BY cell_id, seq", [run_id]).fetchnumpy()  # columnar: a million rows in a second
+    ids = np.asarray(res["cell_id"], dtype=object)
+    bounds = {}
+    if ids.size:
+        starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+        ends = np.r_[starts[1:], ids.size]
+        bounds = {ids[a]: (a, b) for a, b in zip(starts, ends)}
+    ok_all = _plain(res["ok"], False).astype(bool)
+    values_all = {f: _plain(res[f], np.nan).astype(float) for f in SAMPLE_FIELDS}
+    groups_all, errors_all = _plain(res["group"], None), _plain(res["error_class"], None)
     cells = []
     for row in cell_rows:
-        srows = by_cell.get(row["cell_id"], [])
-        ok = np.array([bool(r[1]) for r in srows], dtype=bool)
-        values = {f: np.array([np.nan if r[4 + k] is None else r[4 + k] for r in srows], dtype=float)
-                  for k, f in enumerate(SAMPLE_FIELDS)}
-        cells.append(CellData(row, ok, values, [r[2] for r in srows if r[1]],
-                              [r[3] or "unknown" for r in srows if not r[1]]))
+        a, b = bounds.get(row["cell_id"], (0, 0))
+        ok = ok_all[a:b]
+        cells.append(CellData(row, ok, {f: v[a:b] for f, v in values_all.items()},
+                              [g for g in groups_all[a:b][ok]], [e or "unknown" for e in errors_all[a:b][~ok]]))
     crypto: dict[str, dict] = {}
     for name, op, median_us in con.execute("SELECT name, op, median_us FROM crypto WHERE run_id = ?",
                                            [run_id]).fetchall():

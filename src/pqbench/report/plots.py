@@ -28,7 +28,7 @@ def colours(a: Analysis) -> dict:
 
 
 def _grid(n: int, width: float = 4.2, height: float = 3.3, max_cols: int = 3):
-    cols = min(n, max_cols)
+    cols = min(n, max_cols) if n != 4 else min(2, max_cols)  # 2 x 2 rather than 3 + 1
     rows = math.ceil(n / cols)
     fig = Figure(figsize=(max(6.4, width * cols + 0.6), height * rows + 0.8), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
