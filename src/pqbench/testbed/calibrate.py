@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 
+from pqbench import stats
 from pqbench.errors import MeasurementFailed
 from pqbench.testbed import probe
 from pqbench.testbed.linkspec import Direction, LinkSpec, Loss, TcpKnobs
@@ -26,16 +27,13 @@ TCP_IPV4_HEADERS = 52  # IPv4 20 + TCP 20 + timestamps 12
 # --- statistics ------------------------------------------------------------------------------------
 
 def percentiles(samples: list[float], qs=(5, 25, 50, 75, 95, 99)) -> dict:
-    """Percentiles (linear interpolation) plus n, mean, min and max."""
+    """Percentiles (linear interpolation, pqbench.stats) plus n, mean, min and max."""
     if not samples:
         return {"n": 0}
     xs = sorted(samples)
     out = {"n": len(xs), "mean": sum(xs) / len(xs), "min": xs[0], "max": xs[-1]}
     for q in qs:
-        pos = (len(xs) - 1) * q / 100
-        lo = math.floor(pos)
-        hi = min(lo + 1, len(xs) - 1)
-        out[f"p{q}"] = xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+        out[f"p{q}"] = stats.percentile(xs, q)
     return out
 
 
