@@ -76,7 +76,7 @@ def test_report_of_a_real_handshake_run(real_runs, tmp_path):
     assert not figures & {"pages", "requests", "scenarios"}  # nothing of that kind in the run
     check_in_chromium(tmp_path / "hs" / "report.html", figures)
     page = (tmp_path / "hs" / "report.html").read_text()
-    assert "Not in this run (no cells of that kind): " in page and "Download time vs page size" in page
+    assert "Not shown: " in page and "Download time vs page size (no page cells)" in page
     assert "mceliece348864" in page and "no TLS code point" in page  # skipped cells with the reason
     for section in ("paired", "cells", "model-table", "not-run", "crypto", "calibration", "provenance", "spec"):
         assert f'id="{section}"' in page, section

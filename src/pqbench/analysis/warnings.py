@@ -32,6 +32,20 @@ class Warning:
         return f"{self.message}; {self.fix}" if self.fix else self.message
 
 
+# One line per check when several cells hit it (the report lists the cells below it).
+TITLES = {
+    "no_success": "no sample succeeded",
+    "few_samples": f"fewer than {FEW_SAMPLES} successful samples",
+    "tail": f"p99/p50 above {TAIL_RATIO:g} at 0 % loss",
+    "wide_ci": f"CI of p95 wider than {100 * CI_WIDTH:g} % of p95",
+    "outliers": f"samples beyond Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss",
+    "failures": "failures at 0 % loss",
+    "below_bound": "median below the lower-bound model",
+    "above_bound": f"median above {ABOVE_BOUND:g}× the lower bound at 0 % loss",
+    "group": "another group negotiated than the cell's key exchange",
+}
+
+
 def _lossless(c: CellStats) -> bool:
     return not c.row.get("loss")
 

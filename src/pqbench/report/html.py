@@ -93,7 +93,7 @@ def page(title: str, summary: Table, warnings: list, figures: list, absent: list
     for fid, ftitle, png, caption in figures:
         out.append(figure(fid, ftitle, png, caption))
     if absent:
-        out.append(f'<p class="note">Not in this run (no cells of that kind): {esc(", ".join(absent))}.</p>')
+        out.append(f'<p class="note">Not shown: {esc(", ".join(absent))}.</p>')
     out.append("</section>")
     out += [table(t) for t in tables]
     if spec_toml:

@@ -37,6 +37,6 @@ def page(title: str, summary: Table, warnings: list, figures: list, absent: list
     for _, ftitle, path, caption in figures:
         out += [f"### {ftitle}", "", f"![{ftitle}]({path})", "", caption, ""]
     if absent:
-        out += [f"Not in this run (no cells of that kind): {', '.join(absent)}.", ""]
+        out += [f"Not shown: {', '.join(absent)}.", ""]
     out += [table(t) for t in tables]
     return "\n".join(out).rstrip() + "\n"

@@ -7,6 +7,7 @@ import json
 import math
 
 from pqbench.analysis import Analysis, CellStats, describe
+from pqbench.analysis.warnings import TITLES
 
 
 @dataclasses.dataclass
@@ -175,9 +176,12 @@ def warnings(a: Analysis) -> list[tuple[str, list[str]]]:
     by_check: dict[str, list] = {}
     for c, w in a.cell_warnings():
         by_check.setdefault(w.check, []).append((c, w))
-    for hits in by_check.values():
+    for check, hits in by_check.items():
         first = hits[0][1]
-        head = f"{len(hits)} cell{'s' if len(hits) > 1 else ''}: {first.message}" + \
-            (" (and similar)" if len(hits) > 1 else "") + (f"; {first.fix}" if first.fix else "")
-        out.append((head, [f"{a.label(c)}, {condition(c)}: {w.message}" for c, w in hits]))
+        if len(hits) == 1:
+            c = hits[0][0]
+            head = f"{a.label(c)}, {condition(c)}: {first.text()}"
+        else:
+            head = f"{len(hits)} cells: {TITLES.get(check, check)}" + (f"; {first.fix}" if first.fix else "")
+        out.append((head, [f"{a.label(c)}, {condition(c)}: {w.message}" for c, w in hits] if len(hits) > 1 else []))
     return out
