@@ -119,3 +119,15 @@ def test_unfinished_run_and_runner_warnings_are_reported(con):
     texts = [w.text() for w in analysis.analyse(con, "synthetic", resamples=200).warnings]
     assert any("floor drifted" in t for t in texts)
     assert any("running" in t and "--resume" in t for t in texts)
+
+
+def test_algorithms_are_ordered_as_the_spec_lists_them(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    store.create_run(con, "ordered", name="ordered",
+                     spec_toml='[axes]\nkex = ["x25519mlkem768", "secp256r1", "X25519"]\nsig = ["ecdsap256"]\n')
+    for kex in ("X25519", "X25519MLKEM768", "secp256r1"):
+        save(con, "ordered", kex, [25.0] * 10)
+    a = analysis.analyse(con, "ordered", resamples=100)
+    con.close()
+    assert a.labels() == ["X25519MLKEM768", "secp256r1", "X25519"]
+    assert {p.baseline.kex for p in a.paired} == {"X25519"}  # classical and first by name

@@ -182,3 +182,16 @@ def test_bad_input_exits_2_naming_the_field(tmp_path, args, field):
     r = run_pqbench(*[a.format(tmp=tmp_path) for a in args])
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert field in r.stderr
+
+
+def test_a_run_without_a_successful_sample_still_reports(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    store.create_run(con, "bad", name="bad")
+    save(con, "bad", "X25519", [None] * 5, status="failed")
+    save(con, "bad", "mceliece348864", [], status="skipped", reason="no TLS code point")
+    result = report.build(con, "bad", tmp_path / "out", resamples=100)
+    con.close()
+    assert result["figures"] == ["failures"] and result["cells"] == 1 and result["not_run"] == 1
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "none of 5 samples succeeded" in page and "no TLS code point" in page
+    check_in_chromium(tmp_path / "out" / "report.html", {"failures"})

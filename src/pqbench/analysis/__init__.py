@@ -9,6 +9,10 @@ CIs, paired differences between algorithms, the lower-bound model and quality wa
 from __future__ import annotations
 
 import dataclasses
+import tomllib
+
+from pqbench import catalog
+from pqbench.errors import BadInput
 
 from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
 from pqbench.analysis.load import RunData, load
@@ -42,14 +46,33 @@ class Analysis:
         return sorted({self.label(c) for c in self.cells}, key=self._order)
 
     def _order(self, label: str):
-        spec_axes = (self.run.get("spec") or {}).get("axes", {}) if isinstance(self.run.get("spec"), dict) else {}
         first = self.variant_fields[0] if self.variant_fields else "kex"
-        names = spec_axes.get(first) or []
+        names = spec_axis(self.run, first)
         head = label.split(" + ")[0]
         return (names.index(head) if head in names else len(names), label)
 
     def cell_warnings(self) -> list[tuple[CellStats, Warning]]:
         return [(c, w) for c in self.cells for w in c.warnings]
+
+
+def spec_axis(run: dict, axis: str) -> list:
+    """The values of one axis in the order the spec lists them (catalog names), or [] if unknown."""
+    spec = run.get("spec")
+    if not isinstance(spec, dict) and run.get("spec_toml"):
+        try:
+            spec = tomllib.loads(run["spec_toml"])
+        except tomllib.TOMLDecodeError:
+            spec = None
+    values = ((spec or {}).get("axes") or {}).get(axis) or [] if isinstance(spec, dict) else []
+    if axis not in ("kex", "sig"):
+        return list(values)
+    out = []
+    for v in values:
+        try:
+            out.append(catalog.find(str(v), "kem" if axis == "kex" else "sig").name)
+        except BadInput:
+            out.append(str(v))
+    return out
 
 
 def describe(row: dict) -> str:

@@ -28,6 +28,8 @@ def colours(a: Analysis) -> dict:
 
 
 def _grid(n: int, width: float = 4.2, height: float = 3.3, max_cols: int = 3):
+    if n < 1:
+        raise ValueError("a figure needs at least one panel")  # callers return None instead
     cols = min(n, max_cols) if n != 4 else min(2, max_cols)  # 2 x 2 rather than 3 + 1
     rows = math.ceil(n / cols)
     fig = Figure(figsize=(max(6.4, width * cols + 0.6), height * rows + 0.8), layout="constrained")
@@ -107,8 +109,13 @@ def _curves(ax, xs, cells, colour, log_y_values: list) -> None:
         log_y_values += est + lo + hi
 
 
+def _timed(a: Analysis) -> list[CellStats]:
+    """Cells with at least one successful sample (cells where all failed only show as failure rates)."""
+    return [c for c in a.cells if c.durations.size]
+
+
 def _loss_cells(a: Analysis) -> list[CellStats]:
-    return [c for c in a.cells if c.mode in HANDSHAKE_MODES and not c.scenario]
+    return [c for c in _timed(a) if c.mode in HANDSHAKE_MODES and not c.scenario]
 
 
 def handshake_vs_loss(a: Analysis) -> Figure | None:
@@ -180,7 +187,7 @@ def _unique(items: list) -> list:
 
 def scenarios(a: Analysis) -> Figure | None:
     """Named link conditions (5G-like, LTE-M-like …): grouped bars of the median, p95 as a tick."""
-    cells = [c for c in a.cells if c.mode in HANDSHAKE_MODES and c.scenario]
+    cells = [c for c in _timed(a) if c.mode in HANDSHAKE_MODES and c.scenario]
     if not cells:
         return None
     cols = colours(a)
@@ -245,7 +252,7 @@ def wire(a: Analysis) -> Figure | None:
 
 
 def pages(a: Analysis) -> Figure | None:
-    cells = [c for c in a.cells if c.mode == "page" and page_bytes(c.page)]
+    cells = [c for c in _timed(a) if c.mode == "page" and page_bytes(c.page)]
     if not cells:
         return None
     cols = colours(a)
@@ -271,7 +278,7 @@ def pages(a: Analysis) -> Figure | None:
 
 def requests(a: Analysis) -> Figure | None:
     """Request amortisation: total time and time per request as N requests share one handshake."""
-    cells = [c for c in a.cells if c.mode == "requests" and c.requests]
+    cells = [c for c in _timed(a) if c.mode == "requests" and c.requests]
     if not cells:
         return None
     cols = colours(a)
@@ -305,7 +312,7 @@ def requests(a: Analysis) -> Figure | None:
 
 def cdfs(a: Analysis) -> Figure | None:
     """Empirical CDFs of the metric, one panel per condition (the first MAX_PANELS by RTT and loss)."""
-    if not a.cells:
+    if not _timed(a):
         return None
     cols = colours(a)
     fields = tuple(f for f in ("scenario", "rtt_ms", "loss", "rate_mbit", "mtu", "initcwnd", "mode", "page",
