@@ -6,7 +6,7 @@ import dataclasses
 import json
 import math
 
-from pqbench.analysis import Analysis, CellStats, describe
+from pqbench.analysis import Analysis, CellStats, describe, page_bytes
 from pqbench.analysis.warnings import TITLES
 
 
@@ -43,6 +43,18 @@ def condition(c: CellStats) -> str:
     return text.split(", ", 1)[1] if ", " in text else text
 
 
+def ordered(a: Analysis) -> list[CellStats]:
+    """Cells by link condition (numerically: 5.6 ms before 31.1 ms), then algorithm in spec order."""
+    labels = a.labels()
+
+    def key(c):
+        r = c.row
+        return (r.get("scenario") or "", r.get("rtt_ms") or 0, r.get("loss") or 0, r.get("rate_mbit") or 0,
+                r.get("mtu") or 0, r.get("initcwnd") or 0, r.get("mode") or "", page_bytes(r.get("page")) or 0,
+                r.get("requests") or 0, r.get("pad") or 0, labels.index(a.label(c)) if a.label(c) in labels else 0)
+    return sorted(a.cells, key=key)
+
+
 def summary(a: Analysis) -> Table:
     run = a.run
     done = len(a.cells)
@@ -62,7 +74,8 @@ def summary(a: Analysis) -> Table:
 
 def paired(a: Analysis) -> Table:
     rows = []
-    for p in a.paired:
+    rank = {id(c): i for i, c in enumerate(ordered(a))}
+    for p in sorted(a.paired, key=lambda p: (p.axis, rank.get(id(p.other), 0))):
         sig = "yes" if p.significant else "no"
         rows.append([p.axis, condition(p.other),
                      str(p.baseline.row[p.axis]), str(p.other.row[p.axis]), ms(p.baseline.p50), ms(p.other.p50),
@@ -77,7 +90,7 @@ def paired(a: Analysis) -> Table:
 
 def cells(a: Analysis) -> Table:
     rows = []
-    for c in sorted(a.cells, key=lambda c: (describe(c.row).split(", ", 1)[-1], a.label(c))):
+    for c in ordered(a):
         bound = c.bound.total_ms if c.bound else None
         rows.append([a.label(c), condition(c), str(c.n),
                      f"{pct(c.failure_rate[0])} [{pct(c.failure_rate[1])}, {pct(c.failure_rate[2])}]",
@@ -93,7 +106,7 @@ def cells(a: Analysis) -> Table:
 
 def wire(a: Analysis) -> Table:
     rows = []
-    for c in sorted(a.cells, key=lambda c: (describe(c.row).split(", ", 1)[-1], a.label(c))):
+    for c in ordered(a):
         w = c.wire
         rows.append([a.label(c), condition(c)] + [f"{w[k]:,.0f}" if w.get(k) is not None else "–"
                                                   for k in ("bytes_c2s", "bytes_s2c", "packets_c2s", "packets_s2c")]
@@ -105,7 +118,7 @@ def wire(a: Analysis) -> Table:
 
 def model(a: Analysis) -> Table:
     rows = []
-    for c in sorted(a.cells, key=lambda c: (describe(c.row).split(", ", 1)[-1], a.label(c))):
+    for c in ordered(a):
         if c.bound is None:
             rows.append([a.label(c), condition(c), "–", "–", "–", "–", "–", "–", c.bound_note])
             continue
