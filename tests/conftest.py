@@ -29,6 +29,19 @@ def built_stack():
     return paths
 
 
+@pytest.fixture(scope="session")
+def chains(built_stack, tmp_path_factory):
+    """chains(sig) -> a certificate chain for that signature algorithm, made once per session."""
+    from pqbench import certs
+    made = {}
+
+    def get(sig):
+        if sig not in made:
+            made[sig] = certs.make_chain(sig, tmp_path_factory.mktemp(sig))
+        return made[sig]
+    return get
+
+
 def pytest_collection_modifyitems(config, items):
     if os.geteuid() == 0:
         return

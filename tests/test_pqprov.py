@@ -132,17 +132,6 @@ def certificate_verify(cv: bytes) -> tuple[int, int]:
     return _u16(cv, 4), _u16(cv, 6)
 
 
-@pytest.fixture(scope="module")
-def chains(built_stack, tmp_path_factory):
-    made = {}
-
-    def get(sig):
-        if sig not in made:
-            made[sig] = certs.make_chain(sig, tmp_path_factory.mktemp(sig))
-        return made[sig]
-    return get
-
-
 def _config(tmp_path: Path, synthetic: str = "", module: Path | None = None) -> Path:
     conf = tmp_path / f"openssl-{abs(hash((synthetic, str(module))))}.cnf"
     conf.write_text(stack.render_config(module=module, synthetic=synthetic))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pqbench import catalog, certs
+from pqbench import catalog
 from tlsloop import handshake, s_server
 
 
@@ -12,17 +12,6 @@ def _native(kind, tls_only=True):
 
 NATIVE_GROUPS = _native("kem")
 NATIVE_TLS_SIGS = _native("sig")
-
-
-@pytest.fixture(scope="module")
-def chains(built_stack, tmp_path_factory):
-    made = {}
-
-    def get(sig):
-        if sig not in made:
-            made[sig] = certs.make_chain(sig, tmp_path_factory.mktemp(sig))
-        return made[sig]
-    return get
 
 
 @pytest.mark.parametrize("sig", ["ecdsap256", "mldsa44"])
