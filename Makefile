@@ -32,10 +32,12 @@ test-python: build
 
 test: test-native test-python
 
-# The demo: what this machine can do, then experiments/quick.toml (a few minutes) into build/demo.duckdb.
+# The demo: what this machine can do, then experiments/quick.toml (a few minutes) and its report.
 demo: build
 	@$(PQBENCH) doctor
 	@$(PQBENCH) run experiments/quick.toml --db build/demo.duckdb
+	@$(PQBENCH) report latest --db build/demo.duckdb --out build/demo-report
+	@echo "report: $(CURDIR)/build/demo-report/report.html (summary: build/demo-report/summary.md)"
 
 clean:
 	rm -rf build/native build/native-asan
