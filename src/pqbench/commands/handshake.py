@@ -3,7 +3,7 @@ from pathlib import Path
 
 from pqbench import handshake, units
 from pqbench.cli import print_json
-from pqbench.commands.net import _add_linkspec_options, _parse_common
+from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.errors import BadInput
 
 
@@ -22,12 +22,12 @@ def register(sub):
     p.add_argument("--timeout", default="10s", help="per-sample timeout (default 10s)")
     p.add_argument("--samples", type=Path, help="also write the raw samples (JSON lines) to this file")
     p.add_argument("--json", action="store_true", help="print the result object (DESIGN.md contract)")
-    _add_linkspec_options(p)
+    add_linkspec_options(p)
     p.set_defaults(func=handle)
 
 
 def config_from_args(args) -> handshake.HandshakeConfig:
-    spec, tcp, emulator = _parse_common(args)
+    spec, tcp, emulator = parse_link_options(args)
     mode = "handshake"
     requests = 1
     if args.resume:

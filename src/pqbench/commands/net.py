@@ -9,7 +9,7 @@ from pqbench.cli import print_json
 BACKEND_CHOICES = ("auto", "pqlink", "netem")
 
 
-def _add_linkspec_options(p) -> None:
+def add_linkspec_options(p) -> None:
     g = p.add_argument_group("link (LinkSpec; units: ms/s/us, %% or fraction, kbit/mbit/gbit)")
     g.add_argument("--rtt", help="round-trip time, split evenly into the two one-way delays (e.g. 31.1ms)")
     g.add_argument("--delay-c2s", dest="delay_c2s", help="one-way delay client->server")
@@ -38,7 +38,7 @@ def _add_linkspec_options(p) -> None:
     e.add_argument("--spin-us", dest="spin_us", default="50", help="pqlink busy-wait before deadlines (default 50)")
 
 
-def _parse_common(args):
+def parse_link_options(args):
     """LinkSpec, TcpKnobs, backend and emulator options from args; BadInput names the field."""
     from pqbench import units
     from pqbench.errors import BadInput
@@ -60,7 +60,7 @@ def _parse_common(args):
 
 def cmd_up(args) -> int:
     from pqbench.testbed import Testbed
-    spec, tcp, emulator = _parse_common(args)
+    spec, tcp, emulator = parse_link_options(args)
     tb = Testbed(spec, tcp=tcp, backend=args.backend, emulator=emulator, name=args.name, detached=True)
     tb.up()
     info = tb.info()
@@ -118,7 +118,7 @@ def cmd_calibrate(args) -> int:
     from pqbench import units
     from pqbench.testbed.calibrate import calibrate, summary_lines
     from pqbench.testbed.testbed import require_root
-    spec, tcp, emulator = _parse_common(args)
+    spec, tcp, emulator = parse_link_options(args)
     loss_packets = units.integer("packets", args.packets, minimum=100, maximum=10_000_000)
     floor_samples = units.integer("samples", args.samples, minimum=10, maximum=100_000)
     goodput_s = units.duration_ms("goodput_time", args.goodput_time, allow_zero=False) / 1000
@@ -138,7 +138,7 @@ def register(subparsers) -> None:
     sub = net.add_subparsers(dest="net_command", required=True, parser_class=type(net))
 
     up = sub.add_parser("up", help="create a testbed and leave it running")
-    _add_linkspec_options(up)
+    add_linkspec_options(up)
     up.add_argument("--name", help="testbed name pqb-XXXX (default: random)")
     up.add_argument("--capture", metavar="DIR",
                     help="pqlink: write link-c2s.pcap, link-s2c.pcap and drops.log (every drop) into DIR")
@@ -146,7 +146,7 @@ def register(subparsers) -> None:
     up.set_defaults(func=cmd_up)
 
     cal = sub.add_parser("calibrate", help="measure floor, RTT, loss and goodput through a fresh link")
-    _add_linkspec_options(cal)
+    add_linkspec_options(cal)
     cal.add_argument("--packets", default="20000", help="UDP datagrams per direction for the loss check")
     cal.add_argument("--samples", default="200", help="TCP connects for the floor")
     cal.add_argument("--goodput-time", dest="goodput_time", default="3s", help="length of each goodput transfer")

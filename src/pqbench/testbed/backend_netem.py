@@ -87,6 +87,15 @@ def kernel_has_netem(probe_ns: str) -> bool:
     return False
 
 
+def make_veth_pair(tb) -> None:
+    """The veth pair joining the namespaces, offloads off. It is created in the client namespace
+    directly, so no device ever appears on the host."""
+    netns.ip("link", "add", tb.client_dev, "type", "veth", "peer", "name", tb.server_dev,
+             "netns", tb.server_ns, netns=tb.client_ns)
+    for ns, dev in ((tb.client_ns, tb.client_dev), (tb.server_ns, tb.server_dev)):
+        netns.run(netns.exec_argv(ns, ["ethtool", "-K", dev, *OFFLOADS]), check=False)
+
+
 class NetemBackend:
     name = "netem"
 
@@ -96,11 +105,7 @@ class NetemBackend:
 
     def create(self, tb, spec: LinkSpec, *, detached: bool) -> tuple[str, str]:
         self.tb = tb
-        # created in the client namespace directly, so no device ever appears on the host
-        netns.ip("link", "add", tb.client_dev, "type", "veth", "peer", "name", tb.server_dev,
-                 "netns", tb.server_ns, netns=tb.client_ns)
-        for ns, dev in ((tb.client_ns, tb.client_dev), (tb.server_ns, tb.server_dev)):
-            netns.run(netns.exec_argv(ns, ["ethtool", "-K", dev, *OFFLOADS]), check=False)
+        make_veth_pair(tb)
         self.with_seed = tc_knows_seed()
         for cmd in qdisc_commands(spec, tb.client_ns, tb.client_dev, tb.server_ns, tb.server_dev, verb="add",
                                   with_seed=self.with_seed):
@@ -148,10 +153,7 @@ class VethBackend(NetemBackend):
 
     def create(self, tb, spec: LinkSpec, *, detached: bool) -> tuple[str, str]:
         self.tb = tb
-        netns.ip("link", "add", tb.client_dev, "type", "veth", "peer", "name", tb.server_dev,
-                 "netns", tb.server_ns, netns=tb.client_ns)
-        for ns, dev in ((tb.client_ns, tb.client_dev), (tb.server_ns, tb.server_dev)):
-            netns.run(netns.exec_argv(ns, ["ethtool", "-K", dev, *OFFLOADS]), check=False)
+        make_veth_pair(tb)
         return tb.client_dev, tb.server_dev
 
     def reconfigure(self, spec: LinkSpec) -> None:

@@ -79,7 +79,7 @@ def _setns(fd: int, what: str) -> None:
 @contextmanager
 def entered(name: str):
     """Runs the body with the calling thread inside namespace name (restored afterwards)."""
-    own = os.open(f"/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     try:
         target = os.open(os.path.join(NETNS_DIR, name), os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
