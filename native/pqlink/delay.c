@@ -88,22 +88,25 @@ static int64_t delay_next_deadline(const struct stage *base)
 
 static const struct stage_ops delay_ops = {"delay", delay_enqueue, delay_dequeue, delay_next_deadline};
 
+void delay_restart(struct delay_stage *s, const struct dir_config *c, int dir)
+{
+    rng_seed(&s->rng, c->seed, JITTER_STREAM(dir));
+    s->seed = c->seed;
+}
+
 void delay_configure(struct delay_stage *s, const struct dir_config *c, int dir)
 {
     s->delay_ns = c->delay_ns;
     s->jitter_ns = c->jitter_ns;
     s->reorder = c->reorder;
-    if (c->seed != s->seed) {
-        rng_seed(&s->rng, c->seed, JITTER_STREAM(dir));
-        s->seed = c->seed;
-    }
+    if (c->seed != s->seed)
+        delay_restart(s, c, dir);
 }
 
 int delay_init(struct delay_stage *s, const struct dir_config *c, int dir)
 {
     *s = (struct delay_stage){.base = {&delay_ops}, .last_deadline = INT64_MIN};
-    rng_seed(&s->rng, c->seed, JITTER_STREAM(dir));
-    s->seed = c->seed;
+    delay_restart(s, c, dir);
     delay_configure(s, c, dir);
     return 0;
 }

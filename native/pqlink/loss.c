@@ -69,11 +69,15 @@ void loss_init(struct loss_stage *s, const struct dir_config *c, int dir)
     rng_seed(&s->rng, c->seed, LOSS_STREAM(dir));
 }
 
+void loss_restart(struct loss_stage *s, const struct dir_config *c, int dir)
+{
+    rng_seed(&s->rng, c->seed, LOSS_STREAM(dir));
+    s->bad = false;
+}
+
 void loss_configure(struct loss_stage *s, const struct dir_config *old, const struct dir_config *c, int dir)
 {
     take(s, c);
-    if (old->seed != c->seed || old->loss_model != c->loss_model) {
-        rng_seed(&s->rng, c->seed, LOSS_STREAM(dir));
-        s->bad = false;
-    }
+    if (old->seed != c->seed || old->loss_model != c->loss_model)
+        loss_restart(s, c, dir);
 }

@@ -100,6 +100,11 @@ void pipeline_reset_counters(struct pipeline *pl)
     hist_reset(&c->lateness);
     pl->rate.peak_packets = pl->rate.q.packets;
     pl->rate.peak_bytes = pl->rate.q.bytes;
+    /* A reset starts a measurement: the random sequences restart from the seed too, so every
+     * measurement with the same seed meets the same loss pattern from its first packet (paired
+     * comparisons across algorithms), even when the link was not reconfigured in between. */
+    loss_restart(&pl->loss, &pl->cfg, pl->dir);
+    delay_restart(&pl->delay, &pl->cfg, pl->dir);
 }
 
 static void put_back(void *ctx, struct pkt *p) { pkt_put(ctx, p); }

@@ -88,6 +88,19 @@ static void test_bernoulli(void)
     for (int i = 0; i < 10000; i++)
         any |= loss_decide(&z);
     CHECK(!any, "loss without a model dropped a packet");
+
+    /* A restart replays the seed's sequence from its start. */
+    struct loss_stage r;
+    c.seed = 42;
+    loss_init(&r, &c, 0);
+    bool first[500];
+    for (int i = 0; i < 500; i++)
+        first[i] = loss_decide(&r);
+    loss_restart(&r, &c, 0);
+    int replayed = 1;
+    for (int i = 0; i < 500; i++)
+        replayed &= loss_decide(&r) == first[i];
+    CHECK(replayed, "a restarted loss stage did not replay its seed's sequence");
 }
 
 static void test_gemodel_order(void)

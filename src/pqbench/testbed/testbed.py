@@ -312,6 +312,8 @@ class Testbed:
         return c
 
     def reset_counters(self) -> None:
+        """Zeroes the link's counters; with pqlink also restarts the loss and jitter sequences from
+        the seed, so each measurement (cell) meets the seed's loss pattern from its start."""
         self._require_up()
         self.backend.reset_counters()
 
