@@ -121,17 +121,13 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], link: dict | None = Non
     ok = [s for s in samples if s.get("ok")]
     end = END_PHASE[cfg.mode]
     times = [s["t_ns"][end] / 1e6 for s in ok if s["t_ns"].get(end) is not None]
-    failures = {}
-    for s in samples:
-        if not s.get("ok"):
-            failures[s.get("error_class") or "unknown"] = failures.get(s.get("error_class") or "unknown", 0) + 1
     tcp = [s.get("tcp_handshake") or {} for s in ok]
     groups = {s.get("group") for s in ok}
     sigalgs = {s.get("sigalg") for s in ok}
     result = {
         "config": cfg.to_json(),
         "summary": {"n": len(samples), "ok": len(ok), "failures": len(samples) - len(ok),
-                    "failure_classes": failures, "metric": end, **stats.summary_ms(times)},
+                    "failure_classes": pqtimer.failure_classes(samples), "metric": end, **stats.summary_ms(times)},
         # Per handshake, per direction, from the client socket's TCP_INFO when the handshake completed.
         "packets": {"client_to_server": _median(t.get("segs_out") for t in tcp),
                     "server_to_client": _median(t.get("segs_in") for t in tcp)},

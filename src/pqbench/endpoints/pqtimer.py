@@ -4,6 +4,7 @@ Samples a worker promised but never printed (it crashed or was killed) are added
 error class "client_lost": every requested sample is accounted for.
 """
 
+import collections
 import dataclasses
 import json
 import subprocess
@@ -46,6 +47,11 @@ class TimerJob:
         if self.pad:
             argv += ["--pad", str(self.pad)]
         return argv
+
+
+def failure_classes(samples: list[dict]) -> dict[str, int]:
+    """How many samples failed with each error class."""
+    return dict(collections.Counter(s.get("error_class") or "unknown" for s in samples if not s.get("ok")))
 
 
 def split_counts(n: int, parallel: int) -> list[int]:

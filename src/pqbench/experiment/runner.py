@@ -185,14 +185,10 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                     tb.reset_counters()
                     samples, why = measure_cell(cell, spec, job, popen_client, run_dir)
                     ok = sum(1 for s in samples if s.get("ok"))
-                    classes = {}
-                    for s in samples:
-                        if not s.get("ok"):
-                            classes[s.get("error_class")] = classes.get(s.get("error_class"), 0) + 1
                     record = _cell_record(cell, pos, "done" if ok else "failed", None if ok else why,
                                           link=cell.link_spec(spec.seed).to_dict(), metric=END_PHASE[cell.mode],
                                           n=len(samples), ok=ok, failures=len(samples) - ok,
-                                          failure_classes=classes, link_counters=tb.counters(),
+                                          failure_classes=pqtimer.failure_classes(samples), link_counters=tb.counters(),
                                           started=started, finished=datetime.datetime.now(), stop_reason=why)
                     store.save_cell(con, run_id, record, samples, END_PHASE[cell.mode])
                     durations = sorted(s["t_ns"][END_PHASE[cell.mode]] / 1e6 for s in samples if s.get("ok"))
