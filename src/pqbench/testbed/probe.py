@@ -95,7 +95,7 @@ def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realti
 
 # --- UDP bursts --------------------------------------------------------------------------------
 
-def udp_burst(tb, direction: str, count: int, *, pps: float = 40000, payload: int = 64, settle_s: float | None = None,
+def udp_burst(tb, direction: str, count: int, *, pps: float = 20000, payload: int = 64, settle_s: float | None = None,
               port: int = 0) -> dict:
     """Sends count numbered datagrams in direction ('client_to_server' or 'server_to_client'),
     paced at pps, and reports which arrived. settle_s: how long to wait for stragglers
