@@ -11,6 +11,8 @@
 #include "capture.h"
 #include "pipeline.h"
 
+#define KEEP_AWAKE_MAX 64
+
 struct link;
 
 struct direction {
@@ -47,6 +49,8 @@ struct link {
     atomic_bool stop;
     int fifo_prio;   /* 0 = normal scheduling */
     int64_t spin_ns; /* busy-wait this long before each deadline */
+    int keep_awake;  /* SCHED_IDLE spinning threads that keep the CPUs out of halt */
+    pthread_t keepers[KEEP_AWAKE_MAX];
     int64_t started_ns;
     FILE *droplog;
 };

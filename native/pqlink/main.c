@@ -35,6 +35,7 @@ static void usage(FILE *f)
           "  --drop-log PATH      one line per dropped packet\n"
           "  --fifo PRIO          run the forwarding threads SCHED_FIFO at PRIO (1-99)\n"
           "  --spin-us N          busy-wait the last N microseconds before each deadline\n"
+          "  --keep-awake N       N idle-priority spinning threads keep the CPUs from halting (0-64)\n"
           "  --die-with-parent    exit (and take the devices along) when the parent dies\n"
           "KEY=VALUE sets a parameter of both directions, c2s.KEY=VALUE or s2c.KEY=VALUE of one:\n"
           "  delay_ns jitter_ns reorder(0|1) loss loss_model(none|bernoulli|gemodel)\n"
@@ -67,14 +68,15 @@ int main(int argc, char **argv)
     config_defaults(&link.cfg[0]);
     config_defaults(&link.cfg[1]);
 
-    enum { O_CNS = 256, O_SNS, O_CDEV, O_SDEV, O_CTL, O_STATS, O_PCAP, O_SNAP, O_DROP, O_FIFO, O_SPIN, O_PDEATH };
+    enum { O_CNS = 256, O_SNS, O_CDEV, O_SDEV, O_CTL, O_STATS, O_PCAP, O_SNAP, O_DROP, O_FIFO, O_SPIN, O_KEEP, O_PDEATH };
     static const struct option opts[] = {
         {"client-netns", required_argument, 0, O_CNS}, {"server-netns", required_argument, 0, O_SNS},
         {"client-dev", required_argument, 0, O_CDEV},  {"server-dev", required_argument, 0, O_SDEV},
         {"control", required_argument, 0, O_CTL},      {"stats", required_argument, 0, O_STATS},
         {"pcap", required_argument, 0, O_PCAP},        {"snaplen", required_argument, 0, O_SNAP},
         {"drop-log", required_argument, 0, O_DROP},    {"fifo", required_argument, 0, O_FIFO},
-        {"spin-us", required_argument, 0, O_SPIN},     {"die-with-parent", no_argument, 0, O_PDEATH},
+        {"spin-us", required_argument, 0, O_SPIN},     {"keep-awake", required_argument, 0, O_KEEP},
+        {"die-with-parent", no_argument, 0, O_PDEATH},
         {"help", no_argument, 0, 'h'},                 {0, 0, 0, 0}};
     int o;
     char *end;
@@ -105,6 +107,11 @@ int main(int argc, char **argv)
             link.spin_ns = us * 1000;
             break;
         }
+        case O_KEEP:
+            link.keep_awake = (int)strtol(optarg, &end, 10);
+            if (*end || link.keep_awake < 0 || link.keep_awake > KEEP_AWAKE_MAX)
+                die_msg("--keep-awake: '%s' is not a number in 0..%d", optarg, KEEP_AWAKE_MAX);
+            break;
         case O_PDEATH: die_with_parent = true; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;

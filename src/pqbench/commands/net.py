@@ -36,6 +36,8 @@ def add_linkspec_options(p) -> None:
     e.add_argument("--backend", default="auto", help="auto (netem if the kernel has it, else pqlink), pqlink or netem")
     e.add_argument("--fifo", default="50", help="pqlink SCHED_FIFO priority, 0 = normal scheduling (default 50)")
     e.add_argument("--spin-us", dest="spin_us", default="50", help="pqlink busy-wait before deadlines (default 50)")
+    e.add_argument("--keep-awake", dest="keep_awake", default=None,
+                   help="pqlink idle-priority spinners that keep CPUs from halting (default: one per CPU; 0 = off)")
 
 
 def parse_link_options(args):
@@ -54,7 +56,10 @@ def parse_link_options(args):
         raise BadInput("backend", f"{args.backend!r} is not one of {', '.join(BACKEND_CHOICES)}")
     fifo = units.integer("fifo", args.fifo, minimum=0, maximum=99)
     spin = units.integer("spin_us", args.spin_us, minimum=0, maximum=10000)
-    emulator = EmulatorOptions(fifo_priority=fifo, spin_us=spin, capture_dir=getattr(args, "capture", None))
+    keep = EmulatorOptions.keep_awake if args.keep_awake is None else \
+        units.integer("keep_awake", args.keep_awake, minimum=0, maximum=64)
+    emulator = EmulatorOptions(fifo_priority=fifo, spin_us=spin, keep_awake=keep,
+                               capture_dir=getattr(args, "capture", None))
     return spec, tcp, emulator
 
 

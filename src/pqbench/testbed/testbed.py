@@ -12,6 +12,7 @@ is up). A testbed started `detached` (pqbench net up) stays until `down(name)` o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -322,7 +323,9 @@ class Testbed:
                 "client": {"netns": self.client_ns, "dev": self.client_dev, "addr": self.client_addr},
                 "server": {"netns": self.server_ns, "dev": self.server_dev, "addr": self.server_addr},
                 "spec": self.spec.to_dict(), "tcp": self.tcp.to_dict(), "link": self.spec.describe(),
-                "run_dir": str(self.run_dir)}
+                "run_dir": str(self.run_dir),
+                # how the emulator ran is part of the provenance (real-time priority, spin, keep-awake)
+                "emulator": dataclasses.asdict(self.emulator) if self.backend_name == "pqlink" else None}
 
     # --- signals -----------------------------------------------------------------------------
     def _install_signal_handlers(self) -> None:
