@@ -54,16 +54,23 @@ def compute_ms(kex: str, sig: str) -> float:
 
 @pytest.mark.parametrize("rtt", [10, 50])
 def test_handshake_time_is_two_rtts_plus_compute(bed, rtt):
-    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=rtt))
-    bound = 2 * rtt + 3 + compute_ms("X25519", "ecdsap256")
-    # Up to three batches: a batch taken while other processes hog both cores may sit above the bound;
+    """Two round trips on top of what the same handshake costs at 0 ms, measured just before (so a
+    slow moment of the machine moves both alike). 1.5 ms covers the emulator's per-RTT error
+    (+0.2-0.3 ms) and processes waking after a long wait."""
+    tb = bed["tb"]
+    # Up to three tries: a try taken while other processes hog both cores may sit above the bound;
     # the instrument must show 2 RTT + compute when the machine lets it.
     for _ in range(3):
+        tb.reconfigure(LinkSpec.symmetric(rtt_ms=0))
+        at_zero = p50_ms(measure(bed, n=30, warmup=2))
+        tb.reconfigure(LinkSpec.symmetric(rtt_ms=rtt))
         samples = measure(bed, n=30, warmup=2)
         t = p50_ms(samples)
+        bound = 2 * rtt + at_zero + 1.5
         if t <= bound:
             break
-    assert 2 * rtt <= t <= bound, t
+    assert compute_ms("X25519", "ecdsap256") < at_zero < 10, at_zero
+    assert 2 * rtt + at_zero * 0.5 <= t <= bound, (t, at_zero)
     order = ["start", "tcp_connected", "client_hello_sent", "server_hello_received", "server_finished_received",
              "handshake_done"]
     for s in samples:
@@ -127,6 +134,36 @@ def test_padded_client_hello_sends_more_packets(bed):
     assert ch(padded) - ch(plain) == 10_000 + 4  # the padding and its extension header
     # 10 kB more over a 1448-byte MSS: at least 6 more segments (ACK coalescing may save one)
     assert segs(padded) - segs(plain) >= 6, (segs(plain), segs(padded))
+
+
+def test_workers_share_the_samples_each_index_once(bed):
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=2))
+    samples = measure(bed, n=40, parallel=4)
+    assert sorted(s["i"] for s in samples) == list(range(40))
+    assert all(s["ok"] for s in samples)
+    assert {s["worker"] for s in samples} == {0, 1, 2, 3}
+
+
+def test_a_killed_worker_leaves_its_sample_as_client_lost(bed):
+    """Worker 1 is killed in the middle of a handshake: the index it claimed is reported lost,
+    the others finish the cell, and no index is missing or doubled."""
+    import threading
+    tb, chain = bed["tb"], bed["chain"]
+    tb.reconfigure(LinkSpec.symmetric(rtt_ms=200))
+
+    def popen(argv, **kw):
+        proc = tb.popen("client", argv, **kw)
+        if argv[argv.index("--worker") + 1] == "1":
+            threading.Timer(0.3, proc.kill).start()  # its first handshake takes 400 ms
+        return proc
+
+    job = pqtimer.TimerJob(host=tb.server_addr, port=PORT, groups=["X25519"], cafile=str(chain.root_cert),
+                           servername=chain.server_name)
+    samples = pqtimer.run(job, 6, 2, popen, bed["dir"])
+    assert sorted(s["i"] for s in samples) == list(range(6))
+    lost = [s for s in samples if not s["ok"]]
+    assert len(lost) == 1 and lost[0]["error_class"] == "client_lost"
+    assert "worker 1 exited with -9" in lost[0]["error"]
 
 
 def test_stopped_server_gives_failure_samples_and_exit_1(bed):

@@ -137,6 +137,8 @@ def test_store_round_trip_and_export(built_stack, tmp_path):
     prov = con.execute("SELECT provenance, calibration_start FROM runs").fetchone()
     assert '"openssl"' in prov[0] and '"backend"' in prov[0] and '"p50_ms"' in prov[1]
     assert con.execute("SELECT count(DISTINCT name) FROM crypto").fetchone()[0] == 3
+    policies = [json.loads(c) for (c,) in con.execute("SELECT concurrency FROM cells").fetchall()]
+    assert policies == [{"policy": "fixed", "workers": 2}] * 2
     written = store.export(con, run_id, tmp_path / "export", "csv")
     con.close()
     samples_csv = next(p for p in written if p.name.endswith("samples.csv"))

@@ -36,6 +36,16 @@ def test_quick_preset_is_small():
     assert len(cellmod.expand(spec)) <= 24 and spec.samples.max <= 300
 
 
+def test_parallel_is_a_count_or_auto_with_a_bias_bound():
+    axes = '[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]'
+    fixed = specmod.parse("parallel = 6\n" + axes)
+    assert (fixed.parallel, fixed.max_bias) == (6, None)
+    auto = specmod.parse('parallel = "auto"\n' + axes)
+    assert (auto.parallel, auto.max_bias) == (128, 0.02)
+    tuned = specmod.parse('parallel = "auto"\nmax_parallel = 32\nmax_bias = 0.05\n' + axes)
+    assert (tuned.parallel, tuned.max_bias) == (32, 0.05)
+
+
 def test_good_spec_expands_to_the_product():
     spec = specmod.parse(GOOD)
     cells = cellmod.expand(spec)
@@ -82,6 +92,10 @@ def test_scenarios_are_named_link_conditions():
     ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nresume = true\npage = ["1k"]', "axes.resume"),
     ('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nrate = ["0mbit"]', "axes.rate[0]"),
     ('parallel = 0\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "parallel"),
+    ('parallel = "fast"\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "parallel"),
+    ('parallel = "auto"\nmax_bias = 2\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "max_bias"),
+    ('parallel = "auto"\nmax_parallel = 0\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "max_parallel"),
+    ('parallel = 4\nmax_bias = 0.1\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]', "max_bias"),
     ('[axes\nkex = 1', "spec"),
 ])
 def test_bad_specs_name_the_field(text, field):

@@ -6,8 +6,13 @@
  *
  *   pqtimer --host ADDR --port N [--mode handshake|page|requests|resume] [--path /1k]
  *           [--requests N] [--groups G1:G2] [--sigalgs S1:S2] [--cafile F] [--servername NAME]
- *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K]
+ *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K] [--claim FILE]
  *   pqtimer --clock-info     resolution and cost of the clock and of the message callback (JSON)
+ *
+ * --claim FILE: workers share the samples of a cell instead of each taking --count of its own.
+ * FILE holds a 64-bit counter (native byte order); each sample first claims the next index from
+ * it and the worker stops once the index reaches --count, so all workers finish within one
+ * handshake of each other and more can join while the cell runs.
  *
  * Exit: 0 every sample succeeded, 1 some failed, 2 bad options, 3 setup impossible.
  */
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,7 +46,7 @@ enum mode { MODE_HANDSHAKE, MODE_PAGE, MODE_REQUESTS, MODE_RESUME };
 static const char *const mode_names[] = {"handshake", "page", "requests", "resume"};
 
 struct options {
-    const char *host, *path, *groups, *sigalgs, *cafile, *servername;
+    const char *host, *path, *groups, *sigalgs, *cafile, *servername, *claim;
     int port, requests, count, warmup, timeout_ms, pad, worker;
     enum mode mode;
 };
@@ -98,6 +104,7 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (!strcmp(a, "--timeout-ms")) o->timeout_ms = parse_int(v, a, 1, 3600000);
         else if (!strcmp(a, "--pad")) o->pad = parse_int(v, a, 0, MAX_PAD);
         else if (!strcmp(a, "--worker")) o->worker = parse_int(v, a, 0, INT_MAX);
+        else if (!strcmp(a, "--claim")) o->claim = v;
         else if (!strcmp(a, "--mode")) {
             int found = 0;
             for (int m = 0; m < 4; m++)
@@ -454,6 +461,24 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     printf(", \"body_bytes\": %llu, \"requests\": %d}\n", (unsigned long long)tr->body_bytes, tr->requests_done);
 }
 
+/* ---- shared sample indices (--claim) ------------------------------------------------------ */
+
+static uint64_t *map_claims(const char *path) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        bad_usage(strerror(errno), "--claim");
+    void *p = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED)
+        bad_usage("cannot map the file (it must hold at least 8 bytes)", "--claim");
+    return p;
+}
+
+static int next_claim(uint64_t *claims) {
+    uint64_t i = __atomic_fetch_add(claims, 1, __ATOMIC_RELAXED);
+    return i > INT_MAX ? INT_MAX : (int)i;
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 /* Resumption needs a ticket: one full handshake plus a request, whose response the server's
@@ -519,9 +544,13 @@ int main(int argc, char **argv) {
     }
     if (o.mode == MODE_RESUME && !prime_ticket(ctx, &o))
         return 1;
+    uint64_t *claims = o.claim ? map_claims(o.claim) : NULL;
     int failures = 0;
     static struct trace tr;
-    for (int i = -o.warmup; i < o.count; i++) {
+    for (int k = -o.warmup;; k++) {
+        int i = k < 0 || !claims ? k : next_claim(claims); /* negative: warm-up */
+        if (i >= o.count)
+            break;
         struct outcome out = {0};
         SSL *ssl = NULL;
         /* OpenSSL spends a TLS 1.3 session once used; every sample resumes from its own copy. */

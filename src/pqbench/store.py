@@ -44,9 +44,10 @@ CREATE TABLE IF NOT EXISTS cells (
     run_id VARCHAR, cell_id VARCHAR, position INTEGER, status VARCHAR, reason VARCHAR,
     {", ".join(f"{k} {v}" for k, v in CELL_PARAMS.items())},
     link JSON, metric VARCHAR, n INTEGER, ok INTEGER, failures INTEGER, failure_classes JSON,
-    link_counters JSON, started TIMESTAMP, finished TIMESTAMP, stop_reason VARCHAR,
+    link_counters JSON, started TIMESTAMP, finished TIMESTAMP, stop_reason VARCHAR, concurrency JSON,
     PRIMARY KEY (run_id, cell_id)
 );
+ALTER TABLE cells ADD COLUMN IF NOT EXISTS concurrency JSON;  -- databases from before it existed
 CREATE TABLE IF NOT EXISTS crypto (
     run_id VARCHAR, name VARCHAR, kind VARCHAR, op VARCHAR, median_us DOUBLE, p25_us DOUBLE, p75_us DOUBLE,
     n INTEGER, pk INTEGER, ct_or_sig INTEGER

@@ -8,8 +8,11 @@ import collections
 import dataclasses
 import json
 import subprocess
+import sys
+import time
+from pathlib import Path
 
-from pqbench import paths, stack
+from pqbench import concurrency, paths, stack
 from pqbench.errors import MissingCapability
 
 MODES = ("handshake", "page", "requests", "resume")
@@ -54,48 +57,66 @@ def failure_classes(samples: list[dict]) -> dict[str, int]:
     return dict(collections.Counter(s.get("error_class") or "unknown" for s in samples if not s.get("ok")))
 
 
-def split_counts(n: int, parallel: int) -> list[int]:
-    """n samples over `parallel` workers as evenly as possible (no worker gets zero)."""
-    parallel = max(1, min(parallel, n))
-    return [n // parallel + (1 if i < n % parallel else 0) for i in range(parallel)]
-
-
 def lost_sample(job: TimerJob, worker: int, i: int, why: str) -> dict:
     return {"worker": worker, "i": i, "mode": job.mode, "ok": False, "error_class": "client_lost",
             "error": why, "t_ns": {}, "group": None, "sigalg": None}
 
 
-def run(job: TimerJob, n: int, parallel: int, popen, out_dir) -> list[dict]:
-    """Runs the workers at once (popen runs argv in the client namespace) and returns all samples.
+def run(job: TimerJob, n: int, parallel, popen, out_dir) -> list[dict]:
+    """Runs workers in the client namespace (popen runs argv there) until n samples exist.
 
-    Each worker writes into its own file in out_dir, so no worker ever blocks on a full pipe
-    while its samples are being timed.
+    The workers claim sample indices from one shared counter, so they all finish within a
+    handshake of each other. `parallel` is a worker count or a controller from
+    pqbench.concurrency (it may add workers while the cell runs). Each worker writes its own file
+    in out_dir, so none ever blocks on a full pipe while a sample is being timed. Indices claimed by
+    a worker that died are returned as "client_lost" failures: every requested sample is accounted for.
     """
-    counts = split_counts(n, parallel)
-    files = [out_dir / f"pqtimer-{w}.jsonl" for w in range(len(counts))]
-    procs = []
-    for w, (count, path) in enumerate(zip(counts, files)):
-        with open(path, "wb") as out, open(path.with_suffix(".err"), "wb") as err:
-            procs.append(popen(job.argv(count, w), env=stack.openssl_env(), stdin=subprocess.DEVNULL,
-                               stdout=out, stderr=err))
-    budget = (max(counts) + job.warmup + 1) * (job.timeout_ms / 1000) * max(1, job.requests) + 30
-    samples = []
-    for w, (proc, count, path) in enumerate(zip(procs, counts, files)):
-        try:
-            proc.wait(timeout=budget)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        got = []
+    control = concurrency.Fixed(parallel) if isinstance(parallel, int) else parallel
+    out_dir = Path(out_dir)
+    claims = out_dir / "pqtimer-claims"
+    claims.write_bytes(bytes(8))
+    procs: list[tuple[subprocess.Popen, Path]] = []
+
+    def spawn(k: int) -> None:
+        for _ in range(k):
+            path = out_dir / f"pqtimer-{len(procs)}.jsonl"
+            argv = job.argv(n, len(procs)) + ["--claim", str(claims)]
+            with open(path, "wb") as out, open(path.with_suffix(".err"), "wb") as err:
+                procs.append((popen(argv, env=stack.openssl_env(), stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=err), path))
+
+    spawn(max(1, min(control.start, n)))
+    deadline = time.monotonic() + (n + job.warmup + 1) * (job.timeout_ms / 1000) * max(1, job.requests) + 30
+    while any(p.poll() is None for p, _ in procs):
+        if time.monotonic() > deadline:
+            for p, _ in procs:
+                if p.poll() is None:
+                    p.kill()
+            break
+        time.sleep(concurrency.LOOK_S)
+        started = _claimed(claims)
+        if started < n:
+            spawn(min(control.more(len(procs), started), n - started))
+    samples, seen, died = [], set(), []
+    for w, (proc, path) in enumerate(procs):
+        proc.wait()
         for line in path.read_text(errors="replace").splitlines():
             try:
-                got.append(json.loads(line))
+                s = json.loads(line)
             except ValueError:
                 continue
-        if proc.returncode not in (0, 1) or len(got) < count:
+            samples.append(s)
+            seen.add(s.get("i"))
+        if proc.returncode not in (0, 1):
             err = path.with_suffix(".err").read_text(errors="replace").strip()[-300:]
-            why = f"pqtimer worker {w} exited with {proc.returncode}: {err}"
-            seen = {s.get("i") for s in got}
-            got += [lost_sample(job, w, i, why) for i in range(count) if i not in seen]
-        samples += got
+            died.append(f"pqtimer worker {w} exited with {proc.returncode}: {err}")
+    missing = [i for i in range(n) if i not in seen]
+    if missing:
+        why = "; ".join(died) or "no worker took these samples"
+        samples += [lost_sample(job, -1, i, why) for i in missing]
+    samples.sort(key=lambda s: s.get("i", 0))
     return samples
+
+
+def _claimed(path: Path) -> int:
+    return int.from_bytes(path.read_bytes()[:8], sys.byteorder)

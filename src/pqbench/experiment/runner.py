@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from pqbench import __version__, catalog, certs, crypto, host, liboqs, paths, stack, stats, store
+from pqbench import __version__, catalog, certs, concurrency, crypto, host, liboqs, paths, stack, stats, store
 from pqbench.endpoints import pqtimer
 from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
 from pqbench.errors import BadInput
@@ -83,13 +83,18 @@ def ci_narrow(durations: list[float], target: float) -> bool:
     return True
 
 
-def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, scratch: Path) -> tuple[list, str]:
-    """Samples for one cell: batches until the CIs are narrow enough, or min/max says stop."""
+def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, scratch: Path,
+                 control=None) -> tuple[list, str]:
+    """Samples for one cell: batches until the CIs are narrow enough, or min/max says stop.
+    control: how many workers (pqbench.concurrency); a fixed spec.parallel when None."""
+    control = control or concurrency.Fixed(spec.parallel)
     metric = END_PHASE[cell.mode]
     samples: list[dict] = []
     batch = spec.samples.min
     while True:
-        new = pqtimer.run(job, batch, spec.parallel, popen, scratch)
+        new = pqtimer.run(job, batch, control, popen, scratch)
+        for s in new:
+            s["i"] = s.get("i", 0) + len(samples)  # indices unique across the cell's batches
         samples += new
         if not any(s.get("ok") for s in samples):
             return samples, "every sample failed"
@@ -100,7 +105,24 @@ def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, s
             return samples, "confidence intervals narrow enough"
         if len(samples) >= spec.samples.max:
             return samples, "reached samples.max"
-        batch = min(max(spec.parallel * 5, len(samples) // 2, 10), spec.samples.max - len(samples))
+        control.start = control.peak  # the next batch starts where this one got to
+        batch = min(max(control.peak * 5, len(samples) // 2, 10), spec.samples.max - len(samples))
+
+
+def network_ms(cell: cellmod.Cell) -> float:
+    """The cell's time on the wire without compute: TCP and TLS handshakes plus one round trip
+    per request."""
+    return cell.scenario.rtt_ms * (2 + (cell.requests or (1 if cell.page else 0)))
+
+
+def cell_concurrency(spec: Spec, tb, cell: cellmod.Cell):
+    """The worker-count policy of one cell: fixed, or Auto within the spec's max_bias, measuring
+    the load without pqlink's idle-priority spinners."""
+    if spec.max_bias is None:
+        return concurrency.Fixed(spec.parallel)
+    spinners = concurrency.idle_spinners(tb.emulator_pids())
+    return concurrency.Auto(max_bias=spec.max_bias, maximum=spec.parallel, network_ms=network_ms(cell),
+                            meter=concurrency.BusyMeter(spinners))
 
 
 def _cell_record(cell: cellmod.Cell, position: int, status: str, reason: str | None = None, **extra) -> dict:
@@ -183,12 +205,14 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                     job = _job(cell, spec, tb, chains[cell.sig], ports[cell.sig])
                     started = datetime.datetime.now()
                     tb.reset_counters()
-                    samples, why = measure_cell(cell, spec, job, popen_client, run_dir)
+                    control = cell_concurrency(spec, tb, cell)
+                    samples, why = measure_cell(cell, spec, job, popen_client, run_dir, control)
                     ok = sum(1 for s in samples if s.get("ok"))
                     record = _cell_record(cell, pos, "done" if ok else "failed", None if ok else why,
                                           link=cell.link_spec(spec.seed).to_dict(), metric=END_PHASE[cell.mode],
                                           n=len(samples), ok=ok, failures=len(samples) - ok,
                                           failure_classes=pqtimer.failure_classes(samples), link_counters=tb.counters(),
+                                          concurrency=control.summary(),
                                           started=started, finished=datetime.datetime.now(), stop_reason=why)
                     store.save_cell(con, run_id, record, samples, END_PHASE[cell.mode])
                     durations = sorted(s["t_ns"][END_PHASE[cell.mode]] / 1e6 for s in samples if s.get("ok"))

@@ -2,7 +2,9 @@
 
     name = "quick"
     seed = 1
-    parallel = 4                       # pqtimer workers per cell
+    parallel = 4                       # pqtimer workers per cell, or "auto": add workers (up to
+    max_parallel = 128                 #   max_parallel) while waiting for the CPU cannot delay a
+    max_bias = 0.02                    #   handshake by more than max_bias of its time
     timeout = "10s"                    # per sample
     [samples]                          # or: samples = 200 (fixed count)
     min = 50                           # adaptive: stop when the p50 and p95 confidence intervals
@@ -35,7 +37,7 @@ from pqbench import units
 from pqbench.errors import BadInput
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack")
-TOP_KEYS = ("name", "description", "seed", "parallel", "timeout", "samples", "axes", "scenario", "warmup",
+TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
             "backend", "workers", "gemodel", "queue", "calibration_samples")
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "mtu", "initcwnd")
 STACKS = ("openssl",)
@@ -65,7 +67,8 @@ class Spec:
     name: str
     description: str
     seed: int
-    parallel: int
+    parallel: int               # workers per cell; with max_bias, the most "auto" may start
+    max_bias: float | None      # None: always `parallel` workers
     timeout_ms: int
     warmup: int
     samples: Samples
@@ -199,7 +202,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
     return Spec(
         name=name, description=str(data.get("description", "")),
         seed=units.integer("seed", data.get("seed", 1), minimum=0, maximum=2**31 - 1),
-        parallel=units.integer("parallel", data.get("parallel", 1), minimum=1, maximum=256),
+        **_parallel(data),
         timeout_ms=int(units.duration_ms("timeout", data.get("timeout", "10s"), allow_zero=False)),
         warmup=units.integer("warmup", data.get("warmup", 1), minimum=0, maximum=1000),
         samples=_samples(data.get("samples", {"min": 30, "max": 200, "ci": 0.05})),
@@ -209,6 +212,22 @@ def parse(text: str, origin: str = "spec") -> Spec:
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
                                           minimum=10, maximum=100_000),
         source=text)
+
+
+def _parallel(data: dict) -> dict:
+    value = data.get("parallel", 1)
+    if value != "auto":
+        for key in ("max_parallel", "max_bias"):
+            if key in data:
+                raise BadInput(key, 'only applies with parallel = "auto"')
+        if isinstance(value, str) and not value.strip().isdigit():
+            raise BadInput("parallel", f'{value!r} is neither a whole number in 1..256 nor "auto"')
+        return {"parallel": units.integer("parallel", value, minimum=1, maximum=256), "max_bias": None}
+    bias = data.get("max_bias", 0.02)
+    if isinstance(bias, bool) or not isinstance(bias, (int, float)) or not 0.001 <= bias <= 0.5:
+        raise BadInput("max_bias", f"{bias!r} is not a fraction of the handshake time in 0.001..0.5")
+    return {"parallel": units.integer("max_parallel", data.get("max_parallel", 128), minimum=1, maximum=256),
+            "max_bias": float(bias)}
 
 
 def _page(field: str, value) -> str:
