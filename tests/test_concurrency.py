@@ -6,22 +6,23 @@ from pqbench import concurrency
 
 
 def test_load_target_lets_long_links_load_the_machine_and_short_ones_not():
-    short = concurrency.load_target(0.02, network_ms=10.7, cpu_ms=2.2)   # 5.4 ms RTT
-    long = concurrency.load_target(0.02, network_ms=391, cpu_ms=2.2)     # 195.5 ms RTT
+    short = concurrency.load_target(0.02, typical_ms=12.9, cpu_ms=2.2)   # 5.4 ms RTT
+    long = concurrency.load_target(0.02, typical_ms=393, cpu_ms=2.2)     # 195.5 ms RTT
     assert short == pytest.approx(0.105, abs=0.005)
     assert long > 0.75
     # the bound holds: expected CPU wait cpu × load / (1 - load) is max_bias of the handshake
-    for net in (0.0, 10.7, 62, 391):
-        t = concurrency.load_target(0.05, net, 3.0)
-        assert 3.0 * t / (1 - t) == pytest.approx(0.05 * (net + 3.0))
+    for typical in (3.0, 12.9, 64, 393):
+        t = concurrency.load_target(0.05, typical, 3.0)
+        assert 3.0 * t / (1 - t) == pytest.approx(0.05 * typical)
 
 
 class SimulatedMachine:
     """Workers that each take `duration_s` per handshake and `cpu_s` of CPU in it, on CPUS cores;
     the clock advances one controller look at a time."""
 
-    def __init__(self, monkeypatch, duration_s, cpu_s):
+    def __init__(self, monkeypatch, duration_s, cpu_s, median_s=None):
         self.t, self.busy, self.started, self.duration_s, self.cpu_s = 100.0, 0.0, 0.0, duration_s, cpu_s
+        self.median_ms = (median_s or duration_s) * 1000
         monkeypatch.setattr(concurrency.time, "monotonic", lambda: self.t)
 
     def look(self):
@@ -37,7 +38,8 @@ class SimulatedMachine:
         workers = control.start
         for _ in range(looks):
             self.step(workers)
-            workers += control.more(workers, int(self.started) + workers)
+            done = int(self.started)
+            workers += control.more(workers, done + workers, [self.median_ms] * done)
         return workers
 
 
@@ -58,6 +60,15 @@ def test_auto_settles_where_the_load_meets_the_target(monkeypatch):
     machine = SimulatedMachine(monkeypatch, duration_s=0.064, cpu_s=0.0022)  # 31 ms RTT
     control = concurrency.Auto(max_bias=0.02, maximum=256, network_ms=62, meter=machine)
     workers = machine.run(control, looks=80)
-    target = concurrency.load_target(0.02, 62, 2.2)
+    target = concurrency.load_target(0.02, 64, 2.2)
     load = workers * 0.0022 / 0.064 / concurrency.CPUS
     assert target * 0.8 <= load <= target  # close under the target, never over it
+
+
+def test_auto_tolerates_more_load_where_retransmissions_make_the_median_long(monkeypatch):
+    """A CPU-heavy key exchange (21 ms per handshake) at 5.4 ms RTT: one worker while the median is
+    the clean handshake; many once 20 % loss puts the median near a second."""
+    clean = SimulatedMachine(monkeypatch, duration_s=0.047, cpu_s=0.021)
+    assert clean.run(concurrency.Auto(max_bias=0.02, maximum=128, network_ms=10.7, meter=clean)) == 1
+    lossy = SimulatedMachine(monkeypatch, duration_s=1.5, cpu_s=0.021, median_s=1.0)
+    assert lossy.run(concurrency.Auto(max_bias=0.02, maximum=128, network_ms=10.7, meter=lossy)) >= 40

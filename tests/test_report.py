@@ -84,6 +84,11 @@ def test_report_of_a_real_handshake_run(real_runs, tmp_path):
     for fid in figures:
         assert f"(figures/{fid}.png)" in md and (tmp_path / "hs" / "figures" / f"{fid}.png").stat().st_size > 3000
     assert "## Paired differences" in md and "X25519MLKEM768" in md
+    # every measured cell says how many workers measured it (how concurrent its samples were)
+    cells_md = md.split("## Per cell", 1)[1].split("\n## ", 1)[0]
+    assert "| workers |" in cells_md
+    assert all(row.rstrip(" |").rsplit("| ", 1)[1][:1].isdigit()
+               for row in cells_md.splitlines() if row.startswith("| X25519"))
 
 
 @pytest.mark.root

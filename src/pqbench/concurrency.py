@@ -21,7 +21,8 @@ SCHED_IDLE = 5
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 CPUS = os.cpu_count() or 1
 MIN_BUSY_S = 2 / TICKS_PER_S  # below two ticks the busy time is mostly rounding
-LOOK_S = 0.25  # how often Auto looks: /proc/stat counts 10 ms ticks, so a look covers ~50 of them
+LOOK_S = 0.25
+MEDIAN_AFTER = 10  # samples before their median stands for the cell's typical time  # how often Auto looks: /proc/stat counts 10 ms ticks, so a look covers ~50 of them
 
 
 def _cpu_ticks() -> tuple[int, int]:
@@ -87,26 +88,27 @@ class Fixed:
         self.start = parallel
         self.peak = parallel
 
-    def more(self, running: int, started: int) -> int:
+    def more(self, running: int, started: int, durations: list[float]) -> int:
         return 0
 
     def summary(self) -> dict:
         return {"policy": "fixed", "workers": self.peak}
 
 
-def load_target(max_bias: float, network_ms: float, cpu_ms: float) -> float:
+def load_target(max_bias: float, typical_ms: float, cpu_ms: float) -> float:
     """The CPU load at which queueing for the CPU delays a handshake by about max_bias of its
-    uncontended time. Waiting grows like cpu × load / (1 - load) (one queue; measured: 5 workers at
+    typical time. Waiting grows like cpu × load / (1 - load) (one queue; measured: 5 workers at
     load 0.45 added 1.9 ms to a 12.9 ms handshake costing 2.2 ms of CPU), so the load may reach x / (1 + x)
-    with x = max_bias × (network + cpu) / cpu: long links tolerate a busy machine, short ones do not."""
-    x = max_bias * (network_ms + cpu_ms) / cpu_ms
+    with x = max_bias × typical / cpu: long or lossy links tolerate a busy machine, short clean ones not."""
+    x = max_bias * typical_ms / cpu_ms
     return x / (1 + x)
 
 
 @dataclass
 class Auto:
     """Adds workers while the load they would make stays under load_target(max_bias, ...), up to
-    `maximum`. network_ms: the cell's time on the wire without compute (round trips × RTT).
+    `maximum`. The typical time is the median of the cell's samples so far (retransmissions
+    included), never less than network_ms, the time on the wire without compute (round trips × RTT).
 
     What one worker costs is estimated over the whole cell (busy time / worker-seconds), so a
     moment of waiting for retransmissions does not look like an idle machine."""
@@ -122,7 +124,7 @@ class Auto:
     worker_s: float = 0.0
     _last: tuple | None = None  # (monotonic time, workers running) at the previous look
 
-    def more(self, running: int, started: int) -> int:
+    def more(self, running: int, started: int, durations: list[float]) -> int:
         now = time.monotonic()
         if self._last:
             self.worker_s += self._last[1] * (now - self._last[0])
@@ -134,7 +136,8 @@ class Auto:
         if started <= running or self.worker_s <= 0:
             return 0  # no handshake finished yet: its CPU cost is unknown
         cpu_ms = max(busy_s, MIN_BUSY_S) * 1000 / (started - running)  # started - running ≈ finished
-        target = load_target(self.max_bias, self.network_ms, cpu_ms)
+        typical = max(self.network_ms + cpu_ms, _median(durations) if len(durations) >= MEDIAN_AFTER else 0)
+        target = load_target(self.max_bias, typical, cpu_ms)
         self.targets.append(target)
         per_worker = max(busy_s, MIN_BUSY_S) / (self.worker_s * CPUS)  # fraction of the machine
         add = math.floor(target / per_worker) - running
@@ -148,3 +151,8 @@ class Auto:
         return {"policy": "auto", "max_bias": self.max_bias, "maximum": self.maximum, "workers": self.peak,
                 "load_mean": mean(self.loads), "load_max": round(max(self.loads), 3) if self.loads else None,
                 "load_target": mean(self.targets)}
+
+
+def _median(xs: list[float]) -> float:
+    ys = sorted(xs)
+    return ys[len(ys) // 2]

@@ -14,9 +14,7 @@ from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, Ngin
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
 
-# The duration a sample's headline figure measures, per mode (phase names of pqtimer).
-END_PHASE = {"handshake": "handshake_done", "resume": "handshake_done", "page": "last_byte",
-             "requests": "last_byte"}
+from pqbench.endpoints.pqtimer import END_PHASE  # noqa: E402  (re-exported: where callers look for it)
 
 
 @dataclasses.dataclass

@@ -15,7 +15,7 @@ SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in store.PHASES), "client_hell
                  "tcp_bytes_sent", "tcp_bytes_received", "tcp_segs_out", "tcp_segs_in", "tcp_retransmits",
                  "body_bytes", "requests")
 JSON_RUN_FIELDS = ("spec", "provenance", "calibration_start", "calibration_end", "cell_order", "warnings")
-JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters")
+JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters", "concurrency")
 
 
 @dataclasses.dataclass

@@ -16,6 +16,9 @@ from pqbench import concurrency, paths, stack
 from pqbench.errors import MissingCapability
 
 MODES = ("handshake", "page", "requests", "resume")
+# The duration a sample's headline figure measures, per mode (phase names of pqtimer).
+END_PHASE = {"handshake": "handshake_done", "resume": "handshake_done", "page": "last_byte",
+             "requests": "last_byte"}
 
 
 @dataclasses.dataclass
@@ -62,54 +65,82 @@ def lost_sample(job: TimerJob, worker: int, i: int, why: str) -> dict:
             "error": why, "t_ns": {}, "group": None, "sigalg": None}
 
 
+class _Worker:
+    """One pqtimer process and the samples read so far from its output file."""
+
+    def __init__(self, proc: subprocess.Popen, path: Path):
+        self.proc, self.path, self.offset, self.partial = proc, path, 0, b""
+
+    def read_new(self) -> list[dict]:
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = self.partial + f.read()
+        self.offset += len(data) - len(self.partial)
+        *lines, self.partial = data.split(b"\n")  # the last piece may be a line still being written
+        out = []
+        for line in lines:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+
 def run(job: TimerJob, n: int, parallel, popen, out_dir) -> list[dict]:
     """Runs workers in the client namespace (popen runs argv there) until n samples exist.
 
     The workers claim sample indices from one shared counter, so they all finish within a
     handshake of each other. `parallel` is a worker count or a controller from
-    pqbench.concurrency (it may add workers while the cell runs). Each worker writes its own file
-    in out_dir, so none ever blocks on a full pipe while a sample is being timed. Indices claimed by
-    a worker that died are returned as "client_lost" failures: every requested sample is accounted for.
+    pqbench.concurrency (it may add workers while the cell runs, looking at the samples so far).
+    Each worker writes its own file in out_dir, so none ever blocks on a full pipe while a sample
+    is being timed. Indices claimed by a worker that died are returned as "client_lost" failures:
+    every requested sample is accounted for.
     """
     control = concurrency.Fixed(parallel) if isinstance(parallel, int) else parallel
     out_dir = Path(out_dir)
     claims = out_dir / "pqtimer-claims"
     claims.write_bytes(bytes(8))
-    procs: list[tuple[subprocess.Popen, Path]] = []
+    workers: list[_Worker] = []
+    samples: list[dict] = []
+    durations: list[float] = []  # the metric of the successful samples so far, ms
 
     def spawn(k: int) -> None:
         for _ in range(k):
-            path = out_dir / f"pqtimer-{len(procs)}.jsonl"
-            argv = job.argv(n, len(procs)) + ["--claim", str(claims)]
+            path = out_dir / f"pqtimer-{len(workers)}.jsonl"
+            argv = job.argv(n, len(workers)) + ["--claim", str(claims)]
             with open(path, "wb") as out, open(path.with_suffix(".err"), "wb") as err:
-                procs.append((popen(argv, env=stack.openssl_env(), stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=err), path))
+                workers.append(_Worker(popen(argv, env=stack.openssl_env(), stdin=subprocess.DEVNULL,
+                                             stdout=out, stderr=err), path))
+
+    def collect() -> None:
+        for w in workers:
+            for s in w.read_new():
+                samples.append(s)
+                t = (s.get("t_ns") or {}).get(END_PHASE[job.mode])
+                if s.get("ok") and t is not None:
+                    durations.append(t / 1e6)
 
     spawn(max(1, min(control.start, n)))
     deadline = time.monotonic() + (n + job.warmup + 1) * (job.timeout_ms / 1000) * max(1, job.requests) + 30
-    while any(p.poll() is None for p, _ in procs):
+    while any(w.proc.poll() is None for w in workers):
         if time.monotonic() > deadline:
-            for p, _ in procs:
-                if p.poll() is None:
-                    p.kill()
+            for w in workers:
+                if w.proc.poll() is None:
+                    w.proc.kill()
             break
         time.sleep(concurrency.LOOK_S)
+        collect()
         started = _claimed(claims)
         if started < n:
-            spawn(min(control.more(len(procs), started), n - started))
-    samples, seen, died = [], set(), []
-    for w, (proc, path) in enumerate(procs):
-        proc.wait()
-        for line in path.read_text(errors="replace").splitlines():
-            try:
-                s = json.loads(line)
-            except ValueError:
-                continue
-            samples.append(s)
-            seen.add(s.get("i"))
-        if proc.returncode not in (0, 1):
-            err = path.with_suffix(".err").read_text(errors="replace").strip()[-300:]
-            died.append(f"pqtimer worker {w} exited with {proc.returncode}: {err}")
+            spawn(min(control.more(len(workers), started, durations), n - started))
+    died = []
+    for k, w in enumerate(workers):
+        w.proc.wait()
+        if w.proc.returncode not in (0, 1):
+            err = w.path.with_suffix(".err").read_text(errors="replace").strip()[-300:]
+            died.append(f"pqtimer worker {k} exited with {w.proc.returncode}: {err}")
+    collect()
+    seen = {s.get("i") for s in samples}
     missing = [i for i in range(n) if i not in seen]
     if missing:
         why = "; ".join(died) or "no worker took these samples"

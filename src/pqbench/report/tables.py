@@ -96,12 +96,21 @@ def cells(a: Analysis) -> Table:
                      f"{pct(c.failure_rate[0])} [{pct(c.failure_rate[1])}, {pct(c.failure_rate[2])}]",
                      ms(c.pct[5][0]), ms(c.pct[25][0]), with_ci(c.pct[50]), ms(c.pct[75][0]), with_ci(c.pct[95]),
                      ms(c.pct[99][0]), ms(c.mean), ms(bound),
-                     f"{c.p50 / bound:.2f}" if bound and math.isfinite(c.p50) else "–"])
+                     f"{c.p50 / bound:.2f}" if bound and math.isfinite(c.p50) else "–", workers(c)])
     return Table("cells", "Per cell (ms; 95 % bootstrap CIs in brackets)",
                  ["algorithm", "condition", "n", "failed [Wilson CI]", "p5", "p25", "p50", "p75", "p95", "p99",
-                  "mean", "lower bound", "p50 / bound"], rows,
+                  "mean", "lower bound", "p50 / bound", "workers"], rows,
                  "Times are the cell's metric: handshake completion for handshakes, the last byte of the "
-                 "(last) response for page and request cells, from before TCP connect.")
+                 "(last) response for page and request cells, from before TCP connect. Workers: pqtimer "
+                 "processes at once (the most; with parallel = \"auto\" also the mean CPU load they made).")
+
+
+def workers(c: CellStats) -> str:
+    conc = c.row.get("concurrency")
+    if not isinstance(conc, dict):
+        return "–"
+    load = conc.get("load_mean")
+    return f"{conc.get('workers')}" + (f" (load {load:.0%})" if load is not None else "")
 
 
 def wire(a: Analysis) -> Table:
