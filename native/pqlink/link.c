@@ -100,6 +100,10 @@ static int read_batch(struct direction *d)
                 p->len = (uint32_t)r;
                 int64_t now = mono_ns();
                 pipeline_input(&d->pl, p, hint && hint < now ? hint : now);
+                /* only the packet that was waiting when the hint was taken arrived then; one read
+                 * later in the batch may have come at any time since, and stamping it with the
+                 * hint would deliver it early (a connect faster than the configured RTT) */
+                hint = 0;
                 n++;
                 continue;
             }
