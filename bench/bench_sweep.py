@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Sweep throughput (run as root after `make`):
+"""Sweep throughput and the bias of concurrency (run as root after `make`, on an idle machine):
 
 1. samples/s of `pqbench run experiments/quick.toml` (wall time of the whole run, store included);
-2. samples/s of one hard cell — RTT 195.7 ms, 10 % loss, X25519MLKEM768 + ECDSA P-256 — at
-   --parallel 1, 8 and 32, with the bias of each median against parallel 1 (same seed, so the
-   same loss pattern).
+2. two cells, X25519MLKEM768 + ECDSA P-256, same loss seed in every run of a cell:
+   - hard: RTT 195.7 ms, 10 % loss, at --parallel 1, 8, 32 and auto;
+   - short: RTT 5.4 ms, 0 % loss, at --parallel 1, 8 and auto;
+   each with samples/s, the workers used, and the median's shift against parallel 1 with a 95 %
+   bootstrap CI (a CI that excludes 0 is a bias, not noise).
 
     build/venv/bin/python bench/bench_sweep.py [-n 200] [--skip-quick]
 """
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -18,9 +21,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pqbench import handshake, store  # noqa: E402
+from pqbench import handshake, stats, store  # noqa: E402
 from pqbench.experiment import runner, spec as specmod  # noqa: E402
 from pqbench.testbed import LinkSpec  # noqa: E402
+
+CELLS = {  # name: (RTT ms, loss, parallel settings)
+    "hard 195.7 ms / 10 %": (195.7, 0.10, (1, 8, 32, "auto")),
+    "short 5.4 ms / 0 %": (5.4, 0.0, (1, 8, "auto")),
+}
 
 
 def quick_throughput() -> tuple[float, int, float]:
@@ -35,28 +43,35 @@ def quick_throughput() -> tuple[float, int, float]:
     return wall, n, n / wall
 
 
-def hard_cell(n: int, parallel: int) -> tuple[float, float, int]:
+def measure(n: int, rtt_ms: float, loss: float, parallel) -> tuple[float, list[float], dict, int]:
     cfg = handshake.HandshakeConfig(kex="X25519MLKEM768", sig="ecdsap256", n=n, parallel=parallel,
-                                    spec=LinkSpec.symmetric(rtt_ms=195.7, loss=0.10, seed=7), timeout_ms=120_000)
+                                    spec=LinkSpec.symmetric(rtt_ms=rtt_ms, loss=loss, seed=7), timeout_ms=120_000)
     t0 = time.monotonic()
     r = handshake.run(cfg)
-    return time.monotonic() - t0, r["summary"]["p50_ms"], r["summary"]["failures"]
+    wall = time.monotonic() - t0
+    times = [s["t_ns"]["handshake_done"] / 1e6
+             for s in map(json.loads, Path(r["run_dir"], "samples.jsonl").read_text().splitlines())
+             if s.get("ok")]
+    return wall, times, r["concurrency"], r["summary"]["failures"]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-n", type=int, default=200, help="samples of the hard cell per parallelism")
+    ap.add_argument("-n", type=int, default=200, help="samples per cell and parallelism")
     ap.add_argument("--skip-quick", action="store_true")
     args = ap.parse_args()
     if not args.skip_quick:
         wall, n, rate = quick_throughput()
         print(f"quick preset: {n} samples in {wall:.0f} s = {rate:.1f} samples/s (store and calibration included)")
-    base = None
-    for p in (1, 8, 32):
-        wall, p50, failures = hard_cell(args.n, p)
-        base = base or p50
-        print(f"195.7 ms / 10 % loss, parallel {p:>2}: {args.n / wall:6.2f} samples/s, p50 {p50:8.1f} ms "
-              f"({(p50 - base) / base * 100:+.1f} % vs parallel 1), {failures} failed")
+    for name, (rtt, loss, settings) in CELLS.items():
+        base = None
+        for p in settings:
+            wall, times, conc, failures = measure(args.n, rtt, loss, p)
+            base = base or times
+            diff, lo, hi = stats.bootstrap_diff(base, times, 50)
+            print(f"{name}, parallel {p!s:>4} ({conc['workers']:>3} workers): {args.n / wall:6.2f} samples/s, "
+                  f"p50 {stats.median(times):8.2f} ms, vs parallel 1 {diff:+7.2f} ms [{lo:+.2f}, {hi:+.2f}] "
+                  f"({diff / stats.median(base) * 100:+.1f} %), {failures} failed")
     return 0
 
 

@@ -214,6 +214,8 @@ def test_pqtimer_bad_options_exit_2(built_stack, args, field):
     (["--kex", "X25519", "--sig", "ecdsap256", "--page", "ten"], "--page"),
     (["--kex", "X25519x", "--sig", "ecdsap256"], "--kex"),
     (["--kex", "X25519", "--sig", "mldsa45"], "--sig"),  # (SLH-DSA is now a TLS signature scheme via pqprov)
+    (["--kex", "X25519", "--sig", "ecdsap256", "--parallel", "lots"], "--parallel"),
+    (["--kex", "X25519", "--sig", "ecdsap256", "--parallel", "auto", "--max-bias", "90%"], "--max-bias"),
 ])
 def test_handshake_command_bad_input(built_stack, args, field):
     proc = run_pqbench("handshake", *args)
@@ -236,3 +238,17 @@ def test_handshake_command_json_contract(built_stack):
     # An ML-DSA-44 chain is several kB: the server sends more than the client, in more packets.
     assert r["bytes"]["server_to_client"] > r["bytes"]["client_to_server"] + 5000
     assert r["packets"]["server_to_client"] >= 5
+
+
+@pytest.mark.parametrize("rtt,grows", [("0ms", False), ("200ms", True)])
+def test_auto_parallel_adds_workers_only_where_they_cannot_queue_the_crypto(built_stack, rtt, grows):
+    """At 0 ms a second worker would wait for the first one's crypto; at 200 ms they mostly wait
+    for the link, so auto adds them (and says how many it used)."""
+    proc = run_pqbench("handshake", "--kex", "X25519", "--sig", "ecdsap256", "--rtt", rtt, "-n", "60",
+                       "--parallel", "auto", "--json")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["summary"]["n"] == 60 and r["summary"]["failures"] == 0
+    conc = r["concurrency"]
+    assert conc["policy"] == "auto" and conc["max_bias"] == 0.02
+    assert (conc["workers"] > 2) if grows else (conc["workers"] == 1), conc

@@ -17,12 +17,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pqbench import stats
+
 SCHED_IDLE = 5
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 CPUS = os.cpu_count() or 1
 MIN_BUSY_S = 2 / TICKS_PER_S  # below two ticks the busy time is mostly rounding
-LOOK_S = 0.25
-MEDIAN_AFTER = 10  # samples before their median stands for the cell's typical time  # how often Auto looks: /proc/stat counts 10 ms ticks, so a look covers ~50 of them
+LOOK_S = 0.25  # how often Auto looks: /proc/stat counts 10 ms ticks, so a look covers ~50 of them
+MEDIAN_AFTER = 10  # samples before their median stands for the cell's typical time
 
 
 def _cpu_ticks() -> tuple[int, int]:
@@ -124,6 +126,9 @@ class Auto:
     worker_s: float = 0.0
     _last: tuple | None = None  # (monotonic time, workers running) at the previous look
 
+    def __post_init__(self):
+        self.peak = max(self.peak, self.start)
+
     def more(self, running: int, started: int, durations: list[float]) -> int:
         now = time.monotonic()
         if self._last:
@@ -136,7 +141,7 @@ class Auto:
         if started <= running or self.worker_s <= 0:
             return 0  # no handshake finished yet: its CPU cost is unknown
         cpu_ms = max(busy_s, MIN_BUSY_S) * 1000 / (started - running)  # started - running ≈ finished
-        typical = max(self.network_ms + cpu_ms, _median(durations) if len(durations) >= MEDIAN_AFTER else 0)
+        typical = max(self.network_ms + cpu_ms, stats.median(durations) if len(durations) >= MEDIAN_AFTER else 0)
         target = load_target(self.max_bias, typical, cpu_ms)
         self.targets.append(target)
         per_worker = max(busy_s, MIN_BUSY_S) / (self.worker_s * CPUS)  # fraction of the machine
@@ -153,6 +158,13 @@ class Auto:
                 "load_target": mean(self.targets)}
 
 
-def _median(xs: list[float]) -> float:
-    ys = sorted(xs)
-    return ys[len(ys) // 2]
+def round_trip_ms(rtt_ms: float, requests: int) -> float:
+    """A connection's time on the wire without compute: TCP and TLS handshakes plus one round trip
+    per request."""
+    return rtt_ms * (2 + requests)
+
+
+def auto_on(tb, *, max_bias: float, maximum: int, network_ms: float) -> Auto:
+    """Auto for a cell on this testbed, its load measured without pqlink's idle-priority spinners."""
+    return Auto(max_bias=max_bias, maximum=maximum, network_ms=network_ms,
+                meter=BusyMeter(idle_spinners(tb.emulator_pids())))

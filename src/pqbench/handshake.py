@@ -8,13 +8,12 @@ import json
 import os
 from pathlib import Path
 
-from pqbench import catalog, certs, paths, stats, units
+from pqbench import catalog, certs, concurrency, paths, stats, units
 from pqbench.endpoints import pqtimer
+from pqbench.endpoints.pqtimer import END_PHASE  # re-exported: callers look for it here
 from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
-
-from pqbench.endpoints.pqtimer import END_PHASE  # noqa: E402  (re-exported: where callers look for it)
 
 
 @dataclasses.dataclass
@@ -24,7 +23,9 @@ class HandshakeConfig:
     spec: LinkSpec = dataclasses.field(default_factory=LinkSpec)
     tcp: TcpKnobs = dataclasses.field(default_factory=TcpKnobs)
     n: int = 100
-    parallel: int = 1
+    parallel: int | str = 1  # or "auto" (pqbench.concurrency.Auto within max_bias, up to max_parallel)
+    max_bias: float = 0.02
+    max_parallel: int = 128
     mode: str = "handshake"
     page: str | None = None  # page name served by nginx (1k, 10k, …) for page/requests modes
     requests: int = 1
@@ -69,7 +70,8 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     if cfg.mode not in END_PHASE:
         raise BadInput("mode", f"{cfg.mode!r} is not one of {', '.join(END_PHASE)}")
     units.integer("-n", cfg.n, minimum=1)
-    units.integer("--parallel", cfg.parallel, minimum=1, maximum=256)
+    if cfg.parallel != "auto":
+        units.integer("--parallel", cfg.parallel, minimum=1, maximum=256)
     kex = resolve_tls(cfg.kex, "kem", "--kex")
     sig = resolve_tls(cfg.sig, "sig", "--sig")
     run_dir = run_dir or new_run_dir()
@@ -89,15 +91,19 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
                                    cafile=str(chain.root_cert), servername=chain.server_name, mode=cfg.mode,
                                    path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests,
                                    warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
+            control = concurrency.Fixed(cfg.parallel) if cfg.parallel != "auto" else concurrency.auto_on(
+                tb, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
+                network_ms=concurrency.round_trip_ms(cfg.spec.rtt_ms, {"page": 1, "requests": cfg.requests}.get(cfg.mode, 0)))
             say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} pqtimer worker(s)")
             tb.reset_counters()
-            samples = pqtimer.run(job, cfg.n, cfg.parallel,
+            samples = pqtimer.run(job, cfg.n, control,
                                   lambda argv, **kw: _noted(tb, tb.popen("client", argv, **kw)), run_dir)
             link = tb.counters()
             backend = tb.backend_name
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     result = summarise(cfg, samples, link)
     result["config"]["backend"] = backend
+    result["concurrency"] = control.summary()
     result["chain"] = {"sig": chain.sig, "bytes_sent_by_server": chain.sent_bytes, "der_sizes": chain.der_sizes}
     result["run_dir"] = str(run_dir)
     (run_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")

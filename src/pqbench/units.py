@@ -68,6 +68,16 @@ def probability(field: str, value) -> float:
     return p
 
 
+def fraction(field: str, value, *, minimum: float, maximum: float) -> float:
+    """'2%' or '0.02' within minimum..maximum."""
+    if isinstance(value, bool):
+        raise BadInput(field, f"{value!r} is not a fraction")
+    f = probability(field, value)
+    if not minimum <= f <= maximum:
+        raise BadInput(field, f"{value!r} is outside {minimum:g}..{maximum:g} ({minimum:.1%}..{maximum:.0%})")
+    return f
+
+
 def size_bytes(field: str, value, *, minimum: int = 0) -> int:
     """'10k', '1M', '1500' -> bytes (k and M are decimal; Ki and Mi binary)."""
     allowed = "a whole number of bytes with optional k, M, Ki or Mi"

@@ -13,7 +13,10 @@ def register(sub):
     p.add_argument("--kex", required=True, help="key exchange group (e.g. X25519MLKEM768)")
     p.add_argument("--sig", required=True, help="signature algorithm of the certificate chain (e.g. mldsa44)")
     p.add_argument("-n", default="100", help="samples in total (default 100)")
-    p.add_argument("--parallel", default="1", help="pqtimer processes making connections at once (default 1)")
+    p.add_argument("--parallel", default="1", help="pqtimer processes making connections at once (default 1), or "
+                                                   "auto: add them while CPU queueing stays under --max-bias")
+    p.add_argument("--max-bias", dest="max_bias", default="0.02",
+                   help="with --parallel auto: the most CPU queueing may add, as a fraction of the median (default 0.02)")
     p.add_argument("--page", help="after the handshake GET a page of this size (e.g. 10k)")
     p.add_argument("--requests", help="GET the page this many times on the connection (default page 1k)")
     p.add_argument("--resume", action="store_true", help="TLS 1.3 resumption (psk_dhe_ke) with a ticket")
@@ -45,7 +48,9 @@ def config_from_args(args) -> handshake.HandshakeConfig:
     return handshake.HandshakeConfig(
         kex=args.kex, sig=args.sig, spec=spec, tcp=tcp, emulator=emulator, backend=args.backend,
         n=units.integer("-n", args.n, minimum=1, maximum=10_000_000),
-        parallel=units.integer("--parallel", args.parallel, minimum=1, maximum=256),
+        parallel="auto" if args.parallel == "auto" else units.integer("--parallel", args.parallel, minimum=1,
+                                                                        maximum=256),
+        max_bias=units.fraction("--max-bias", args.max_bias, minimum=0.001, maximum=0.5),
         mode=mode, page=page, requests=requests,
         pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
         warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),

@@ -109,20 +109,13 @@ def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, s
         batch = min(max(control.peak * 5, len(samples) // 2, 10), spec.samples.max - len(samples))
 
 
-def network_ms(cell: cellmod.Cell) -> float:
-    """The cell's time on the wire without compute: TCP and TLS handshakes plus one round trip
-    per request."""
-    return cell.scenario.rtt_ms * (2 + (cell.requests or (1 if cell.page else 0)))
-
-
 def cell_concurrency(spec: Spec, tb, cell: cellmod.Cell):
-    """The worker-count policy of one cell: fixed, or Auto within the spec's max_bias, measuring
-    the load without pqlink's idle-priority spinners."""
+    """The worker-count policy of one cell: fixed, or Auto within the spec's max_bias."""
     if spec.max_bias is None:
         return concurrency.Fixed(spec.parallel)
-    spinners = concurrency.idle_spinners(tb.emulator_pids())
-    return concurrency.Auto(max_bias=spec.max_bias, maximum=spec.parallel, network_ms=network_ms(cell),
-                            meter=concurrency.BusyMeter(spinners))
+    requests = cell.requests or (1 if cell.page else 0)
+    return concurrency.auto_on(tb, max_bias=spec.max_bias, maximum=spec.parallel,
+                               network_ms=concurrency.round_trip_ms(cell.scenario.rtt_ms, requests))
 
 
 def _cell_record(cell: cellmod.Cell, position: int, status: str, reason: str | None = None, **extra) -> dict:

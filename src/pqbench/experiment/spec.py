@@ -223,11 +223,8 @@ def _parallel(data: dict) -> dict:
         if isinstance(value, str) and not value.strip().isdigit():
             raise BadInput("parallel", f'{value!r} is neither a whole number in 1..256 nor "auto"')
         return {"parallel": units.integer("parallel", value, minimum=1, maximum=256), "max_bias": None}
-    bias = data.get("max_bias", 0.02)
-    if isinstance(bias, bool) or not isinstance(bias, (int, float)) or not 0.001 <= bias <= 0.5:
-        raise BadInput("max_bias", f"{bias!r} is not a fraction of the handshake time in 0.001..0.5")
     return {"parallel": units.integer("max_parallel", data.get("max_parallel", 128), minimum=1, maximum=256),
-            "max_bias": float(bias)}
+            "max_bias": units.fraction("max_bias", data.get("max_bias", 0.02), minimum=0.001, maximum=0.5)}
 
 
 def _page(field: str, value) -> str:
