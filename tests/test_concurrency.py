@@ -34,8 +34,8 @@ class SimulatedMachine:
         self.busy += workers * dt / self.duration_s * self.cpu_s
         self.started += workers * dt / self.duration_s
 
-    def run(self, control, looks=40):
-        workers = control.start
+    def run(self, control, looks=40, workers=None):
+        workers = workers or control.start
         for _ in range(looks):
             self.step(workers)
             done = int(self.started)
@@ -72,3 +72,17 @@ def test_auto_tolerates_more_load_where_retransmissions_make_the_median_long(mon
     assert clean.run(concurrency.Auto(max_bias=0.02, maximum=128, network_ms=10.7, meter=clean)) == 1
     lossy = SimulatedMachine(monkeypatch, duration_s=1.5, cpu_s=0.021, median_s=1.0)
     assert lossy.run(concurrency.Auto(max_bias=0.02, maximum=128, network_ms=10.7, meter=lossy)) >= 40
+
+
+def test_auto_forgets_a_burst_of_someone_elses_load(monkeypatch):
+    """Two seconds of a fully busy machine at the start of a long-link cell hold the workers back
+    only until they leave the estimate's window."""
+    machine = SimulatedMachine(monkeypatch, duration_s=0.4, cpu_s=0.0022)
+    control = concurrency.Auto(max_bias=0.02, maximum=128, network_ms=391, meter=machine)
+    workers = control.start
+    for look in range(8):  # 2 s: the machine is saturated by another program
+        machine.step(workers)
+        machine.busy += concurrency.LOOK_S * concurrency.CPUS
+        workers += control.more(workers, int(machine.started) + workers, [400.0] * int(machine.started))
+    held_back = workers
+    assert held_back < 8 and machine.run(control, looks=60, workers=held_back) == 128

@@ -11,6 +11,7 @@ idle-priority spinners (they only fill time nothing else wanted).
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import time
@@ -24,6 +25,7 @@ TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 CPUS = os.cpu_count() or 1
 MIN_BUSY_S = 2 / TICKS_PER_S  # below two ticks the busy time is mostly rounding
 LOOK_S = 0.25  # how often Auto looks: /proc/stat counts 10 ms ticks, so a look covers ~50 of them
+WINDOW_S = 5.0  # Auto's estimates look this far back
 MEDIAN_AFTER = 10  # samples before their median stands for the cell's typical time
 
 
@@ -112,8 +114,9 @@ class Auto:
     `maximum`. The typical time is the median of the cell's samples so far (retransmissions
     included), never less than network_ms, the time on the wire without compute (round trips × RTT).
 
-    What one worker costs is estimated over the whole cell (busy time / worker-seconds), so a
-    moment of waiting for retransmissions does not look like an idle machine."""
+    What one worker costs is estimated over the last WINDOW_S seconds (busy time / worker-seconds):
+    long enough that a moment of waiting for retransmissions does not look like an idle machine,
+    short enough that a burst of someone else's load is forgotten."""
 
     max_bias: float
     maximum: int
@@ -125,6 +128,7 @@ class Auto:
     peak: int = 0
     worker_s: float = 0.0
     _last: tuple | None = None  # (monotonic time, workers running) at the previous look
+    _history: collections.deque = field(default_factory=collections.deque)  # (time, busy s, done, worker s)
 
     def __post_init__(self):
         self.peak = max(self.peak, self.start)
@@ -138,13 +142,19 @@ class Auto:
         load, busy_s = self.meter.look()
         if load is not None:
             self.loads.append(load)
-        if started <= running or self.worker_s <= 0:
-            return 0  # no handshake finished yet: its CPU cost is unknown
-        cpu_ms = max(busy_s, MIN_BUSY_S) * 1000 / (started - running)  # started - running ≈ finished
+        finished = started - running  # ≈ samples done
+        self._history.append((now, busy_s, finished, self.worker_s))
+        while len(self._history) > 2 and now - self._history[1][0] >= WINDOW_S:
+            self._history.popleft()
+        t0, busy0, finished0, worker_s0 = self._history[0]
+        busy, done, worker_s = busy_s - busy0, finished - finished0, self.worker_s - worker_s0
+        if done <= 0 or worker_s <= 0:
+            return 0  # no handshake finished in the window yet: its CPU cost is unknown
+        cpu_ms = max(busy, MIN_BUSY_S) * 1000 / done
         typical = max(self.network_ms + cpu_ms, stats.median(durations) if len(durations) >= MEDIAN_AFTER else 0)
         target = load_target(self.max_bias, typical, cpu_ms)
         self.targets.append(target)
-        per_worker = max(busy_s, MIN_BUSY_S) / (self.worker_s * CPUS)  # fraction of the machine
+        per_worker = max(busy, MIN_BUSY_S) / (worker_s * CPUS)  # fraction of the machine
         add = math.floor(target / per_worker) - running
         # at most double per look, so the next look corrects an estimate made from few ticks
         add = max(0, min(add, running, self.maximum - running))
