@@ -41,10 +41,11 @@ def _task_stat(pid: int, tid: str) -> list[str]:
     return Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
-def idle_spinners(pids: list[int]) -> list[tuple[int, str]]:
-    """Threads of these processes that run at SCHED_IDLE (pqlink's keep-awake spinners)."""
+def idle_spinners() -> list[tuple[int, str]]:
+    """Threads of any process that run at SCHED_IDLE: pqlink's keep-awake spinners, ours and those
+    of other testbeds on the machine (they only take time nobody else wants)."""
     out = []
-    for pid in pids:
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
         try:
             for tid in os.listdir(f"/proc/{pid}/task"):
                 if int(_task_stat(pid, tid)[38]) == SCHED_IDLE:
@@ -174,7 +175,6 @@ def round_trip_ms(rtt_ms: float, requests: int) -> float:
     return rtt_ms * (2 + requests)
 
 
-def auto_on(tb, *, max_bias: float, maximum: int, network_ms: float) -> Auto:
-    """Auto for a cell on this testbed, its load measured without pqlink's idle-priority spinners."""
-    return Auto(max_bias=max_bias, maximum=maximum, network_ms=network_ms,
-                meter=BusyMeter(idle_spinners(tb.emulator_pids())))
+def auto(*, max_bias: float, maximum: int, network_ms: float) -> Auto:
+    """Auto for one cell, its load measured without the machine's idle-priority spinners."""
+    return Auto(max_bias=max_bias, maximum=maximum, network_ms=network_ms, meter=BusyMeter(idle_spinners()))

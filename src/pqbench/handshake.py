@@ -91,8 +91,8 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
                                    cafile=str(chain.root_cert), servername=chain.server_name, mode=cfg.mode,
                                    path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests,
                                    warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
-            control = concurrency.Fixed(cfg.parallel) if cfg.parallel != "auto" else concurrency.auto_on(
-                tb, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
+            control = concurrency.Fixed(cfg.parallel) if cfg.parallel != "auto" else concurrency.auto(
+                max_bias=cfg.max_bias, maximum=cfg.max_parallel,
                 network_ms=concurrency.round_trip_ms(cfg.spec.rtt_ms, {"page": 1, "requests": cfg.requests}.get(cfg.mode, 0)))
             say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} pqtimer worker(s)")
             tb.reset_counters()

@@ -109,13 +109,13 @@ def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, s
         batch = min(max(control.peak * 5, len(samples) // 2, 10), spec.samples.max - len(samples))
 
 
-def cell_concurrency(spec: Spec, tb, cell: cellmod.Cell):
+def cell_concurrency(spec: Spec, cell: cellmod.Cell):
     """The worker-count policy of one cell: fixed, or Auto within the spec's max_bias."""
     if spec.max_bias is None:
         return concurrency.Fixed(spec.parallel)
     requests = cell.requests or (1 if cell.page else 0)
-    return concurrency.auto_on(tb, max_bias=spec.max_bias, maximum=spec.parallel,
-                               network_ms=concurrency.round_trip_ms(cell.scenario.rtt_ms, requests))
+    return concurrency.auto(max_bias=spec.max_bias, maximum=spec.parallel,
+                            network_ms=concurrency.round_trip_ms(cell.scenario.rtt_ms, requests))
 
 
 def _cell_record(cell: cellmod.Cell, position: int, status: str, reason: str | None = None, **extra) -> dict:
@@ -198,7 +198,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                     job = _job(cell, spec, tb, chains[cell.sig], ports[cell.sig])
                     started = datetime.datetime.now()
                     tb.reset_counters()
-                    control = cell_concurrency(spec, tb, cell)
+                    control = cell_concurrency(spec, cell)
                     samples, why = measure_cell(cell, spec, job, popen_client, run_dir, control)
                     ok = sum(1 for s in samples if s.get("ok"))
                     record = _cell_record(cell, pos, "done" if ok else "failed", None if ok else why,

@@ -120,11 +120,6 @@ class Testbed:
     def backend_name(self) -> str | None:
         return self.backend.name if self.backend else None
 
-    def emulator_pids(self) -> list[int]:
-        """Processes of the link emulator (pqlink), empty for kernel backends."""
-        pid = getattr(self.backend, "pid", None)
-        return [pid] if pid else []
-
     def ns(self, side: str) -> str:
         if side not in SIDES:
             raise BadInput("side", f"{side!r} is not client or server")
