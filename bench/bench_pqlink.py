@@ -4,7 +4,8 @@
 1. floor: TCP-connect RTT through pqlink at 0 ms vs a direct veth pair, same run;
 2. RTT error (p50 - floor - configured) at the published grid's 5.6, 31.1, 78.6, 195.7 ms;
 3. forwarding ceiling: TCP bulk goodput and packets/s at MTU 1500, unlimited rate (veth as reference);
-4. lateness p50/p99/max with and without SCHED_FIFO (and spin) while the other core is busy.
+   with and without the keep-awake spinners;
+4. lateness p50/p99/max with and without SCHED_FIFO, spin and keep-awake while the other core is busy.
 
     python3 bench/bench_pqlink.py [--quick] [--json]
 """
@@ -54,14 +55,14 @@ def rtt_errors(quick: bool) -> list[dict]:
     return out
 
 
-def ceiling(seconds: float) -> dict:
+def ceiling(seconds: float, keep_awake: int) -> dict:
     with Testbed(backend="veth") as ref:
         veth = probe.tcp_transfer(ref, seconds=seconds, check=False)
-    with Testbed() as tb:
+    with Testbed(emulator=EmulatorOptions(keep_awake=keep_awake)) as tb:
         tb.reset_counters()
         r = probe.tcp_transfer(tb, seconds=seconds, check=False)
         c = tb.counters()["client_to_server"]
-    return {"goodput_gbit": r["goodput_mbit"] / 1e3, "packets_per_s": c["packets"] / r["seconds"],
+    return {"keep_awake": keep_awake, "goodput_gbit": r["goodput_mbit"] / 1e3, "packets_per_s": c["packets"] / r["seconds"],
             "wire_gbit": c["bytes"] * 8 / r["seconds"] / 1e9, "device_drops": c["device_drops"],
             "veth_goodput_gbit": veth["goodput_mbit"] / 1e3, "ratio_to_veth": r["goodput_mbit"] / veth["goodput_mbit"]}
 
@@ -87,10 +88,11 @@ def _paced_udp(tb, seconds: float, pps: int) -> None:
 def lateness_under_load(seconds: float) -> list[dict]:
     out = []
     ncpu = os.cpu_count() or 1
-    for fifo, spin in ((0, 0), (50, 0), (0, 50), (50, 50)):
+    for fifo, spin, keep in ((0, 0, 0), (50, 0, 0), (0, 50, 0), (50, 50, 0), (50, 50, ncpu)):
         stop = multiprocessing.Event()
         hog = multiprocessing.Process(target=_hog, args=(ncpu - 1, stop), daemon=True)
-        with Testbed(LinkSpec.symmetric(20), emulator=EmulatorOptions(fifo_priority=fifo, spin_us=spin)) as tb:
+        with Testbed(LinkSpec.symmetric(20), emulator=EmulatorOptions(fifo_priority=fifo, spin_us=spin,
+                                                                                 keep_awake=keep)) as tb:
             hog.start()
             try:
                 time.sleep(0.2)
@@ -101,7 +103,7 @@ def lateness_under_load(seconds: float) -> list[dict]:
             finally:
                 stop.set()
                 hog.join()
-        out.append({"sched_fifo": fifo, "spin_us": spin, **late})
+        out.append({"sched_fifo": fifo, "spin_us": spin, "keep_awake": keep, **late})
     return out
 
 
@@ -126,15 +128,18 @@ def main() -> int:
         for r in res["rtt"]:
             print(f"RTT {r['rtt_ms']:6.1f} ms: p50 {r['p50_ms']:.3f} ms, error after floor {r['error_p50_us']:+.0f} us "
                   f"(n={r['n']}, lateness p99 {r['lateness_p99_us']:.0f} us)", flush=True)
-    res["ceiling"] = c = ceiling(3 if args.quick else 6)
+    res["ceiling"] = [ceiling(3 if args.quick else 6, keep) for keep in (0, os.cpu_count() or 1)]
     if not args.json:
-        print(f"ceiling MTU 1500: {c['goodput_gbit']:.2f} Gbit/s TCP goodput, {c['wire_gbit']:.2f} Gbit/s on the wire, "
-              f"{c['packets_per_s'] / 1e3:.0f} kpackets/s; veth {c['veth_goodput_gbit']:.2f} Gbit/s "
-              f"(ratio {c['ratio_to_veth']:.2f}); kernel drops before pqlink {c['device_drops']}", flush=True)
+        for c in res["ceiling"]:
+            print(f"ceiling MTU 1500, keep-awake {c['keep_awake']}: {c['goodput_gbit']:.2f} Gbit/s TCP goodput, "
+                  f"{c['wire_gbit']:.2f} Gbit/s on the wire, {c['packets_per_s'] / 1e3:.0f} kpackets/s; veth "
+                  f"{c['veth_goodput_gbit']:.2f} Gbit/s (ratio {c['ratio_to_veth']:.2f}); kernel drops before pqlink "
+                  f"{c['device_drops']}", flush=True)
     res["lateness_busy_core"] = rows = lateness_under_load(3 if args.quick else 8)
     if not args.json:
         for r in rows:
-            print(f"lateness, other core busy, SCHED_FIFO {'on ' if r['sched_fifo'] else 'off'} spin {r['spin_us']:>2} us: "
+            print(f"lateness, other core busy, SCHED_FIFO {'on ' if r['sched_fifo'] else 'off'} spin {r['spin_us']:>2} us "
+                  f"keep-awake {r['keep_awake']}: "
                   f"p50 {r['p50']:.1f} us, p99 {r['p99']:.1f} us, max {r['max']:.1f} us (n={r['n']})", flush=True)
     if args.json:
         json.dump(res, sys.stdout, indent=2)
