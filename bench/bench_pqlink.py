@@ -2,7 +2,8 @@
 """Benchmarks of the pqlink emulator (root; prints figures; a benchmark, not a test).
 
 1. floor: TCP-connect RTT through pqlink at 0 ms vs a direct veth pair, same run;
-2. RTT error (p50 - floor - configured) at the published grid's 5.6, 31.1, 78.6, 195.7 ms;
+2. RTT error (p50 - floor - configured) at the published grid's 5.6, 31.1, 78.6, 195.7 ms, without
+   and with the keep-awake spinners;
 3. forwarding ceiling: TCP bulk goodput and packets/s at MTU 1500, unlimited rate (veth as reference);
    with and without the keep-awake spinners;
 4. lateness p50/p99/max with and without SCHED_FIFO, spin and keep-awake while the other core is busy.
@@ -38,9 +39,9 @@ def floor_vs_veth(samples: int) -> dict:
             "veth_p95_ms": veth["p95"], "pqlink_p95_ms": emu["p95"], "ratio": emu["p50"] / veth["p50"]}
 
 
-def rtt_errors(quick: bool) -> list[dict]:
+def rtt_errors(quick: bool, keep_awake: int) -> list[dict]:
     out = []
-    with Testbed() as tb:
+    with Testbed(emulator=EmulatorOptions(keep_awake=keep_awake)) as tb:
         floor = percentiles(probe.connect_rtts(tb, 200))["p50"]
         for rtt in GRID_RTT_MS:
             n = int(min(100, max(15, (3000 if quick else 8000) / rtt)))
@@ -48,7 +49,8 @@ def rtt_errors(quick: bool) -> list[dict]:
             tb.reset_counters()
             p = percentiles(probe.connect_rtts(tb, n))
             late = tb.counters()
-            out.append({"rtt_ms": rtt, "n": n, "floor_ms": floor, "p50_ms": p["p50"], "p95_ms": p["p95"],
+            out.append({"keep_awake": keep_awake, "rtt_ms": rtt, "n": n, "floor_ms": floor, "p50_ms": p["p50"],
+                        "p95_ms": p["p95"],
                         "error_p50_us": (p["p50"] - floor - rtt) * 1e3,
                         "lateness_p99_us": max(late[d]["lateness_us"]["p99"]
                                                for d in ("client_to_server", "server_to_client"))})
@@ -62,7 +64,8 @@ def ceiling(seconds: float, keep_awake: int) -> dict:
         tb.reset_counters()
         r = probe.tcp_transfer(tb, seconds=seconds, check=False)
         c = tb.counters()["client_to_server"]
-    return {"keep_awake": keep_awake, "goodput_gbit": r["goodput_mbit"] / 1e3, "packets_per_s": c["packets"] / r["seconds"],
+    return {"keep_awake": keep_awake, "goodput_gbit": r["goodput_mbit"] / 1e3,
+            "packets_per_s": c["packets"] / r["seconds"],
             "wire_gbit": c["bytes"] * 8 / r["seconds"] / 1e9, "device_drops": c["device_drops"],
             "veth_goodput_gbit": veth["goodput_mbit"] / 1e3, "ratio_to_veth": r["goodput_mbit"] / veth["goodput_mbit"]}
 
@@ -123,10 +126,10 @@ def main() -> int:
     if not args.json:
         print(f"floor: TCP connect p50 veth {f['veth_p50_ms'] * 1e3:.0f} us, pqlink {f['pqlink_p50_ms'] * 1e3:.0f} us "
               f"-> emulator adds {f['added_us']:.0f} us ({f['ratio']:.2f}x)", flush=True)
-    res["rtt"] = rtt_errors(args.quick)
+    res["rtt"] = [r for keep in (0, os.cpu_count() or 1) for r in rtt_errors(args.quick, keep)]
     if not args.json:
         for r in res["rtt"]:
-            print(f"RTT {r['rtt_ms']:6.1f} ms: p50 {r['p50_ms']:.3f} ms, error after floor {r['error_p50_us']:+.0f} us "
+            print(f"RTT {r['rtt_ms']:6.1f} ms, keep-awake {r['keep_awake']}: p50 {r['p50_ms']:.3f} ms, error after floor {r['error_p50_us']:+.0f} us "
                   f"(n={r['n']}, lateness p99 {r['lateness_p99_us']:.0f} us)", flush=True)
     res["ceiling"] = [ceiling(3 if args.quick else 6, keep) for keep in (0, os.cpu_count() or 1)]
     if not args.json:

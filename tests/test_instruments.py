@@ -200,6 +200,7 @@ def test_unresponsive_server_times_out_as_failure(bed):
     (["--host", "10.0.0.1", "--port", "70000"], "--port"),
     (["--host", "10.0.0.1", "--port", "1", "--mode", "dance"], "--mode"),
     (["--host", "10.0.0.1", "--port", "1", "--count", "-3"], "--count"),
+    (["--host", "10.0.0.1", "--port", "1", "--claim", "/dev/null"], "--claim"),  # no room for the counter
 ])
 def test_pqtimer_bad_options_exit_2(built_stack, args, field):
     proc = subprocess.run([str(paths.native_binary("pqtimer")), *args], capture_output=True, text=True,

@@ -66,7 +66,7 @@ void loss_init(struct loss_stage *s, const struct dir_config *c, int dir)
 {
     *s = (struct loss_stage){.base = {&loss_ops}};
     take(s, c);
-    rng_seed(&s->rng, c->seed, LOSS_STREAM(dir));
+    loss_restart(s, c, dir);
 }
 
 void loss_restart(struct loss_stage *s, const struct dir_config *c, int dir)

@@ -19,9 +19,9 @@ struct loss_stage {
 };
 
 void loss_init(struct loss_stage *s, const struct dir_config *c, int dir);
-/* Takes the new parameters; a new seed (or model) restarts the random sequence and the state. */
 /* Restarts the random sequence (and the Gilbert-Elliott state) from the seed. */
 void loss_restart(struct loss_stage *s, const struct dir_config *c, int dir);
+/* Takes the new parameters; a new seed (or model) restarts the random sequence and the state. */
 void loss_configure(struct loss_stage *s, const struct dir_config *old, const struct dir_config *c, int dir);
 /* One loss decision (true = drop); exposed for tests. */
 bool loss_decide(struct loss_stage *s);

@@ -45,8 +45,8 @@ void pipeline_input(struct pipeline *pl, struct pkt *p, int64_t now);
 /* Moves every packet due at now through the stages and out. */
 void pipeline_pump(struct pipeline *pl, int64_t now);
 int64_t pipeline_next_deadline(const struct pipeline *pl);
-/* Zeroes the counters and the peaks (packets in flight stay). */
-/* Zeroes the counters and restarts the random sequences from the seed (a measurement starts). */
+/* Zeroes the counters and the peaks (packets in flight stay) and restarts the random sequences
+ * from the seed: a measurement starts. */
 void pipeline_reset_counters(struct pipeline *pl);
 void pipeline_destroy(struct pipeline *pl);
 

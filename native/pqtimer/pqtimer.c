@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -467,10 +468,13 @@ static uint64_t *map_claims(const char *path) {
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         bad_usage(strerror(errno), "--claim");
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(uint64_t))
+        bad_usage("the file must hold a 64-bit counter (8 bytes)", "--claim"); /* else SIGBUS on use */
     void *p = mmap(NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED)
-        bad_usage("cannot map the file (it must hold at least 8 bytes)", "--claim");
+        bad_usage(strerror(errno), "--claim");
     return p;
 }
 

@@ -169,12 +169,12 @@ class Auto:
                 "load_target": mean(self.targets)}
 
 
-def round_trip_ms(rtt_ms: float, requests: int) -> float:
-    """A connection's time on the wire without compute: TCP and TLS handshakes plus one round trip
-    per request."""
-    return rtt_ms * (2 + requests)
-
-
-def auto(*, max_bias: float, maximum: int, network_ms: float) -> Auto:
-    """Auto for one cell, its load measured without the machine's idle-priority spinners."""
-    return Auto(max_bias=max_bias, maximum=maximum, network_ms=network_ms, meter=BusyMeter(idle_spinners()))
+def policy(parallel: int | str, *, max_bias: float | None, maximum: int, rtt_ms: float, mode: str,
+           requests: int | None):
+    """The workers of one cell or measurement: Fixed(parallel), or for "auto" an Auto whose floor
+    for the typical time is the connection's time on the wire (TCP and TLS handshakes, plus a round
+    trip per request), its load measured without the machine's idle-priority spinners."""
+    if parallel != "auto":
+        return Fixed(parallel)
+    round_trips = 2 + {"page": 1, "requests": requests or 1}.get(mode, 0)
+    return Auto(max_bias=max_bias, maximum=maximum, network_ms=rtt_ms * round_trips, meter=BusyMeter(idle_spinners()))

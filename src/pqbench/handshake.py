@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pqbench import catalog, certs, concurrency, paths, stats, units
 from pqbench.endpoints import pqtimer
-from pqbench.endpoints.pqtimer import END_PHASE  # re-exported: callers look for it here
+from pqbench.endpoints.pqtimer import END_PHASE
 from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
@@ -91,9 +91,8 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
                                    cafile=str(chain.root_cert), servername=chain.server_name, mode=cfg.mode,
                                    path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests,
                                    warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
-            control = concurrency.Fixed(cfg.parallel) if cfg.parallel != "auto" else concurrency.auto(
-                max_bias=cfg.max_bias, maximum=cfg.max_parallel,
-                network_ms=concurrency.round_trip_ms(cfg.spec.rtt_ms, {"page": 1, "requests": cfg.requests}.get(cfg.mode, 0)))
+            control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
+                                         rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
             say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} pqtimer worker(s)")
             tb.reset_counters()
             samples = pqtimer.run(job, cfg.n, control,

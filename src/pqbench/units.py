@@ -70,8 +70,6 @@ def probability(field: str, value) -> float:
 
 def fraction(field: str, value, *, minimum: float, maximum: float) -> float:
     """'2%' or '0.02' within minimum..maximum."""
-    if isinstance(value, bool):
-        raise BadInput(field, f"{value!r} is not a fraction")
     f = probability(field, value)
     if not minimum <= f <= maximum:
         raise BadInput(field, f"{value!r} is outside {minimum:g}..{maximum:g} ({minimum:.1%}..{maximum:.0%})")

@@ -69,14 +69,11 @@ class _Worker:
     """One pqtimer process and the samples read so far from its output file."""
 
     def __init__(self, proc: subprocess.Popen, path: Path):
-        self.proc, self.path, self.offset, self.partial = proc, path, 0, b""
+        self.proc, self.path, self.partial = proc, path, b""
+        self.output = open(path, "rb")  # read as it grows: the controller looks at the samples so far
 
     def read_new(self) -> list[dict]:
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            data = self.partial + f.read()
-        self.offset += len(data) - len(self.partial)
-        *lines, self.partial = data.split(b"\n")  # the last piece may be a line still being written
+        *lines, self.partial = (self.partial + self.output.read()).split(b"\n")  # the last piece may be unfinished
         out = []
         for line in lines:
             try:
@@ -140,6 +137,8 @@ def run(job: TimerJob, n: int, parallel, popen, out_dir) -> list[dict]:
             err = w.path.with_suffix(".err").read_text(errors="replace").strip()[-300:]
             died.append(f"pqtimer worker {k} exited with {w.proc.returncode}: {err}")
     collect()
+    for w in workers:
+        w.output.close()
     seen = {s.get("i") for s in samples}
     missing = [i for i in range(n) if i not in seen]
     if missing:

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from pqbench import __version__, catalog, certs, concurrency, crypto, host, liboqs, paths, stack, stats, store
 from pqbench.endpoints import pqtimer
+from pqbench.endpoints.pqtimer import END_PHASE
 from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment.spec import Spec
-from pqbench.handshake import END_PHASE
 from pqbench.testbed import LinkSpec, Testbed
 from pqbench.testbed.calibrate import measure_floor
 
@@ -84,10 +84,9 @@ def ci_narrow(durations: list[float], target: float) -> bool:
 
 
 def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, scratch: Path,
-                 control=None) -> tuple[list, str]:
+                 control) -> tuple[list, str]:
     """Samples for one cell: batches until the CIs are narrow enough, or min/max says stop.
-    control: how many workers (pqbench.concurrency); a fixed spec.parallel when None."""
-    control = control or concurrency.Fixed(spec.parallel)
+    control: how many workers (a pqbench.concurrency policy)."""
     metric = END_PHASE[cell.mode]
     samples: list[dict] = []
     batch = spec.samples.min
@@ -107,15 +106,6 @@ def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, s
             return samples, "reached samples.max"
         control.start = control.peak  # the next batch starts where this one got to
         batch = min(max(control.peak * 5, len(samples) // 2, 10), spec.samples.max - len(samples))
-
-
-def cell_concurrency(spec: Spec, cell: cellmod.Cell):
-    """The worker-count policy of one cell: fixed, or Auto within the spec's max_bias."""
-    if spec.max_bias is None:
-        return concurrency.Fixed(spec.parallel)
-    requests = cell.requests or (1 if cell.page else 0)
-    return concurrency.auto(max_bias=spec.max_bias, maximum=spec.parallel,
-                            network_ms=concurrency.round_trip_ms(cell.scenario.rtt_ms, requests))
 
 
 def _cell_record(cell: cellmod.Cell, position: int, status: str, reason: str | None = None, **extra) -> dict:
@@ -198,7 +188,9 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                     job = _job(cell, spec, tb, chains[cell.sig], ports[cell.sig])
                     started = datetime.datetime.now()
                     tb.reset_counters()
-                    control = cell_concurrency(spec, cell)
+                    control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
+                                                 max_bias=spec.max_bias, maximum=spec.parallel,
+                                                 rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests)
                     samples, why = measure_cell(cell, spec, job, popen_client, run_dir, control)
                     ok = sum(1 for s in samples if s.get("ok"))
                     record = _cell_record(cell, pos, "done" if ok else "failed", None if ok else why,
