@@ -191,15 +191,6 @@ static void *forward(void *arg)
     return NULL;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
-}
-
 /* A halted vCPU takes 50-150 us to wake for a timer or an IPI; every process on the path (the
  * client, the server, our own threads) pays that at each idle gap. A thread at SCHED_IDLE runs
  * only when nothing else can and yields at once to any waking task, so the CPUs never halt. */
@@ -212,8 +203,10 @@ static void *keep_awake(void *arg)
         errno = rc;
         die_sys("pthread_setschedparam(SCHED_IDLE)", "keep-awake");
     }
+    /* A plain loop, no `pause`: under KVM a pause loop can cause pause-loop exits, and the host
+     * then deschedules the vCPU as if it spun on a lock. */
     while (!atomic_load_explicit(&l->stop, memory_order_relaxed))
-        cpu_relax();
+        ;
     return NULL;
 }
 

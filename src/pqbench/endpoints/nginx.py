@@ -112,7 +112,8 @@ class NginxServer:
         argv = ["nginx", "-e", str(self.config.run_dir / "nginx-error.log"), "-c", str(self.conf_path),
                 "-p", str(self.config.run_dir)]
         self.proc = popen(argv, env=stack.openssl_env(), stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          process_group=0)  # see backend_pqlink: own group, same session
         self.wait_ready(connect_check)
 
     def wait_ready(self, connect_check, timeout: float = 15.0) -> None:

@@ -154,9 +154,12 @@ class PqlinkBackend:
         out = open(rd / "pqlink.out", "wb")
         err = open(rd / "pqlink.log", "wb")
         try:
-            # own session: Ctrl-C reaches pqbench, which then stops pqlink in order
+            # Own process group: Ctrl-C reaches pqbench, which then stops pqlink in order. Not an
+            # own session: with autogroup scheduling a new session is a new CPU group of full weight,
+            # and the keep-awake spinners, idle only inside their group, then took CPU from nginx and
+            # pqtimer (handshake p95 at 31.1 ms +4 ms instead of -1 ms).
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                         start_new_session=True, close_fds=True)
+                                         process_group=0, close_fds=True)
         finally:
             out.close()
             err.close()
