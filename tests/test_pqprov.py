@@ -7,8 +7,10 @@ native/pqprov/test_pqprov.c via ctest.)
 """
 
 import contextlib
+import json
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -236,6 +238,35 @@ def test_synthetic_compute_times(built_stack, name):
     _within_10_percent(result, alg)
 
 
+def _cryptobench_cpu_share(name: str, env: dict) -> tuple[dict, float]:
+    """cryptobench's result for a group and the CPU time it used as a share of its wall time."""
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    out = subprocess.run([str(paths.native_binary("cryptobench")), "group", name, "--seconds", "0.3"],
+                         capture_output=True, check=True, env=env).stdout
+    after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - t0
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return json.loads(out), cpu / wall
+
+
+def test_synthetic_work_sleeps_or_burns_the_cpu_for_the_same_time(built_stack):
+    alg = catalog.find("sikep434like")
+    shares = {}
+    for mode in ("busy", "sleep"):
+        result, shares[mode] = _cryptobench_cpu_share(alg.name, {**stack.openssl_env(),
+                                                                  "PQPROV_SYNTHETIC_WORK": mode})
+        _within_10_percent(result, alg)  # the same latency either way
+    assert shares["busy"] > 0.8, shares
+    assert shares["sleep"] < 0.25, shares  # the sleep leaves the CPU free (the last 0.2 ms spin)
+    assert stack.SYNTHETIC_WORK == "sleep" and "synthetic_work = sleep" in stack.render_config()
+
+
+def test_bad_synthetic_work_keeps_pqprov_from_loading(built_stack):
+    out = subprocess.run([str(paths.OPENSSL_BIN), "list", "-providers"], capture_output=True, text=True,
+                         env={**stack.openssl_env(), "PQPROV_SYNTHETIC_WORK": "nap", "PQPROV_DEBUG": "1"})
+    assert "must be busy or sleep" in out.stderr
+    assert "pqbench pqprov" not in out.stdout
+
+
 EXTRA = ("kem cfgkem codepoint=0xFEBD pk=777 ct=888 keygen_ms=2 encaps_ms=3 decaps_ms=1; "
          "sig cfgsig codepoint=0xFEFD oid=1.3.6.1.4.1.99999.1.77 pk=50 sig=5000 sign_ms=1.5 verify_ms=0.5")
 
@@ -244,7 +275,6 @@ def test_synthetic_instances_from_the_config_file(built_stack, tmp_path):
     conf = _config(tmp_path, EXTRA)
     env = _env(conf)
     bench = str(paths.native_binary("cryptobench"))
-    import json
     kem = json.loads(subprocess.run([bench, "group", "cfgkem", "--seconds", "0.3"], capture_output=True, check=True,
                                     env=env).stdout)
     sig = json.loads(subprocess.run([bench, "sig", "cfgsig", "--seconds", "0.3"], capture_output=True, check=True,

@@ -121,7 +121,7 @@ static int encapsulate(void *vctx, unsigned char *out, size_t *outlen, unsigned 
         PQP_RAISE(PQP_R_LIBOQS_FAILED, "%s encapsulation failed", a->oqs);
         goto end;
     }
-    pqp_busy_until(&start, a->ms[1]);
+    pqp_work_until(&start, a->ms[1]);
     ok = 1;
 end:
     EVP_PKEY_free(eph);
@@ -172,7 +172,7 @@ static int decapsulate(void *vctx, unsigned char *out, size_t *outlen, const uns
         PQP_RAISE(PQP_R_LIBOQS_FAILED, "%s decapsulation failed", a->oqs);
         return 0;
     }
-    pqp_busy_until(&start, a->ms[2]);
+    pqp_work_until(&start, a->ms[2]);
     if (outlen)
         *outlen = a->ss;
     return 1;

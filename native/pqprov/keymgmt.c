@@ -149,7 +149,7 @@ static int generate(struct pqp_key *key) {
             return 0;
         }
     }
-    pqp_busy_until(&start, a->ms[0]);
+    pqp_work_until(&start, a->ms[0]);
     return 1;
 }
 

@@ -71,7 +71,8 @@ const struct pqp_alg *pqp_alg_by_oid_der(const unsigned char *oid, size_t len);
 /* synthetic.c: "kem NAME key=value ...; sig NAME key=value ..." instances */
 int pqp_synthetic_parse(const char *spec, struct pqp_alg *out, size_t room, size_t *added);
 void pqp_busy_calibrate(void);
-void pqp_busy_until(const struct timespec *start, double ms);
+int pqp_set_work(const char *mode); /* "busy" (default) or "sleep" */
+void pqp_work_until(const struct timespec *start, double ms);
 void pqp_now(struct timespec *t);
 
 /* errors.c */

@@ -122,6 +122,19 @@ static char *synthetic_spec(const OSSL_CORE_HANDLE *handle, OSSL_FUNC_core_get_p
     return spec;
 }
 
+/* How synthetic compute time is spent: PQPROV_SYNTHETIC_WORK, else the config key
+ * `synthetic_work`, else busy. */
+static const char *synthetic_work(const OSSL_CORE_HANDLE *handle, OSSL_FUNC_core_get_params_fn *core_get_params) {
+    const char *from_env = getenv("PQPROV_SYNTHETIC_WORK");
+    if (from_env && *from_env)
+        return from_env;
+    char *from_config = NULL;
+    OSSL_PARAM p[] = {OSSL_PARAM_utf8_ptr("synthetic_work", &from_config, 0), OSSL_PARAM_END};
+    if (core_get_params)
+        core_get_params(handle, p);
+    return from_config;
+}
+
 __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HANDLE *handle, const OSSL_DISPATCH *in, const OSSL_DISPATCH **out,
                        void **provctx) {
     OSSL_FUNC_core_get_params_fn *core_get_params = NULL;
@@ -142,7 +155,8 @@ __attribute__((visibility("default"))) int OSSL_provider_init(const OSSL_CORE_HA
     }
     ctx->handle = handle;
     char *spec = synthetic_spec(handle, core_get_params);
-    int fresh = 0, ok = spec && pqp_algs_init(ctx, spec, &fresh);
+    int fresh = 0, ok = spec && pqp_set_work(synthetic_work(handle, core_get_params)) &&
+                        pqp_algs_init(ctx, spec, &fresh);
     OPENSSL_free(spec);
     if (!ok) {
         free_ctx(ctx);

@@ -123,7 +123,7 @@ static int sign(void *vctx, unsigned char *sig, size_t *siglen, size_t sigsize, 
         return 1;
     }
     memset(sig + 64, 0, a->sig - 64);
-    pqp_busy_until(&start, a->ms[1]);
+    pqp_work_until(&start, a->ms[1]);
     *siglen = a->sig;
     return 1;
 }
@@ -158,7 +158,7 @@ static int verify(void *vctx, const unsigned char *sig, size_t siglen, const uns
     md = EVP_MD_CTX_new();
     ok = pub && md && EVP_DigestVerifyInit_ex(md, NULL, NULL, s->ctx->libctx, PQP_NOT_US, pub, NULL) > 0 &&
          EVP_DigestVerify(md, sig, native ? siglen : 64, tbs, tbslen) == 1;
-    pqp_busy_until(&start, a->ms[2]);
+    pqp_work_until(&start, a->ms[2]);
 end:
     EVP_MD_CTX_free(md);
     EVP_PKEY_free(pub);

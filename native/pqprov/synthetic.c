@@ -1,6 +1,8 @@
 /*
- * Synthetic algorithms: instances configured at load time, and the busy work that gives them
- * their configured compute time.
+ * Synthetic algorithms: instances configured at load time, and the wait that gives them their
+ * configured compute time: busy work (a real algorithm's CPU) or, with synthetic_work = sleep, a
+ * sleep that leaves the CPU to others (the same latency; concurrent handshakes do not queue behind
+ * it, so a testbed can run many at once without biasing each other).
  *
  * Spec (provider config key `synthetic`, or PQPROV_SYNTHETIC), instances separated by ';':
  *   kem NAME codepoint=0xFEBA pk=2000 ct=2100 [keygen_ms=1.5] [encaps_ms=..] [decaps_ms=..]
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <errno.h>
 #include <time.h>
 
 #include "pqprov.h"
@@ -126,13 +129,14 @@ int pqp_synthetic_parse(const char *spec, struct pqp_alg *out, size_t room, size
     return ok;
 }
 
-/* ---- busy work -------------------------------------------------------------------------------- */
+/* ---- compute time ------------------------------------------------------------------------------ */
 
-/* Work between two clock reads, sized at load time to about a microsecond, so the wait is real
- * computation (the core is busy, as with a real algorithm) and ends within a microsecond of the
- * deadline whatever the machine's speed. */
+/* Work between two clock reads, sized at load time to about a microsecond, so the wait ends within
+ * a microsecond of the deadline whatever the machine's speed. */
 static unsigned long chunk = 64;
 static volatile uint64_t sink;
+static int sleeping; /* PQP_WORK_SLEEP: wait off the CPU, spin only the last SLEEP_MARGIN_MS */
+#define SLEEP_MARGIN_MS 0.2 /* more than a wake-up takes, so the deadline is still met by spinning */
 
 static void work(unsigned long n) {
     uint64_t x = sink | 1;
@@ -161,10 +165,29 @@ void pqp_busy_calibrate(void) {
     PQP_DEBUG("busy work: %lu iterations per microsecond", chunk);
 }
 
-void pqp_busy_until(const struct timespec *start, double ms) {
+int pqp_set_work(const char *mode) {
+    if (!mode || !*mode)
+        return 1;
+    if (strcmp(mode, "busy") && strcmp(mode, "sleep")) {
+        PQP_RAISE(PQP_R_BAD_SYNTHETIC_SPEC, "synthetic_work '%s': must be busy or sleep", mode);
+        return 0;
+    }
+    sleeping = !strcmp(mode, "sleep");
+    PQP_DEBUG("synthetic compute time: %s", sleeping ? "sleep" : "busy");
+    return 1;
+}
+
+void pqp_work_until(const struct timespec *start, double ms) {
     if (ms <= 0)
         return;
     struct timespec t;
+    if (sleeping && ms > SLEEP_MARGIN_MS) {
+        double until = ms - SLEEP_MARGIN_MS;
+        long long ns = start->tv_nsec + (long long)(until * 1e6);
+        struct timespec wake = {start->tv_sec + ns / 1000000000LL, ns % 1000000000LL};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, NULL) == EINTR)
+            ;
+    }
     for (pqp_now(&t); elapsed_ms(start, &t) < ms; pqp_now(&t))
         work(chunk);
 }

@@ -28,6 +28,9 @@ def require_openssl() -> None:
             f"our OpenSSL build ({paths.OPENSSL_BIN}) is missing", "run `make` in the project root")
 
 
+SYNTHETIC_WORK = "sleep"
+
+
 def render_config(module: Path | None = None, synthetic: str | None = None) -> str:
     """OPENSSL_CONF for our OpenSSL: the default provider, and pqprov when it has been built.
 
@@ -41,6 +44,9 @@ def render_config(module: Path | None = None, synthetic: str | None = None) -> s
     if module.exists():
         providers.append(f"{PQPROV_MODULE} = pqprov_sect")
         sections += ["[pqprov_sect]", f"module = {module}", "activate = 1"]
+        # Synthetic compute time as a sleep: the same latency, without queueing concurrent
+        # handshakes behind it (see native/pqprov/README.md).
+        sections.append(f"synthetic_work = {SYNTHETIC_WORK}")
         if synthetic:
             sections.append(f"synthetic = {' '.join(synthetic.split())}")
         sections.append("")

@@ -41,7 +41,7 @@ def provenance(spec: Spec) -> dict:
     return {"pqbench": __version__, "git_commit": git_commit(), "host": host.facts(),
             "openssl": {"version": stack.openssl_version(), **stack.openssl_provenance()},
             "liboqs": {"version": liboqs.version(), **stack.liboqs_provenance()},
-            "pqprov": stack.pqprov_path().exists(), "nginx": host.nginx_version(),
+            "pqprov": stack.pqprov_path().exists(), "synthetic_work": stack.SYNTHETIC_WORK, "nginx": host.nginx_version(),
             "congestion_control": host.congestion_control(), "seed": spec.seed,
             "parallel": spec.parallel, "samples": {"min": spec.samples.min, "max": spec.samples.max,
                                                    "ci": spec.samples.ci}}
