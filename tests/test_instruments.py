@@ -2,6 +2,8 @@
 
 import json
 import subprocess
+import threading
+import time
 
 import pytest
 
@@ -147,7 +149,6 @@ def test_workers_share_the_samples_each_index_once(bed):
 def test_a_killed_worker_leaves_its_sample_as_client_lost(bed):
     """Worker 1 is killed in the middle of a handshake: the index it claimed is reported lost,
     the others finish the cell, and no index is missing or doubled."""
-    import threading
     tb, chain = bed["tb"], bed["chain"]
     tb.reconfigure(LinkSpec.symmetric(rtt_ms=200))
 
@@ -164,6 +165,45 @@ def test_a_killed_worker_leaves_its_sample_as_client_lost(bed):
     lost = [s for s in samples if not s["ok"]]
     assert len(lost) == 1 and lost[0]["error_class"] == "client_lost"
     assert "worker 1 exited with -9" in lost[0]["error"]
+
+
+def _job(bed) -> pqtimer.TimerJob:
+    tb, chain = bed["tb"], bed["chain"]
+    return pqtimer.TimerJob(host=tb.server_addr, port=PORT, groups=["X25519"], cafile=str(chain.root_cert),
+                            servername=chain.server_name)
+
+
+def test_tail_is_signalled_after_every_sample_is_claimed_before_the_run_ends(bed):
+    """2 workers on a 200 ms link (400 ms per handshake, a look every 250 ms): the tail event comes
+    once the 6 indices are all claimed and while the last handshakes are still running."""
+    tb = bed["tb"]
+    tb.reconfigure(LinkSpec.symmetric(rtt_ms=200))
+    seen = {}
+
+    class Tail(threading.Event):
+        def set(self):  # what held when run() set it, recorded in its own thread
+            seen.setdefault("claimed", pqtimer._claimed(bed["dir"] / "pqtimer-claims"))
+            seen.setdefault("at", time.monotonic())
+            super().set()
+
+    tail = Tail()
+    samples = pqtimer.run(_job(bed), 6, 2, lambda argv, **kw: tb.popen("client", argv, **kw), bed["dir"], tail=tail)
+    ended = time.monotonic()
+    assert len(samples) == 6 and all(s["ok"] for s in samples)
+    assert tail.is_set() and seen["claimed"] >= 6  # every index taken (a claim past the end counts too)
+    assert seen["at"] < ended - 0.1  # the last handshakes were still running
+
+
+def test_stop_kills_the_workers_and_cancels_the_run(bed):
+    tb = bed["tb"]
+    tb.reconfigure(LinkSpec.symmetric(rtt_ms=200))
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    t0 = time.monotonic()
+    with pytest.raises(pqtimer.Cancelled):
+        pqtimer.run(_job(bed), 1000, 4, lambda argv, **kw: tb.popen("client", argv, **kw), bed["dir"], stop=stop)
+    assert time.monotonic() - t0 < 3  # not the 100 s the 1000 samples would take
+    assert subprocess.run(["pgrep", "-f", "pqtimer/pqtimer"], capture_output=True).returncode == 1  # none left
 
 
 def test_stopped_server_gives_failure_samples_and_exit_1(bed):

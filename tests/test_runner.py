@@ -51,19 +51,20 @@ def wait_for_cells(proc, count, timeout=120):
     return seen
 
 
-def run_testbed(db) -> str:
+def run_testbeds(db) -> list[str]:
+    """The names of the testbeds (lanes) of the run's latest start."""
     con = store.connect(db, read_only=True)
     try:
-        return json.loads(con.execute("SELECT provenance FROM runs").fetchone()[0])["testbed"]["name"]
+        return json.loads(con.execute("SELECT provenance FROM runs").fetchone()[0])["segments"][-1]["testbeds"]
     finally:
         con.close()
 
 
-def leftovers(name: str):
-    """Namespaces and processes of the run's testbed still there (other runs on the machine aside)."""
+def leftovers(names: list[str]):
+    """Namespaces and processes of the run's testbeds still there (other runs on the machine aside)."""
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    procs = subprocess.run(["pgrep", "-f", f"{name}|pqtimer"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in ns.splitlines() if line.startswith(name)], procs.split()
+    procs = subprocess.run(["pgrep", "-f", "|".join(names + ["pqtimer"])], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in ns.splitlines() if line.startswith(tuple(names))], procs.split()
 
 
 def db_state(db):
@@ -88,7 +89,9 @@ def test_killed_run_resumes_without_duplicates_or_gaps(built_stack, tmp_path):
     proc.wait()
     subprocess.run([sys.executable, "-m", "pqbench", "net", "clean"], env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
                    capture_output=True, timeout=60)
-    assert leftovers(run_testbed(db)) == ([], [])
+    first = run_testbeds(db)
+    assert len(first) == 4  # default lanes
+    assert leftovers(first) == ([], [])
     cells, per_cell, runs = db_state(db)
     assert 2 <= len(cells) < len(expected)
     assert all(per_cell[c] == 8 for c, _ in cells)
@@ -101,6 +104,8 @@ def test_killed_run_resumes_without_duplicates_or_gaps(built_stack, tmp_path):
     assert sorted(c for c, _ in cells) == sorted(expected)  # none missing, none twice (primary key)
     assert all(status == "done" for _, status in cells)
     assert per_cell == {c: 8 for c in expected}
+    segments = json.loads(store.connect(db, read_only=True).execute("SELECT provenance FROM runs").fetchone()[0])["segments"]
+    assert len(segments) == 2 and segments[0]["testbeds"] == first  # the resume is a second segment
 
 
 def test_ctrl_c_keeps_finished_cells_and_cleans_up(built_stack, tmp_path):
@@ -112,7 +117,7 @@ def test_ctrl_c_keeps_finished_cells_and_cleans_up(built_stack, tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode != 0
-    assert leftovers(run_testbed(db)) == ([], [])  # the run tore everything down itself
+    assert leftovers(run_testbeds(db)) == ([], [])  # the run tore every testbed down itself
     cells, per_cell, runs = db_state(db)
     assert runs[0][1] == "interrupted"
     assert cells and all(per_cell[c] == 8 for c, _ in cells)
@@ -138,7 +143,8 @@ def test_store_round_trip_and_export(built_stack, tmp_path):
     assert '"openssl"' in prov[0] and '"backend"' in prov[0] and '"p50_ms"' in prov[1]
     assert con.execute("SELECT count(DISTINCT name) FROM crypto").fetchone()[0] == 3
     policies = [json.loads(c) for (c,) in con.execute("SELECT concurrency FROM cells").fetchall()]
-    assert policies == [{"policy": "fixed", "workers": 2}] * 2
+    assert [{k: v for k, v in c.items() if k != "lane"} for c in policies] == [{"policy": "fixed", "workers": 2}] * 2
+    assert {c["lane"] for c in policies} <= {0, 1} and json.loads(prov[0])["lanes"] == 2  # one testbed per cell here
     written = store.export(con, run_id, tmp_path / "export", "csv")
     con.close()
     samples_csv = next(p for p in written if p.name.endswith("samples.csv"))

@@ -9,13 +9,24 @@ import dataclasses
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-from pqbench import concurrency, paths, stack
+from pqbench import concurrency, paths, stack, stats
 from pqbench.errors import MissingCapability
 
 MODES = ("handshake", "page", "requests", "resume")
+# A run is in its tail once every sample is claimed and at most TAIL_WORKERS workers are still on
+# their last sample (retransmission backoff, mostly), or TAIL_AFTER × the median (at least
+# TAIL_MIN_S) has passed since: the samples still running are then the slow ones.
+TAIL_WORKERS = 4
+TAIL_AFTER = 3
+TAIL_MIN_S = 1.0
+
+
+class Cancelled(Exception):
+    """run() was asked to stop: its workers were killed and its samples dropped."""
 # The duration a sample's headline figure measures, per mode (phase names of pqtimer).
 END_PHASE = {"handshake": "handshake_done", "resume": "handshake_done", "page": "last_byte",
              "requests": "last_byte"}
@@ -83,7 +94,8 @@ class _Worker:
         return out
 
 
-def run(job: TimerJob, n: int, parallel, popen, out_dir) -> list[dict]:
+def run(job: TimerJob, n: int, parallel, popen, out_dir, *, tail: threading.Event | None = None,
+        stop: threading.Event | None = None) -> list[dict]:
     """Runs workers in the client namespace (popen runs argv there) until n samples exist.
 
     The workers claim sample indices from one shared counter, so they all finish within a
@@ -92,6 +104,9 @@ def run(job: TimerJob, n: int, parallel, popen, out_dir) -> list[dict]:
     Each worker writes its own file in out_dir, so none ever blocks on a full pipe while a sample
     is being timed. Indices claimed by a worker that died are returned as "client_lost" failures:
     every requested sample is accounted for.
+    tail: set once only stragglers remain (see TAIL_WORKERS), so a caller can start other work
+    that cannot bias them much: they spend their time waiting for retransmission timers.
+    stop: when set, the workers are killed and Cancelled raised.
     """
     control = concurrency.Fixed(parallel) if isinstance(parallel, int) else parallel
     out_dir = Path(out_dir)
@@ -117,19 +132,33 @@ def run(job: TimerJob, n: int, parallel, popen, out_dir) -> list[dict]:
                 if s.get("ok") and t is not None:
                     durations.append(t / 1e6)
 
+    def kill() -> None:
+        for w in workers:
+            if w.proc.poll() is None:
+                w.proc.kill()
+                w.proc.wait()
+
     spawn(max(1, min(control.start, n)))
     deadline = time.monotonic() + (n + job.warmup + 1) * (job.timeout_ms / 1000) * max(1, job.requests) + 30
+    all_claimed_at = None
     while any(w.proc.poll() is None for w in workers):
+        if stop is not None and stop.is_set():
+            kill()
+            raise Cancelled("stopped")
         if time.monotonic() > deadline:
-            for w in workers:
-                if w.proc.poll() is None:
-                    w.proc.kill()
+            kill()
             break
         time.sleep(concurrency.LOOK_S)
         collect()
         started = _claimed(claims)
         if started < n:
             spawn(min(control.more(len(workers), started, durations), n - started))
+        elif tail is not None and not tail.is_set():
+            all_claimed_at = all_claimed_at or time.monotonic()
+            alive = sum(1 for w in workers if w.proc.poll() is None)
+            waited = time.monotonic() - all_claimed_at
+            if alive <= TAIL_WORKERS or waited >= max(TAIL_MIN_S, TAIL_AFTER * _median(durations) / 1000):
+                tail.set()
     died = []
     for k, w in enumerate(workers):
         w.proc.wait()
@@ -146,6 +175,10 @@ def run(job: TimerJob, n: int, parallel, popen, out_dir) -> list[dict]:
         samples += [lost_sample(job, -1, i, why) for i in missing]
     samples.sort(key=lambda s: s.get("i", 0))
     return samples
+
+
+def _median(values: list[float]) -> float:
+    return stats.median(values) if values else 0.0
 
 
 def _claimed(path: Path) -> int:

@@ -7,9 +7,15 @@ in one transaction when it finishes: a crash or Ctrl-C loses at most the cell in
 `--resume` continues with the cells not yet done.
 """
 
+import collections
+import concurrent.futures
+import contextlib
+import dataclasses
 import datetime
+import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -84,14 +90,17 @@ def ci_narrow(durations: list[float], target: float) -> bool:
 
 
 def measure_cell(cell: cellmod.Cell, spec: Spec, job: pqtimer.TimerJob, popen, scratch: Path,
-                 control) -> tuple[list, str]:
+                 control, *, tail: threading.Event | None = None,
+                 stop: threading.Event | None = None) -> tuple[list, str]:
     """Samples for one cell: batches until the CIs are narrow enough, or min/max says stop.
-    control: how many workers (a pqbench.concurrency policy)."""
+    control: how many workers (a pqbench.concurrency policy). tail: set when the cell's last
+    possible batch has only stragglers left (pqtimer.run). stop: cancels the cell."""
     metric = END_PHASE[cell.mode]
     samples: list[dict] = []
     batch = spec.samples.min
     while True:
-        new = pqtimer.run(job, batch, control, popen, scratch)
+        last = spec.samples.ci is None or len(samples) + batch >= spec.samples.max
+        new = pqtimer.run(job, batch, control, popen, scratch, tail=tail if last else None, stop=stop)
         for s in new:
             s["i"] = s.get("i", 0) + len(samples)  # indices unique across the cell's batches
         samples += new
@@ -165,55 +174,126 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     pages = {**DEFAULT_PAGES, **{c.page: _page_bytes(c.page) for _, c in todo if c.page}}
     status = "interrupted"
     try:
-        first = todo[0][1]
-        with Testbed(first.link_spec(spec.seed), tcp=first.tcp(), backend=spec.backend) as tb:
-            store.update_run(con, run_id, provenance={**provenance(spec), "backend": tb.backend_name,
-                                                      "testbed": tb.info()})
-            popen_client = lambda argv, **kw: _noted(tb, tb.popen("client", argv, **kw))  # noqa: E731
-            server = NginxServer(NginxConfig(run_dir / "nginx", tb.server_addr,
-                                             [Site(ports[s], chains[s]) for s in sigs], groups=groups,
-                                             workers=spec.workers, pages=pages))
-            with server:
-                server.start(lambda argv, **kw: _noted(tb, tb.popen("server", argv, **kw)),
-                             lambda port: tcp_probe(lambda: tb.socket("client"), tb.server_addr, port))
-                calib_start = calibrate_floor(tb, spec)
-                store.update_run(con, run_id, calibration_start=calib_start)
-                progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms")
-                current_tcp = first.tcp()
-                for pos, cell in todo:
-                    tb.reconfigure(cell.link_spec(spec.seed))
-                    if cell.tcp() != current_tcp:
-                        tb.set_tcp(cell.tcp())
-                        current_tcp = cell.tcp()
-                    job = _job(cell, spec, tb, chains[cell.sig], ports[cell.sig])
-                    started = datetime.datetime.now()
-                    tb.reset_counters()
-                    control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
-                                                 max_bias=spec.max_bias, maximum=spec.parallel,
-                                                 rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests)
-                    samples, why = measure_cell(cell, spec, job, popen_client, run_dir, control)
-                    ok = sum(1 for s in samples if s.get("ok"))
-                    record = _cell_record(cell, pos, "done" if ok else "failed", None if ok else why,
-                                          link=cell.link_spec(spec.seed).to_dict(), metric=END_PHASE[cell.mode],
-                                          n=len(samples), ok=ok, failures=len(samples) - ok,
-                                          failure_classes=pqtimer.failure_classes(samples), link_counters=tb.counters(),
-                                          concurrency=control.summary(),
-                                          started=started, finished=datetime.datetime.now(), stop_reason=why)
-                    store.save_cell(con, run_id, record, samples, END_PHASE[cell.mode])
-                    durations = sorted(s["t_ns"][END_PHASE[cell.mode]] / 1e6 for s in samples if s.get("ok"))
-                    p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
-                    progress.cell_done(cell.label(), f"n={len(samples)} {p50}, {len(samples) - ok} failed ({why})")
-                tb.reconfigure(LinkSpec())
-                calib_end = calibrate_floor(tb, spec)
-                warnings = floor_drift_warnings(calib_start, calib_end)
-                for w in warnings:
-                    progress.say(f"warning: {w}")
-                store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
+        with contextlib.ExitStack() as opened:
+            lanes = _open_lanes(opened, min(spec.lanes, len(todo)), todo[0][1], spec, run_dir,
+                                [Site(ports[s], chains[s]) for s in sigs], groups, pages)
+            store.update_run(con, run_id, provenance={**provenance(spec), "backend": lanes[0].tb.backend_name,
+                                                      "testbed": lanes[0].tb.info(), "lanes": len(lanes),
+                                                      "segments": _segments(con, run_id, lanes)})
+            calib_start = calibrate_floor(lanes[0].tb, spec)
+            store.update_run(con, run_id, calibration_start=calib_start)
+            progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; "
+                         f"{len(lanes)} testbed(s)")
+
+            def save(cell: cellmod.Cell, record: dict, samples: list, why: str) -> None:
+                store.save_cell(con, run_id, record, samples, record["metric"])
+                durations = sorted(s["t_ns"][record["metric"]] / 1e6 for s in samples if s.get("ok"))
+                p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
+                progress.cell_done(cell.label(), f"n={len(samples)} {p50}, {record['failures']} failed ({why})")
+
+            measure = lambda lane, pos, cell, tail, stop: _measure_on_lane(  # noqa: E731
+                lane, pos, cell, spec, chains[cell.sig], ports[cell.sig], tail, stop)
+            run_interleaved(lanes, todo, measure, save)
+            tb = lanes[0].tb
+            tb.reconfigure(LinkSpec())
+            calib_end = calibrate_floor(tb, spec)
+            warnings = floor_drift_warnings(calib_start, calib_end)
+            for w in warnings:
+                progress.say(f"warning: {w}")
+            store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
         status = "done"
     finally:
         store.finish_run(con, run_id, status)
         con.close()
     return run_id
+
+
+def _segments(con, run_id: str, lanes: list) -> list[dict]:
+    """What each start or resume of the run ran on: a resumed run keeps its earlier segments."""
+    (earlier,) = con.execute("SELECT provenance FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    segments = json.loads(earlier).get("segments", []) if earlier else []
+    return segments + [{"started": datetime.datetime.now().isoformat(timespec="seconds"), "git_commit": git_commit(),
+                        "pqbench": __version__, "testbeds": [lane.tb.info()["name"] for lane in lanes]}]
+
+
+@dataclasses.dataclass
+class Lane:
+    """A testbed with its own nginx; it measures one cell at a time."""
+    index: int
+    tb: Testbed
+    scratch: Path
+    tcp: object  # the TcpKnobs set on its routes
+
+
+def _open_lanes(opened: contextlib.ExitStack, count: int, first: cellmod.Cell, spec: Spec, run_dir: Path,
+                sites: list, groups: list, pages: dict) -> list[Lane]:
+    lanes = []
+    for k in range(count):
+        tb = opened.enter_context(Testbed(first.link_spec(spec.seed), tcp=first.tcp(), backend=spec.backend))
+        server = opened.enter_context(NginxServer(NginxConfig(run_dir / f"nginx-{k}", tb.server_addr, sites,
+                                                              groups=groups, workers=spec.workers, pages=pages)))
+        server.start(lambda argv, tb=tb, **kw: _noted(tb, tb.popen("server", argv, **kw)),
+                     lambda port, tb=tb: tcp_probe(lambda: tb.socket("client"), tb.server_addr, port))
+        scratch = run_dir / f"lane-{k}"
+        scratch.mkdir(exist_ok=True)
+        lanes.append(Lane(k, tb, scratch, first.tcp()))
+    return lanes
+
+
+def run_interleaved(lanes: list, todo: list, measure, save) -> None:
+    """Measures the cells in their order, one per lane, and saves each as it finishes.
+
+    A cell starts while others are still running only when each of those is in its tail (all
+    samples claimed, a few stragglers waiting for retransmission timers): their CPU then cannot bias
+    the new cell, and a lossy cell's last slow handshakes no longer hold up the whole run. On an
+    error or Ctrl-C the cells in progress are stopped and not saved; finished ones are.
+    measure(lane, pos, cell, tail, stop) -> (record, samples, why); save(cell, record, samples, why)."""
+    pending = collections.deque(todo)
+    free = list(lanes)
+    running: dict = {}  # future -> (lane, cell, tail event)
+    stop = threading.Event()
+    pool = concurrent.futures.ThreadPoolExecutor(len(lanes), thread_name_prefix="lane")
+    try:
+        while pending or running:
+            if pending and free and all(tail.is_set() for _, _, tail in running.values()):
+                pos, cell = pending.popleft()
+                lane, tail = free.pop(0), threading.Event()
+                running[pool.submit(measure, lane, pos, cell, tail, stop)] = (lane, cell, tail)
+                continue
+            finished, _ = concurrent.futures.wait(running, timeout=concurrency.LOOK_S,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in finished:
+                lane, cell, _ = running.pop(future)
+                free.append(lane)
+                save(cell, *future.result())
+    finally:
+        stop.set()
+        pool.shutdown(wait=True)
+
+
+def _measure_on_lane(lane: Lane, pos: int, cell: cellmod.Cell, spec: Spec, chain, port: int,
+                     tail: threading.Event, stop: threading.Event) -> tuple[dict, list, str]:
+    tb = lane.tb
+    tb.reconfigure(cell.link_spec(spec.seed))
+    if cell.tcp() != lane.tcp:
+        tb.set_tcp(cell.tcp())
+        lane.tcp = cell.tcp()
+    job = _job(cell, spec, tb, chain, port)
+    started = datetime.datetime.now()
+    tb.reset_counters()
+    control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
+                                 max_bias=spec.max_bias, maximum=spec.parallel,
+                                 rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests)
+    popen = lambda argv, **kw: _noted(tb, tb.popen("client", argv, **kw))  # noqa: E731
+    samples, why = measure_cell(cell, spec, job, popen, lane.scratch, control, tail=tail, stop=stop)
+    ok = sum(1 for s in samples if s.get("ok"))
+    record = _cell_record(cell, pos, "done" if ok else "failed", None if ok else why,
+                          link=cell.link_spec(spec.seed).to_dict(), metric=END_PHASE[cell.mode],
+                          n=len(samples), ok=ok, failures=len(samples) - ok,
+                          failure_classes=pqtimer.failure_classes(samples), link_counters=tb.counters(),
+                          concurrency={**control.summary(), "lane": lane.index},
+                          started=started, finished=datetime.datetime.now(), stop_reason=why)
+    return record, samples, why
 
 
 def _page_bytes(name: str) -> int:

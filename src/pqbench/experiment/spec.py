@@ -6,6 +6,7 @@
     max_parallel = 128                 #   max_parallel) while waiting for the CPU cannot delay a
     max_bias = 0.02                    #   handshake by more than max_bias of its time
     timeout = "10s"                    # per sample
+    lanes = 4                          # testbeds: a cell starts while earlier ones only wait for stragglers
     [samples]                          # or: samples = 200 (fixed count)
     min = 50                           # adaptive: stop when the p50 and p95 confidence intervals
     max = 400                          # are narrower than ci (relative half-width), within min..max
@@ -38,9 +39,10 @@ from pqbench.errors import BadInput
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
-            "backend", "workers", "gemodel", "queue", "calibration_samples")
+            "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes")
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "mtu", "initcwnd")
 STACKS = ("openssl",)
+DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Spec:
     resume: bool
     backend: str
     workers: int
+    lanes: int                  # testbeds with their nginx; cells overlap only in their tails
     calibration_samples: int
     source: str  # the TOML text, stored with the run
 
@@ -209,6 +212,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
         kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd, page=page, requests=requests,
         pad=pad, resume=resume, backend=backend,
         workers=units.integer("workers", data.get("workers", 2), minimum=1, maximum=64),
+        lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
                                           minimum=10, maximum=100_000),
         source=text)

@@ -1,0 +1,123 @@
+"""runner.run_interleaved: cells overlap only in their tails; errors stop the others, keep the finished."""
+
+import threading
+import time
+
+import pytest
+
+from pqbench.experiment.runner import run_interleaved
+
+
+class Script:
+    """Fake cells: each waits for its own 'tail' and 'finish' gates; records what ran when."""
+
+    def __init__(self, names):
+        self.gates = {n: (threading.Event(), threading.Event()) for n in names}
+        self.started, self.saved, self.lanes_used, self.stopped = [], [], {}, []
+        self.lock = threading.Lock()
+
+    def measure(self, lane, pos, cell, tail, stop):
+        with self.lock:
+            self.started.append(cell)
+            self.lanes_used[cell] = lane
+        to_tail, to_finish = self.gates[cell]
+        while not to_tail.wait(0.01):
+            if stop.is_set():
+                self.stopped.append(cell)
+                raise RuntimeError("stopped")
+        tail.set()
+        while not to_finish.wait(0.01):
+            if stop.is_set():
+                self.stopped.append(cell)
+                raise RuntimeError("stopped")
+        if cell == "boom":
+            raise ValueError("measurement failed")
+        return {"cell": cell}, [], "fixed count"
+
+    def save(self, cell, record, samples, why):
+        self.saved.append(cell)
+
+
+def until(condition, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def run_in_thread(script, lanes, cells):
+    errors = []
+
+    def body():
+        try:
+            run_interleaved(lanes, list(enumerate(cells)), script.measure, script.save)
+        except Exception as e:  # noqa: BLE001 - the test looks at it
+            errors.append(e)
+
+    t = threading.Thread(target=body)
+    t.start()
+    return t, errors
+
+
+def test_next_cell_waits_for_the_tail_and_overlaps_it():
+    s = Script(["a", "b", "c"])
+    t, errors = run_in_thread(s, ["lane0", "lane1"], ["a", "b", "c"])
+    until(lambda: s.started == ["a"])
+    time.sleep(0.6)  # a is in its body: nothing else may start
+    assert s.started == ["a"]
+    s.gates["a"][0].set()  # a reaches its tail
+    until(lambda: s.started == ["a", "b"])
+    assert s.lanes_used["b"] != s.lanes_used["a"]
+    time.sleep(0.6)  # b in its body, both lanes busy: c waits
+    assert s.started == ["a", "b"] and s.saved == []
+    s.gates["b"][0].set()
+    s.gates["b"][1].set()  # b finishes before a: saved first, its lane takes c
+    until(lambda: s.saved == ["b"] and s.started == ["a", "b", "c"])
+    assert s.lanes_used["c"] == s.lanes_used["b"]
+    for name in ("a", "c"):
+        s.gates[name][0].set()
+        s.gates[name][1].set()
+    t.join(5)
+    assert not t.is_alive() and not errors
+    assert sorted(s.saved) == ["a", "b", "c"]
+
+
+def test_one_lane_runs_cells_one_after_another():
+    s = Script(["a", "b"])
+    t, errors = run_in_thread(s, ["lane0"], ["a", "b"])
+    until(lambda: s.started == ["a"])
+    s.gates["a"][0].set()
+    time.sleep(0.6)
+    assert s.started == ["a"]  # in its tail, but no free lane
+    s.gates["a"][1].set()
+    until(lambda: s.started == ["a", "b"])
+    s.gates["b"][0].set()
+    s.gates["b"][1].set()
+    t.join(5)
+    assert s.saved == ["a", "b"] and not errors
+
+
+def test_a_failing_cell_stops_the_others_and_keeps_the_finished():
+    s = Script(["done", "boom", "slow"])
+    t, errors = run_in_thread(s, ["l0", "l1", "l2"], ["done", "boom", "slow"])
+    s.gates["done"][0].set()
+    s.gates["done"][1].set()
+    until(lambda: s.saved == ["done"])
+    s.gates["boom"][0].set()  # boom in its tail: slow starts
+    until(lambda: "slow" in s.started)
+    s.gates["boom"][1].set()  # boom raises
+    t.join(5)
+    assert not t.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], ValueError)
+    assert s.saved == ["done"] and s.stopped == ["slow"]  # the running cell was stopped, not saved
+
+
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_every_cell_is_measured_once(lanes):
+    cells = [f"c{k}" for k in range(7)]
+    s = Script(cells)
+    for a, b in s.gates.values():
+        a.set()
+        b.set()
+    run_interleaved([f"l{k}" for k in range(lanes)], list(enumerate(cells)), s.measure, s.save)
+    assert sorted(s.saved) == sorted(cells) and s.started == cells  # started in the given order
