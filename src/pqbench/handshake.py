@@ -11,7 +11,7 @@ from pathlib import Path
 from pqbench import catalog, certs, concurrency, paths, stats, units
 from pqbench.endpoints import pqtimer
 from pqbench.endpoints.pqtimer import END_PHASE
-from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
+from pqbench.endpoints.nginx import DEFAULT_PAGES, DEFAULT_WORKERS, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
 
@@ -34,7 +34,7 @@ class HandshakeConfig:
     timeout_ms: int = 10_000
     backend: str = "auto"
     emulator: EmulatorOptions = dataclasses.field(default_factory=EmulatorOptions)
-    workers: int = 2  # nginx worker processes
+    workers: int = DEFAULT_WORKERS  # nginx worker processes
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)

@@ -7,6 +7,7 @@
     max_bias = 0.02                    #   handshake by more than max_bias of its time
     timeout = "10s"                    # per sample
     lanes = 4                          # testbeds: a cell starts while earlier ones only wait for stragglers
+    workers = 32                       # nginx worker processes per testbed
     [samples]                          # or: samples = 200 (fixed count)
     min = 50                           # adaptive: stop when the p50 and p95 confidence intervals
     max = 400                          # are narrower than ci (relative half-width), within min..max
@@ -35,6 +36,7 @@ import tomllib
 from pathlib import Path
 
 from pqbench import units
+from pqbench.endpoints.nginx import DEFAULT_WORKERS
 from pqbench.errors import BadInput
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack")
@@ -211,7 +213,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
         samples=_samples(data.get("samples", {"min": 30, "max": 200, "ci": 0.05})),
         kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd, page=page, requests=requests,
         pad=pad, resume=resume, backend=backend,
-        workers=units.integer("workers", data.get("workers", 2), minimum=1, maximum=64),
+        workers=units.integer("workers", data.get("workers", DEFAULT_WORKERS), minimum=1, maximum=256),
         lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
                                           minimum=10, maximum=100_000),
