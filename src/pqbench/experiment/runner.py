@@ -1,10 +1,12 @@
-"""`pqbench run`: a spec's cells measured in a randomised order on one testbed and one nginx.
+"""`pqbench run`: a spec's cells measured in a randomised order on a few lanes, each a testbed
+with its own nginx.
 
-The link is reconfigured live between cells; nginx serves one port per certificate chain with
-every key exchange of the run. Each cell collects samples in batches until the p50 and p95
-confidence intervals are narrow enough (within the spec's min/max), and is written to the store
-in one transaction when it finishes: a crash or Ctrl-C loses at most the cell in progress, and
-`--resume` continues with the cells not yet done.
+A lane's link is reconfigured live between its cells; its nginx serves one port per certificate
+chain with every key exchange of the run. A cell starts on a free lane only while the cells in
+progress are in their tails (see run_interleaved). Each cell collects samples in batches until the
+p50 and p95 confidence intervals are narrow enough (within the spec's min/max), and is written to
+the store in one transaction when it finishes: a crash or Ctrl-C loses at most the cells in
+progress, and `--resume` continues with the cells not yet done.
 """
 
 import collections
