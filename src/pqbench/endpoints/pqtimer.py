@@ -23,13 +23,13 @@ MODES = ("handshake", "page", "requests", "resume")
 TAIL_WORKERS = 4
 TAIL_AFTER = 3
 TAIL_MIN_S = 1.0
+# The duration a sample's headline figure measures, per mode (phase names of pqtimer).
+END_PHASE = {"handshake": "handshake_done", "resume": "handshake_done", "page": "last_byte",
+             "requests": "last_byte"}
 
 
 class Cancelled(Exception):
     """run() was asked to stop: its workers were killed and its samples dropped."""
-# The duration a sample's headline figure measures, per mode (phase names of pqtimer).
-END_PHASE = {"handshake": "handshake_done", "resume": "handshake_done", "page": "last_byte",
-             "requests": "last_byte"}
 
 
 @dataclasses.dataclass
@@ -144,6 +144,8 @@ def run(job: TimerJob, n: int, parallel, popen, out_dir, *, tail: threading.Even
     while any(w.proc.poll() is None for w in workers):
         if stop is not None and stop.is_set():
             kill()
+            for w in workers:
+                w.output.close()
             raise Cancelled("stopped")
         if time.monotonic() > deadline:
             kill()
