@@ -11,6 +11,7 @@ import pytest
 import chromium
 from conftest import run_pqbench
 from pqbench import analysis, report, store
+from pqbench.report import tables
 from test_analysis import save
 
 COMMON = """
@@ -200,3 +201,14 @@ def test_a_run_without_a_successful_sample_still_reports(tmp_path):
     page = (tmp_path / "out" / "report.html").read_text()
     assert "none of 5 samples succeeded" in page and "no TLS code point" in page
     check_in_chromium(tmp_path / "out" / "report.html", {"failures"})
+
+
+def test_an_interrupted_run_says_how_many_cells_are_left(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    store.create_run(con, "cut", name="cut", cell_order=["X25519-10.0-0.0", "X25519MLKEM768-10.0-0.0", "c3", "c4", "c5"])
+    store.update_run(con, "cut", status="interrupted")
+    for kex in ("X25519", "X25519MLKEM768"):
+        save(con, "cut", kex, [20.0 + i % 3 for i in range(30)])
+    (row,) = [r for r in tables.summary(analysis.analyse(con, "cut", resamples=100)).rows if r[0] == "cells"]
+    con.close()
+    assert row[1].startswith("2 measured") and "3 not yet measured" in row[1] and "--resume" in row[1]

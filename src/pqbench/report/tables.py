@@ -65,11 +65,18 @@ def summary(a: Analysis) -> Table:
     rows = [["run", str(run.get("run_id"))], ["name", str(run.get("name") or "")],
             ["status", str(run.get("status"))], ["created", str(run.get("created"))],
             ["finished", str(run.get("finished") or "–")],
-            ["cells", f"{done} measured, {skipped} skipped, {failed} failed without samples"],
+            ["cells", f"{done} measured, {skipped} skipped, {failed} failed without samples"
+                      + _not_yet(run, done + len(a.not_run))],
             ["samples", f"{samples:,} ({sum(c.failures for c in a.cells):,} failed)"]]
     if spec.get("description"):
         rows.insert(2, ["description", str(spec["description"])])
     return Table("summary", "Run", ["", ""], rows)
+
+
+def _not_yet(run: dict, stored: int) -> str:
+    """How many of the run's cells were never reached (an interrupted run, to be resumed)."""
+    remaining = len(run.get("cell_order") or []) - stored
+    return f", {remaining} not yet measured (`pqbench run SPEC --resume` continues)" if remaining > 0 else ""
 
 
 def paired(a: Analysis) -> Table:
