@@ -5,13 +5,15 @@ import time
 
 import pytest
 
+from pqbench.endpoints.pqtimer import Cancelled
 from pqbench.experiment.runner import run_interleaved
 
 
 class Script:
     """Fake cells: each waits for its own 'tail' and 'finish' gates; records what ran when."""
 
-    def __init__(self, names):
+    def __init__(self, names, blind=()):
+        self.blind = set(blind)  # cells that no longer look at `stop` once in their tail
         self.gates = {n: (threading.Event(), threading.Event()) for n in names}
         self.started, self.saved, self.lanes_used, self.stopped = [], [], {}, []
         self.lock = threading.Lock()
@@ -24,12 +26,12 @@ class Script:
         while not to_tail.wait(0.01):
             if stop.is_set():
                 self.stopped.append(cell)
-                raise RuntimeError("stopped")
+                raise Cancelled("stopped")
         tail.set()
         while not to_finish.wait(0.01):
-            if stop.is_set():
+            if stop.is_set() and cell not in self.blind:
                 self.stopped.append(cell)
-                raise RuntimeError("stopped")
+                raise Cancelled("stopped")
         if cell == "boom":
             raise ValueError("measurement failed")
         return {"cell": cell}, [], "fixed count"
@@ -121,3 +123,20 @@ def test_every_cell_is_measured_once(lanes):
         b.set()
     run_interleaved([f"l{k}" for k in range(lanes)], list(enumerate(cells)), s.measure, s.save)
     assert sorted(s.saved) == sorted(cells) and s.started == cells  # started in the given order
+
+
+def test_a_cell_finishing_after_another_failed_is_still_saved():
+    """A cell past its last look at `stop` (pqtimer.run collecting its samples) completes after the
+    failure: it is saved, then the error is raised."""
+    s = Script(["boom", "late"], blind=["late"])
+    t, errors = run_in_thread(s, ["l0", "l1"], ["boom", "late"])
+    s.gates["boom"][0].set()
+    until(lambda: s.started == ["boom", "late"])
+    s.gates["late"][0].set()
+    s.gates["boom"][1].set()  # boom fails while late is still running
+    time.sleep(0.6)
+    assert not s.saved and not errors
+    s.gates["late"][1].set()
+    t.join(5)
+    assert not t.is_alive() and len(errors) == 1 and isinstance(errors[0], ValueError)
+    assert s.saved == ["late"]

@@ -135,7 +135,7 @@ int pqp_synthetic_parse(const char *spec, struct pqp_alg *out, size_t room, size
  * a microsecond of the deadline whatever the machine's speed. */
 static unsigned long chunk = 64;
 static volatile uint64_t sink;
-static int sleeping; /* PQP_WORK_SLEEP: wait off the CPU, spin only the last SLEEP_MARGIN_MS */
+static int sleeping; /* synthetic_work = sleep: wait off the CPU, spin only the last SLEEP_MARGIN_MS */
 #define SLEEP_MARGIN_MS 0.2 /* more than a wake-up takes, so the deadline is still met by spinning */
 
 static void work(unsigned long n) {

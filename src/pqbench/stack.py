@@ -16,6 +16,7 @@ from pqbench import paths
 from pqbench.errors import MissingCapability
 
 PQPROV_MODULE = "pqprov"
+SYNTHETIC_WORK = "sleep"  # how pqprov spends synthetic compute time in our config (see render_config)
 
 
 def pqprov_path() -> Path:
@@ -26,9 +27,6 @@ def require_openssl() -> None:
     if not paths.OPENSSL_BIN.exists():
         raise MissingCapability(
             f"our OpenSSL build ({paths.OPENSSL_BIN}) is missing", "run `make` in the project root")
-
-
-SYNTHETIC_WORK = "sleep"
 
 
 def render_config(module: Path | None = None, synthetic: str | None = None) -> str:

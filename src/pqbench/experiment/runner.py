@@ -28,7 +28,7 @@ from pqbench.endpoints.nginx import DEFAULT_PAGES, FIRST_PORT, NginxConfig, Ngin
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment.spec import Spec
-from pqbench.testbed import LinkSpec, Testbed
+from pqbench.testbed import LinkSpec, TcpKnobs, Testbed
 from pqbench.testbed.calibrate import measure_floor
 
 FLOOR_DRIFT_MS = 0.1  # floor changes larger than this and 20 % are reported
@@ -180,7 +180,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
             lanes = _open_lanes(opened, min(spec.lanes, len(todo)), todo[0][1], spec, run_dir,
                                 [Site(ports[s], chains[s]) for s in sigs], groups, pages)
             store.update_run(con, run_id, provenance={**provenance(spec), "backend": lanes[0].tb.backend_name,
-                                                      "testbed": lanes[0].tb.info(), "lanes": len(lanes),
+                                                      "testbed": lanes[0].tb.info(),
                                                       "segments": _segments(con, run_id, lanes)})
             calib_start = calibrate_floor(lanes[0].tb, spec)
             store.update_run(con, run_id, calibration_start=calib_start)
@@ -224,7 +224,7 @@ class Lane:
     index: int
     tb: Testbed
     scratch: Path
-    tcp: object  # the TcpKnobs set on its routes
+    tcp: TcpKnobs  # what its routes are set to
 
 
 def _open_lanes(opened: contextlib.ExitStack, count: int, first: cellmod.Cell, spec: Spec, run_dir: Path,
@@ -247,17 +247,19 @@ def run_interleaved(lanes: list, todo: list, measure, save) -> None:
 
     A cell starts while others are still running only when each of those is in its tail (all
     samples claimed, a few stragglers waiting for retransmission timers): their CPU then cannot bias
-    the new cell, and a lossy cell's last slow handshakes no longer hold up the whole run. On an
-    error or Ctrl-C the cells in progress are stopped and not saved; finished ones are.
+    the new cell, and a lossy cell's last slow handshakes no longer hold up the whole run. When a
+    cell fails, the others are stopped (pqtimer.Cancelled, not saved), any that finished meanwhile
+    are saved, and the error is raised; on Ctrl-C the cells in progress are dropped.
     measure(lane, pos, cell, tail, stop) -> (record, samples, why); save(cell, record, samples, why)."""
     pending = collections.deque(todo)
     free = list(lanes)
     running: dict = {}  # future -> (lane, cell, tail event)
     stop = threading.Event()
+    error: BaseException | None = None
     pool = concurrent.futures.ThreadPoolExecutor(len(lanes), thread_name_prefix="lane")
     try:
-        while pending or running:
-            if pending and free and all(tail.is_set() for _, _, tail in running.values()):
+        while (pending and error is None) or running:
+            if pending and error is None and free and all(tail.is_set() for _, _, tail in running.values()):
                 pos, cell = pending.popleft()
                 lane, tail = free.pop(0), threading.Event()
                 running[pool.submit(measure, lane, pos, cell, tail, stop)] = (lane, cell, tail)
@@ -267,10 +269,17 @@ def run_interleaved(lanes: list, todo: list, measure, save) -> None:
             for future in finished:
                 lane, cell, _ = running.pop(future)
                 free.append(lane)
-                save(cell, *future.result())
+                failure = future.exception()
+                if failure is None:
+                    save(cell, *future.result())
+                elif not isinstance(failure, pqtimer.Cancelled) and error is None:
+                    error = failure
+                    stop.set()
     finally:
         stop.set()
         pool.shutdown(wait=True)
+    if error is not None:
+        raise error
 
 
 def _measure_on_lane(lane: Lane, pos: int, cell: cellmod.Cell, spec: Spec, chain, port: int,
