@@ -56,21 +56,27 @@ def provenance(spec: Spec) -> dict:
 
 
 class Progress:
-    """One line per cell on stderr with the count, the elapsed time and an ETA."""
+    """One line per cell on stderr with the count, the elapsed time and an ETA.
 
-    def __init__(self, total: int, quiet: bool = False):
-        self.total, self.done, self.start, self.quiet = total, 0, time.monotonic(), quiet
+    The ETA is extrapolated from the cells measured since this start only: after `--resume`, the cells
+    done earlier and the skipped ones (recorded at once) would make it look minutes away when it is hours.
+    """
+
+    def __init__(self, total: int, already_done: int = 0, quiet: bool = False):
+        self.total, self.done, self.quiet = total, already_done, quiet
+        self.start, self.measured = time.monotonic(), 0
 
     def say(self, msg: str) -> None:
         if not self.quiet:
             print(f"[run] {msg}", file=sys.stderr, flush=True)
 
-    def cell_done(self, label: str, outcome: str) -> None:
+    def cell_done(self, label: str, outcome: str, measured: bool = True) -> None:
         self.done += 1
+        self.measured += measured
         elapsed = time.monotonic() - self.start
-        eta = elapsed / self.done * (self.total - self.done)
+        eta = _hms(elapsed / self.measured * (self.total - self.done)) if self.measured else "?"
         bar = "#" * int(20 * self.done / self.total)
-        self.say(f"[{bar:<20}] {self.done}/{self.total} {_hms(elapsed)} elapsed, ETA {_hms(eta)} | {label} | {outcome}")
+        self.say(f"[{bar:<20}] {self.done}/{self.total} {_hms(elapsed)} elapsed, ETA {eta} | {label} | {outcome}")
 
 
 def _hms(seconds: float) -> str:
@@ -145,9 +151,8 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
         run_id = f"{spec.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
         store.create_run(con, run_id, name=spec.name, spec_toml=spec.source, seed=spec.seed,
                          provenance=provenance(spec), cell_order=[c.cell_id for c in all_cells])
-    progress = Progress(len(all_cells), quiet)
     done = store.finished_cells(con, run_id)
-    progress.done = len(done)
+    progress = Progress(len(all_cells), len(done), quiet)
     progress.say(f"run {run_id}: {len(all_cells)} cells, {len(done)} already done, database {db_path}")
 
     todo = []
@@ -157,7 +162,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
         reason = cellmod.unavailable_reason(cell)
         if reason:
             store.save_cell(con, run_id, _cell_record(cell, pos, "skipped", reason))
-            progress.cell_done(cell.label(), f"skipped: {reason}")
+            progress.cell_done(cell.label(), f"skipped: {reason}", measured=False)
         else:
             todo.append((pos, cell))
     if not todo:
