@@ -15,7 +15,7 @@ class Script:
     def __init__(self, names, blind=()):
         self.blind = set(blind)  # cells that no longer look at `stop` once in their tail
         self.gates = {n: (threading.Event(), threading.Event()) for n in names}
-        self.started, self.saved, self.lanes_used, self.stopped = [], [], {}, []
+        self.started, self.saved, self.lanes_used, self.stopped, self.tailed = [], [], {}, [], []
         self.lock = threading.Lock()
 
     def measure(self, lane, pos, cell, tail, stop):
@@ -28,6 +28,7 @@ class Script:
                 self.stopped.append(cell)
                 raise Cancelled("stopped")
         tail.set()
+        self.tailed.append(cell)
         while not to_finish.wait(0.01):
             if stop.is_set() and cell not in self.blind:
                 self.stopped.append(cell)
@@ -133,6 +134,7 @@ def test_a_cell_finishing_after_another_failed_is_still_saved():
     s.gates["boom"][0].set()
     until(lambda: s.started == ["boom", "late"])
     s.gates["late"][0].set()
+    until(lambda: "late" in s.tailed)  # else late may still see `stop` before its tail and cancel
     s.gates["boom"][1].set()  # boom fails while late is still running
     time.sleep(0.6)
     assert not s.saved and not errors

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include <openssl/core_names.h>
+#include <openssl/dh.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
@@ -202,8 +203,11 @@ static EVP_PKEY *peer_from_share(struct group_info *g, EVP_PKEY *own, const unsi
 static int derive(EVP_PKEY *own, EVP_PKEY *peer, unsigned char *out, size_t *out_len, size_t cap) {
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, own, NULL);
     size_t len = cap;
-    int ok = ctx && EVP_PKEY_derive_init(ctx) > 0 && EVP_PKEY_derive_set_peer(ctx, peer) > 0 &&
-             EVP_PKEY_derive(ctx, out, &len) > 0;
+    /* TLS 1.3 left-pads a finite-field secret to the prime's size (RFC 8446, 7.4.1); OpenSSL's DH
+     * derive strips leading zero bytes unless asked, so 1 in 256 secrets would come out a byte short. */
+    int ok = ctx && EVP_PKEY_derive_init(ctx) > 0 &&
+             (!EVP_PKEY_is_a(own, "DH") || EVP_PKEY_CTX_set_dh_pad(ctx, 1) > 0) &&
+             EVP_PKEY_derive_set_peer(ctx, peer) > 0 && EVP_PKEY_derive(ctx, out, &len) > 0;
     EVP_PKEY_CTX_free(ctx);
     if (ok)
         *out_len = len;
