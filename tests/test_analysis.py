@@ -131,3 +131,50 @@ def test_algorithms_are_ordered_as_the_spec_lists_them(tmp_path):
     con.close()
     assert a.labels() == ["X25519MLKEM768", "secp256r1", "X25519"]
     assert {p.baseline.kex for p in a.paired} == {"X25519"}  # classical and first by name
+
+
+def kem_result(name: str, keygen_ms: float, encaps_ms: float, decaps_ms: float) -> dict:
+    """A crypto.measure result as cryptobench reports it (only what the store keeps)."""
+    op = lambda ms: {"median_us": ms * 1000, "p25_us": ms * 950, "p75_us": ms * 1050, "n": 50}  # noqa: E731
+    return {"name": name, "kind": "kem", "sizes": {"pk": 1216, "ct": 1120},
+            "ops": {"keygen": op(keygen_ms), "encaps": op(encaps_ms), "decaps": op(decaps_ms)}}
+
+
+def test_the_model_takes_each_operations_fastest_round_and_a_drifting_cpu_is_named(con):
+    store.save_crypto(con, "synthetic", [[kem_result("X25519MLKEM768", 2.0, 4.0, 6.0)]])  # a slow spell
+    store.save_crypto(con, "synthetic", [[kem_result("X25519MLKEM768", 1.2, 2.2, 3.6)],
+                                         [kem_result("X25519MLKEM768", 1.1, 2.5, 3.5)]])
+    assert con.execute("SELECT list(DISTINCT round ORDER BY round) FROM crypto").fetchone()[0] == [0, 1, 2]
+    save(con, "synthetic", "X25519MLKEM768", (35 + np.random.default_rng(5).normal(0, 0.3, 200)).tolist())
+    a = analysis.analyse(con, "synthetic", resamples=200)
+    (c,) = a.cells
+    assert c.bound.parts["crypto_ms"] == pytest.approx(1.1 + 2.2 + 3.5)
+    decaps = a.crypto["X25519MLKEM768"]["decaps"]
+    assert (decaps.fastest, decaps.slowest, decaps.rounds) == pytest.approx((3.5, 6.0, 3))
+    (w,) = [w for w in a.warnings if w.check == "cpu_speed"]
+    assert "X25519MLKEM768 keygen" in w.message and "1.82×" in w.message and "fixed CPU clock" in w.fix
+
+
+def test_steady_or_tiny_operations_raise_no_cpu_speed_warning(con):
+    steady = [kem_result("X25519MLKEM768", 1.0, 2.0, 3.0), kem_result("X25519MLKEM768", 1.1, 2.1, 3.1)]
+    tiny = [kem_result("X25519", 0.05, 0.05, 0.05), kem_result("X25519", 0.09, 0.09, 0.09)]
+    store.save_crypto(con, "synthetic", [list(pair) for pair in zip(steady, tiny)])
+    save(con, "synthetic", "X25519", [25.0] * 30)
+    assert not [w for w in analysis.analyse(con, "synthetic", resamples=100).warnings if w.check == "cpu_speed"]
+
+
+def test_a_store_from_before_crypto_rounds_still_loads(tmp_path):
+    """Older stores have no round column: their microbenchmark counts as one round, read-only too."""
+    import duckdb
+    path = tmp_path / "old.duckdb"
+    old = duckdb.connect(str(path))
+    old.execute(store.SCHEMA.replace(", round INTEGER", "").replace(
+        "ALTER TABLE crypto ADD COLUMN IF NOT EXISTS round INTEGER;", ""))
+    old.execute("INSERT INTO crypto VALUES ('r', 'X25519', 'kem', 'keygen', 50.0, 45.0, 55.0, 100, 32, 32)")
+    store.create_run(old, "r", name="r")
+    save(old, "r", "X25519", [25.0] * 30)
+    old.close()
+    con = store.connect(path, read_only=True)
+    spread = analysis.load(con, "r").crypto_spread
+    con.close()
+    assert spread["X25519"]["keygen"].rounds == 1 and spread["X25519"]["keygen"].fastest == pytest.approx(0.05)

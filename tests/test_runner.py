@@ -12,6 +12,7 @@ import pytest
 
 from pqbench import store
 from pqbench.experiment import cells as cellmod
+from pqbench.experiment import runner
 from pqbench.experiment import spec as specmod
 
 pytestmark = pytest.mark.root
@@ -146,7 +147,9 @@ def test_store_round_trip_and_export(built_stack, tmp_path):
         assert ch > 0 and json.loads(raw)["ok"] is True
     prov = con.execute("SELECT provenance, calibration_start FROM runs").fetchone()
     assert '"openssl"' in prov[0] and '"backend"' in prov[0] and '"p50_ms"' in prov[1]
-    assert con.execute("SELECT count(DISTINCT name) FROM crypto").fetchone()[0] == 3
+    # every algorithm microbenchmarked in rounds at the start and at the end
+    assert con.execute("SELECT count(DISTINCT name), count(DISTINCT round), count(*) FILTER (WHERE op = 'keygen') "
+                       "FROM crypto").fetchone() == (3, 2 * runner.CRYPTO_ROUNDS, 3 * 2 * runner.CRYPTO_ROUNDS)
     policies = [json.loads(c) for (c,) in con.execute("SELECT concurrency FROM cells").fetchall()]
     assert [{k: v for k, v in c.items() if k != "lane"} for c in policies] == [{"policy": "fixed", "workers": 2}] * 2
     assert {c["lane"] for c in policies} <= {0, 1}

@@ -5,7 +5,8 @@
   cells    one row per grid point: its parameters, status (done / skipped / failed), reason, counts
   samples  one row per sample with every field pqtimer emits (phase times in ms, sizes, TCP_INFO);
            the raw JSON line is kept too
-  crypto   the crypto microbenchmark of each algorithm the run used (input of the lower-bound model)
+  crypto   the crypto microbenchmarks of each algorithm the run used, in rounds at the start and the
+           end of every segment (input of the lower-bound model)
 
 Results are written after every cell, in one transaction, so a crash loses at most the cell in
 progress and a resumed run finds every finished cell.
@@ -50,8 +51,9 @@ CREATE TABLE IF NOT EXISTS cells (
 ALTER TABLE cells ADD COLUMN IF NOT EXISTS concurrency JSON;  -- databases from before it existed
 CREATE TABLE IF NOT EXISTS crypto (
     run_id VARCHAR, name VARCHAR, kind VARCHAR, op VARCHAR, median_us DOUBLE, p25_us DOUBLE, p75_us DOUBLE,
-    n INTEGER, pk INTEGER, ct_or_sig INTEGER
+    n INTEGER, pk INTEGER, ct_or_sig INTEGER, round INTEGER
 );
+ALTER TABLE crypto ADD COLUMN IF NOT EXISTS round INTEGER;  -- databases from before it existed (one round)
 CREATE TABLE IF NOT EXISTS samples (
     run_id VARCHAR, cell_id VARCHAR, seq INTEGER, worker INTEGER, i INTEGER, ok BOOLEAN,
     error_class VARCHAR, error VARCHAR, duration_ms DOUBLE,
@@ -151,12 +153,13 @@ def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: st
         raise
 
 
-def save_crypto(con, run_id: str, results: list[dict]) -> None:
-    """Crypto microbenchmarks (pqbench.crypto.measure results) of the run's algorithms, for the model."""
-    con.execute("DELETE FROM crypto WHERE run_id = ?", [run_id])
+def save_crypto(con, run_id: str, rounds: list[list[dict]]) -> None:
+    """Rounds of crypto microbenchmarks (pqbench.crypto.measure results), appended after the run's
+    earlier rounds: the machine's speed changes over time, so every round is kept for the model."""
+    (first,) = con.execute("SELECT coalesce(max(round) + 1, 0) FROM crypto WHERE run_id = ?", [run_id]).fetchone()
     rows = [(run_id, r["name"], r["kind"], op, v["median_us"], v["p25_us"], v["p75_us"], v["n"], r["sizes"]["pk"],
-             r["sizes"]["ct"] if r["kind"] == "kem" else r["sizes"]["sig"])
-            for r in results for op, v in r["ops"].items()]
+             r["sizes"]["ct"] if r["kind"] == "kem" else r["sizes"]["sig"], first + k)
+            for k, results in enumerate(rounds) for r in results for op, v in r["ops"].items()]
     if rows:
         _insert_rows(con, "crypto", rows)
 

@@ -17,7 +17,7 @@ from pqbench.errors import BadInput
 from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
 from pqbench.analysis.load import RunData, load
 from pqbench.analysis.paired import PairedDiff, paired_differences
-from pqbench.analysis.warnings import Warning, cell_warnings, run_warnings
+from pqbench.analysis.warnings import Warning, cell_warnings, cpu_speed_warnings, run_warnings
 
 __all__ = ["Analysis", "CellStats", "PairedDiff", "Warning", "analyse", "analyse_data", "describe", "QS",
            "page_bytes"]
@@ -31,7 +31,9 @@ class Analysis:
     paired: list  # PairedDiff
     warnings: list  # run-level Warning
     variant_fields: tuple  # which of kex/sig/pad vary: they name the "algorithm" in figures
-    crypto: dict = dataclasses.field(default_factory=dict)  # algorithm -> {op: median ms} (model input)
+    # algorithm -> {op: OpSpread}: medians of the fastest and slowest microbenchmark rounds (the
+    # model uses the fastest)
+    crypto: dict = dataclasses.field(default_factory=dict)
 
     def label(self, c: CellStats) -> str:
         """The algorithm a cell measures, named by what varies in this run."""
@@ -113,7 +115,8 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
         cells.append(c)
     return Analysis(run=data.run, cells=cells, not_run=not_run,
                     paired=paired_differences(cells, resamples=resamples, seed=seed),
-                    warnings=run_warnings(data.run), variant_fields=_variant_fields(cells), crypto=data.crypto)
+                    warnings=run_warnings(data.run) + cpu_speed_warnings(data.crypto_spread),
+                    variant_fields=_variant_fields(cells), crypto=data.crypto_spread)
 
 
 def analyse(con, run_id: str, *, resamples: int = 1000, seed: int = 0) -> Analysis:

@@ -36,7 +36,8 @@ class CellData:
 class RunData:
     run: dict
     cells: list  # CellData of every cell, in the order they ran (skipped ones have no samples)
-    crypto: dict  # algorithm name -> {op: median ms}
+    crypto: dict  # algorithm name -> {op: median ms of its fastest microbenchmark round}
+    crypto_spread: dict = dataclasses.field(default_factory=dict)  # algorithm name -> {op: OpSpread}
 
 
 def _decode(row: dict, fields) -> dict:
@@ -87,9 +88,26 @@ def load(con, run_id: str) -> RunData:
         ok = ok_all[a:b]
         cells.append(CellData(row, ok, {f: v[a:b] for f, v in values_all.items()},
                               [g for g in groups_all[a:b][ok]], [e or "unknown" for e in errors_all[a:b][~ok]]))
-    crypto: dict[str, dict] = {}
-    for name, op, median_us in con.execute("SELECT name, op, median_us FROM crypto WHERE run_id = ?",
-                                           [run_id]).fetchall():
-        if median_us is not None:
-            crypto.setdefault(name, {})[op] = median_us / 1000
-    return RunData(run, cells, crypto)
+    spread = crypto_spread(_rows(con.execute("SELECT * FROM crypto WHERE run_id = ?", [run_id])))
+    fastest = {name: {op: s.fastest for op, s in ops.items()} for name, ops in spread.items()}
+    return RunData(run, cells, fastest, spread)
+
+
+@dataclasses.dataclass(frozen=True)
+class OpSpread:
+    """One operation's median (ms) in its fastest and its slowest microbenchmark round."""
+    fastest: float
+    slowest: float
+    rounds: int
+
+
+def crypto_spread(rows: list[dict]) -> dict:
+    """Crypto table rows -> algorithm -> op -> OpSpread (rows of stores without rounds are one round)."""
+    medians: dict[tuple, list] = {}
+    for r in rows:
+        if r.get("median_us") is not None:
+            medians.setdefault((r["name"], r["op"]), []).append(r["median_us"] / 1000)
+    out: dict[str, dict] = {}
+    for (name, op), ms in medians.items():
+        out.setdefault(name, {})[op] = OpSpread(min(ms), max(ms), len(ms))
+    return out

@@ -20,6 +20,8 @@ OUTLIER_IQR = 3.0
 OUTLIER_SHARE = 0.01
 BELOW_BOUND = 0.02  # measured median this far under the lower bound (and 0.1 ms) is suspicious
 ABOVE_BOUND = 2.0  # measured median over twice the bound at 0 % loss (and 5 ms more)
+CPU_SPEED_RATIO = 1.25  # one microbenchmark round's median this much slower than another's
+CPU_SPEED_MIN_MS = 0.2  # shorter operations are left out: timer and cache noise, not the CPU's speed
 
 
 @dataclasses.dataclass
@@ -86,8 +88,9 @@ def cell_warnings(c: CellStats) -> list[Warning]:
         b = c.bound.total_ms
         if p50 < b * (1 - BELOW_BOUND) - 0.1:
             out.append(Warning("below_bound", f"median {p50:.2f} ms is below the lower bound {b:.2f} ms",
-                               "the link was faster than configured (check the calibration) or the model's "
-                               "flight sizes are off"))
+                               "the link was faster than configured (check the calibration), the model's "
+                               "flight sizes are off, or the CPU ran faster than in every crypto "
+                               "microbenchmark round (see the CPU speed warning)"))
         elif _lossless(c) and p50 > ABOVE_BOUND * b and p50 - b > 5:
             out.append(Warning("above_bound", f"median {p50:.1f} ms is {p50 / b:.1f}× the lower bound at 0 % loss",
                                "time the model does not know about (CPU contention, queueing); rerun with "
@@ -103,6 +106,26 @@ def cell_warnings(c: CellStats) -> list[Warning]:
 
 def _classes(c: CellStats) -> str:
     return ", ".join(f"{k} ×{v}" for k, v in sorted(c.failure_classes.items())) or "no class recorded"
+
+
+def cpu_speed_warnings(spread: dict) -> list[Warning]:
+    """The same operation timed seconds apart differs beyond noise: the machine's CPU speed drifts
+    (frequency scaling, a hypervisor's neighbours), so compute-heavy cells vary with it."""
+    worst = None
+    for name, ops in spread.items():
+        for op, s in ops.items():
+            if s.rounds > 1 and s.fastest >= CPU_SPEED_MIN_MS and (worst is None or s.slowest / s.fastest >
+                                                                    worst[2].slowest / worst[2].fastest):
+                worst = (name, op, s)
+    if worst is None or worst[2].slowest / worst[2].fastest <= CPU_SPEED_RATIO:
+        return []
+    name, op, s = worst
+    return [Warning("cpu_speed", f"the CPU's speed changed during the run: {name} {op} took {s.fastest:.2f} ms "
+                                 f"in the fastest and {s.slowest:.2f} ms in the slowest of {s.rounds} microbenchmark "
+                                 f"rounds ({s.slowest / s.fastest:.2f}×); compute-heavy cells vary with it, "
+                                 "between and within cells, and the lower-bound model uses the fastest round",
+                    "measure on a machine with a fixed CPU clock (dedicated cores, no turbo or power saving) "
+                    "to narrow the spread")]
 
 
 def run_warnings(run: dict) -> list[Warning]:

@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
+import functools
 import json
 import subprocess
 import sys
@@ -31,6 +32,10 @@ from pqbench.experiment.spec import Spec
 from pqbench.testbed import LinkSpec, TcpKnobs, Testbed
 from pqbench.testbed.calibrate import measure_floor
 
+# Crypto microbenchmarks at the start and end of each segment: rounds seconds apart, each
+# algorithm CRYPTO_SECONDS per round (a third per operation).
+CRYPTO_ROUNDS = 3
+CRYPTO_SECONDS = 0.3
 FLOOR_DRIFT_MS = 0.1  # floor changes larger than this and 20 % are reported
 
 
@@ -172,8 +177,8 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     run_dir = paths.BUILD / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     used = sorted({c.kex for _, c in todo}) + sorted({c.sig for _, c in todo})
-    progress.say(f"crypto microbenchmarks of {len(used)} algorithms (input of the lower-bound model)")
-    store.save_crypto(con, run_id, [crypto.measure(catalog.find(n), seconds=0.3) for n in used])
+    measure_crypto = functools.partial(_measure_crypto, con, run_id, progress, [catalog.find(n) for n in used])
+    measure_crypto("start")
     sigs = sorted({c.sig for _, c in todo})
     chains = {s: certs.make_chain(s, run_dir / "certs" / s) for s in sigs}
     ports = {s: FIRST_PORT + i for i, s in enumerate(sigs)}
@@ -208,11 +213,18 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
             for w in warnings:
                 progress.say(f"warning: {w}")
             store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
+            measure_crypto("end")
         status = "done"
     finally:
         store.finish_run(con, run_id, status)
         con.close()
     return run_id
+
+
+def _measure_crypto(con, run_id: str, progress, algs: list, when: str) -> None:
+    progress.say(f"crypto microbenchmarks of {len(algs)} algorithms at the {when}, {CRYPTO_ROUNDS} rounds "
+                 "(input of the lower-bound model)")
+    store.save_crypto(con, run_id, crypto.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS))
 
 
 def _segments(con, run_id: str, lanes: list) -> list[dict]:
