@@ -175,6 +175,6 @@ def test_a_store_from_before_crypto_rounds_still_loads(tmp_path):
     save(old, "r", "X25519", [25.0] * 30)
     old.close()
     con = store.connect(path, read_only=True)
-    spread = analysis.load(con, "r").crypto_spread
+    spread = analysis.load(con, "r").crypto
     con.close()
     assert spread["X25519"]["keygen"].rounds == 1 and spread["X25519"]["keygen"].fastest == pytest.approx(0.05)

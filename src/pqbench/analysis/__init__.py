@@ -106,17 +106,18 @@ def _variant_fields(cells: list[CellStats]) -> tuple:
 
 def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Analysis:
     cells, not_run = [], []
+    fastest = {name: {op: s.fastest for op, s in ops.items()} for name, ops in data.crypto.items()}  # model input
     for cd in data.cells:
         if cd.ok.size == 0:
             not_run.append(cd.row)
             continue
-        c = analyse_cell(cd, data.crypto, resamples=resamples, seed=seed)
+        c = analyse_cell(cd, fastest, resamples=resamples, seed=seed)
         c.warnings = cell_warnings(c)
         cells.append(c)
     return Analysis(run=data.run, cells=cells, not_run=not_run,
                     paired=paired_differences(cells, resamples=resamples, seed=seed),
-                    warnings=run_warnings(data.run) + cpu_speed_warnings(data.crypto_spread),
-                    variant_fields=_variant_fields(cells), crypto=data.crypto_spread)
+                    warnings=run_warnings(data.run) + cpu_speed_warnings(data.crypto),
+                    variant_fields=_variant_fields(cells), crypto=data.crypto)
 
 
 def analyse(con, run_id: str, *, resamples: int = 1000, seed: int = 0) -> Analysis:

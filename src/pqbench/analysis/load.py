@@ -36,8 +36,7 @@ class CellData:
 class RunData:
     run: dict
     cells: list  # CellData of every cell, in the order they ran (skipped ones have no samples)
-    crypto: dict  # algorithm name -> {op: median ms of its fastest microbenchmark round}
-    crypto_spread: dict = dataclasses.field(default_factory=dict)  # algorithm name -> {op: OpSpread}
+    crypto: dict  # algorithm name -> {op: OpSpread} of its microbenchmark rounds
 
 
 def _decode(row: dict, fields) -> dict:
@@ -88,9 +87,7 @@ def load(con, run_id: str) -> RunData:
         ok = ok_all[a:b]
         cells.append(CellData(row, ok, {f: v[a:b] for f, v in values_all.items()},
                               [g for g in groups_all[a:b][ok]], [e or "unknown" for e in errors_all[a:b][~ok]]))
-    spread = crypto_spread(_rows(con.execute("SELECT * FROM crypto WHERE run_id = ?", [run_id])))
-    fastest = {name: {op: s.fastest for op, s in ops.items()} for name, ops in spread.items()}
-    return RunData(run, cells, fastest, spread)
+    return RunData(run, cells, crypto_spread(_rows(con.execute("SELECT * FROM crypto WHERE run_id = ?", [run_id]))))
 
 
 @dataclasses.dataclass(frozen=True)

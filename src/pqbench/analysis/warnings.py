@@ -111,18 +111,14 @@ def _classes(c: CellStats) -> str:
 def cpu_speed_warnings(spread: dict) -> list[Warning]:
     """The same operation timed seconds apart differs beyond noise: the machine's CPU speed drifts
     (frequency scaling, a hypervisor's neighbours), so compute-heavy cells vary with it."""
-    worst = None
-    for name, ops in spread.items():
-        for op, s in ops.items():
-            if s.rounds > 1 and s.fastest >= CPU_SPEED_MIN_MS and (worst is None or s.slowest / s.fastest >
-                                                                    worst[2].slowest / worst[2].fastest):
-                worst = (name, op, s)
-    if worst is None or worst[2].slowest / worst[2].fastest <= CPU_SPEED_RATIO:
+    spreads = [(s.slowest / s.fastest, name, op, s) for name, ops in spread.items() for op, s in ops.items()
+               if s.rounds > 1 and s.fastest >= CPU_SPEED_MIN_MS]
+    ratio, name, op, s = max(spreads, key=lambda t: t[0], default=(0, None, None, None))
+    if ratio <= CPU_SPEED_RATIO:
         return []
-    name, op, s = worst
     return [Warning("cpu_speed", f"the CPU's speed changed during the run: {name} {op} took {s.fastest:.2f} ms "
                                  f"in the fastest and {s.slowest:.2f} ms in the slowest of {s.rounds} microbenchmark "
-                                 f"rounds ({s.slowest / s.fastest:.2f}×); compute-heavy cells vary with it, "
+                                 f"rounds ({ratio:.2f}×); compute-heavy cells vary with it, "
                                  "between and within cells, and the lower-bound model uses the fastest round",
                     "measure on a machine with a fixed CPU clock (dedicated cores, no turbo or power saving) "
                     "to narrow the spread")]

@@ -14,7 +14,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import datetime
-import functools
 import json
 import subprocess
 import sys
@@ -177,8 +176,8 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     run_dir = paths.BUILD / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     used = sorted({c.kex for _, c in todo}) + sorted({c.sig for _, c in todo})
-    measure_crypto = functools.partial(_measure_crypto, con, run_id, progress, [catalog.find(n) for n in used])
-    measure_crypto("start")
+    algs = [catalog.find(n) for n in used]
+    _measure_crypto(con, run_id, progress, algs, "start")
     sigs = sorted({c.sig for _, c in todo})
     chains = {s: certs.make_chain(s, run_dir / "certs" / s) for s in sigs}
     ports = {s: FIRST_PORT + i for i, s in enumerate(sigs)}
@@ -213,7 +212,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
             for w in warnings:
                 progress.say(f"warning: {w}")
             store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
-            measure_crypto("end")
+            _measure_crypto(con, run_id, progress, algs, "end")
         status = "done"
     finally:
         store.finish_run(con, run_id, status)
