@@ -178,3 +178,14 @@ def test_a_store_from_before_crypto_rounds_still_loads(tmp_path):
     spread = analysis.load(con, "r").crypto
     con.close()
     assert spread["X25519"]["keygen"].rounds == 1 and spread["X25519"]["keygen"].fastest == pytest.approx(0.05)
+
+
+def test_a_median_between_two_modes_is_flagged_and_a_steady_one_is_not(con):
+    rng = np.random.default_rng(6)
+    rto = np.concatenate([25 + rng.normal(0, 0.3, 151), 230 + rng.normal(0, 3, 149)])  # half wait for an RTO
+    save(con, "synthetic", "X25519", rng.permutation(rto).tolist(), loss=0.15)
+    save(con, "synthetic", "X25519MLKEM768", (26 + rng.normal(0, 0.5, 300)).tolist(), loss=0.15)
+    checks = {c.kex: {w.check: w for w in c.warnings} for c in analysis.analyse(con, "synthetic", resamples=300).cells}
+    split = checks["X25519"]["split_median"]
+    assert "retransmission timeout" in split.message and "p25/p75" in split.fix
+    assert "split_median" not in checks["X25519MLKEM768"]

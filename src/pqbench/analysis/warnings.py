@@ -15,6 +15,7 @@ from pqbench.errors import BadInput
 
 TAIL_RATIO = 2.0  # p99/p50 above this on a loss-free link means something other than the link
 CI_WIDTH = 0.10  # p95's CI wider than this fraction of p95
+SPLIT_MEDIAN = 0.5  # p50's CI wider than this fraction of p50: the samples split into modes around it
 FEW_SAMPLES = 20
 OUTLIER_IQR = 3.0
 OUTLIER_SHARE = 0.01
@@ -40,6 +41,7 @@ TITLES = {
     "few_samples": f"fewer than {FEW_SAMPLES} successful samples",
     "tail": f"p99/p50 above {TAIL_RATIO:g} at 0 % loss",
     "wide_ci": f"CI of p95 wider than {100 * CI_WIDTH:g} % of p95",
+    "split_median": f"CI of the median wider than {100 * SPLIT_MEDIAN:g} % of it",
     "outliers": f"samples beyond Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss",
     "failures": "failures at 0 % loss",
     "below_bound": "median below the lower-bound model",
@@ -74,6 +76,13 @@ def cell_warnings(c: CellStats) -> list[Warning]:
     if p95[0] > 0 and (p95[2] - p95[1]) / p95[0] > CI_WIDTH:
         out.append(Warning("wide_ci", f"CI of p95 spans {100 * (p95[2] - p95[1]) / p95[0]:.0f} % of p95 "
                                       f"(n = {c.ok})", "raise samples.max (or lower samples.ci)"))
+    p50_lo, p50_hi = c.pct[50][1:]
+    if c.ok >= FEW_SAMPLES and p50 > 0 and (p50_hi - p50_lo) / p50 > SPLIT_MEDIAN:
+        out.append(Warning("split_median", f"the median {p50:.1f} ms has a 95 % CI of {p50_lo:.1f}–{p50_hi:.1f} ms: "
+                                           "the samples split into modes around the middle (with loss: handshakes "
+                                           "with and without a retransmission timeout)",
+                           "read this cell through p25/p75 or its CDF: its median, and its neighbours' at other "
+                           "loss rates, can land on either mode"))
     if _lossless(c) and c.durations.size >= FEW_SAMPLES:
         q1, q3 = np.percentile(c.durations, [25, 75])
         far = int((c.durations > q3 + OUTLIER_IQR * (q3 - q1)).sum())
