@@ -98,8 +98,8 @@ def cell_warnings(c: CellStats) -> list[Warning]:
         if p50 < b * (1 - BELOW_BOUND) - 0.1:
             out.append(Warning("below_bound", f"median {p50:.2f} ms is below the lower bound {b:.2f} ms",
                                "the link was faster than configured (check the calibration), the model's "
-                               "flight sizes are off, or the CPU ran faster than in every crypto "
-                               "microbenchmark round (see the CPU speed warning)"))
+                               "flight sizes are off, or the CPU ran faster during the cell than in every "
+                               "crypto microbenchmark round (the crypto table shows their spread)"))
         elif _lossless(c) and p50 > ABOVE_BOUND * b and p50 - b > 5:
             out.append(Warning("above_bound", f"median {p50:.1f} ms is {p50 / b:.1f}× the lower bound at 0 % loss",
                                "time the model does not know about (CPU contention, queueing); rerun with "
