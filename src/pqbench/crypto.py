@@ -91,7 +91,7 @@ def run(algs: list[catalog.Algorithm], seconds: float = 0.5) -> list[dict]:
 def rounds(algs: list[catalog.Algorithm], count: int, seconds: float) -> list[list[dict]]:
     """Every algorithm measured count times, round by round, so that each algorithm's rounds lie
     seconds apart: on a machine whose CPU speed drifts, one short window can catch a slow spell."""
-    return [[measure(alg, seconds) for alg in algs] for _ in range(count)]
+    return [run(algs, seconds) for _ in range(count)]
 
 
 def format_table(results: list[dict]) -> str:
