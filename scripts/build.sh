@@ -30,7 +30,7 @@ OPENSSL_CONFIGURE=(linux-x86_64 --libdir=lib shared no-tests no-docs '-Wl,-rpath
 LIBOQS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DOQS_BUILD_ONLY_LIB=ON
               -DOQS_ENABLE_KEM_HQC=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON -DCMAKE_INSTALL_LIBDIR=lib)
 recipe_hash() { printf '%s\n' "$@" | sha256sum | cut -c1-12; }
-OPENSSL_RECIPE=$(recipe_hash "$OPENSSL_SERIES" "$OPENSSL_DEBIAN_SUITE" "${OPENSSL_CONFIGURE[@]}")
+OPENSSL_RECIPE=$(recipe_hash "$OPENSSL_VERSION" "$OPENSSL_SHA256" "${OPENSSL_CONFIGURE[@]}")
 LIBOQS_RECIPE=$(recipe_hash "$OQS_SYS_VERSION" "${LIBOQS_CMAKE[@]}")
 # .done holds "VERSION RECIPE" of a finished install tree.
 is_done() { [ -f "$1/.done" ] && [ "$(cut -d' ' -f2 "$1/.done")" = "$2" ]; }
@@ -62,55 +62,53 @@ do_apt() {
     systemctl disable --now nginx >/dev/null 2>&1 || service nginx stop >/dev/null 2>&1 || true
 }
 
-# --- OpenSSL: upstream tarball from Debian's source package, through a private apt config ----------
-openssl_fetch() {  # prints the path of the downloaded orig tarball
-    local apt=$BUILD/apt-src
-    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$BUILD/downloads"
-    echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian $OPENSSL_DEBIAN_SUITE main" \
-        >"$apt/sources.list"
-    local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-                -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
-                -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= -o APT::Sandbox::User=root)
-    logged openssl-fetch apt-get "${opts[@]}" update
-    local ver
-    ver=$(apt-cache "${opts[@]}" showsrc openssl | awk '/^Version:/{print $2}' \
-          | grep -E "^${OPENSSL_SERIES//./\\.}\." | sort -V | tail -n1)
-    [ -n "$ver" ] || die "no openssl $OPENSSL_SERIES.x source in Debian $OPENSSL_DEBIAN_SUITE"
-    (cd "$BUILD/downloads" && logged openssl-fetch apt-get "${opts[@]}" source --download-only "openssl=$ver")
-    ls "$BUILD/downloads"/openssl_"${ver%%-*}".orig.tar.gz
+# --- OpenSSL: the upstream tarball inside Debian's openssl source package, pinned by version and checksum --
+# The mirror is the one this machine's own apt configuration uses for Debian (a machine behind a local
+# mirror or proxy works as it does for apt); the pool path is Debian's archive layout.
+debian_mirror() {
+    local uri
+    uri=$(apt-get indextargets --format '$(REPO_URI) $(TARGET_OF) $(SUITE)' 2>/dev/null \
+          | awk '$2 == "deb" && $3 !~ /security/ {print $1; exit}')
+    [ -n "$uri" ] || die "no Debian archive in this machine's apt configuration (needed to fetch the OpenSSL source; run apt-get update)"
+    echo "${uri%/}"
+}
+
+openssl_fetch() {  # prints the path of the verified orig tarball
+    local name=openssl_$OPENSSL_VERSION.orig.tar.gz dl=$BUILD/downloads
+    mkdir -p "$dl"
+    if ! echo "$OPENSSL_SHA256  $dl/$name" | sha256sum -c --status 2>/dev/null; then
+        local url
+        url="$(debian_mirror)/pool/main/o/openssl/$name"
+        logged openssl-fetch curl -fsSL --retry 3 -o "$dl/$name.part" "$url"
+        echo "$OPENSSL_SHA256  $dl/$name.part" | sha256sum -c --status \
+            || die "$name from Debian's archive does not have the sha256 pinned in third_party/versions.env"
+        mv "$dl/$name.part" "$dl/$name"
+    fi
+    echo "$dl/$name"
 }
 
 do_openssl() {
-    local name dest
-    if is_done "$BUILD/openssl" "$OPENSSL_RECIPE"; then step openssl "$(cut -d' ' -f1 "$BUILD/openssl/.done") (built)"; return; fi
-    # A fresh clone may reuse the machine cache without asking the network which version is newest.
-    local cached
-    cached=$(ls -d "$CACHE"/openssl-"$OPENSSL_SERIES".*-"$OPENSSL_RECIPE" 2>/dev/null | sort -V | tail -n1 || true)
-    if [ -n "$cached" ] && restore_from_cache "$(basename "$cached")" "$BUILD/openssl"; then
-        step openssl "$(cut -d' ' -f1 "$BUILD/openssl/.done") (from cache $cached)"; return
-    fi
-    step openssl "fetching the newest $OPENSSL_SERIES.x source from Debian $OPENSSL_DEBIAN_SUITE"
-    local tarball ver sha src
+    local name=openssl-$OPENSSL_VERSION-$OPENSSL_RECIPE dest=$BUILD/openssl
+    if is_done "$dest" "$OPENSSL_RECIPE"; then step openssl "$OPENSSL_VERSION (built)"; return; fi
+    if restore_from_cache "$name" "$dest"; then step openssl "$OPENSSL_VERSION (from cache $CACHE/$name)"; return; fi
+    step openssl "fetching $OPENSSL_VERSION source from Debian's archive"
+    local tarball src
     tarball=$(openssl_fetch)
-    ver=$(basename "$tarball" | sed -E 's/openssl_(.*)\.orig\.tar\.gz/\1/')
-    sha=$(sha256sum "$tarball" | cut -d' ' -f1)
-    src=$BUILD/src/openssl-$ver
+    src=$BUILD/src/openssl-$OPENSSL_VERSION
     rm -rf "$src" && mkdir -p "$BUILD/src" && tar -xzf "$tarball" -C "$BUILD/src"
     [ -f "$src/util/mkdef.pl" ] || die "$tarball is not a complete OpenSSL tree (no util/mkdef.pl)"
-    dest=$BUILD/openssl
     rm -rf "$dest"
-    step openssl "building $ver shared (about 4 minutes on 2 cores; log: $LOGS/openssl.log)"
+    step openssl "building $OPENSSL_VERSION shared (about 4 minutes on 2 cores; log: $LOGS/openssl.log)"
     (cd "$src" && logged openssl ./Configure "${OPENSSL_CONFIGURE[@]}" --prefix="$dest" --openssldir="$dest/ssl" \
         && logged openssl make -j"$JOBS" build_sw && logged openssl make install_sw install_ssldirs)
     cat >"$dest/PROVENANCE.json" <<EOF
-{"name": "openssl", "version": "$ver", "source": "Debian $OPENSSL_DEBIAN_SUITE source package openssl (upstream orig tarball)",
- "tarball": "$(basename "$tarball")", "sha256": "$sha"}
+{"name": "openssl", "version": "$OPENSSL_VERSION", "source": "Debian's archive, source package openssl (upstream orig tarball)",
+ "tarball": "$(basename "$tarball")", "sha256": "$OPENSSL_SHA256"}
 EOF
-    echo "$ver $OPENSSL_RECIPE" >"$dest/.done"
-    name=openssl-$ver-$OPENSSL_RECIPE
+    echo "$OPENSSL_VERSION $OPENSSL_RECIPE" >"$dest/.done"
     save_to_cache "$name" "$dest"
     rm -rf "$src"
-    step openssl "$ver built (sha256 of source $sha)"
+    step openssl "$OPENSSL_VERSION built (sha256 of source $OPENSSL_SHA256)"
 }
 
 # --- liboqs: vendored in the oqs-sys crate, fetched by cargo with the checksum in Cargo.lock -------
@@ -118,7 +116,7 @@ do_liboqs() {
     local dest=$BUILD/liboqs name=liboqs-$LIBOQS_VERSION-$LIBOQS_RECIPE
     if is_done "$dest" "$LIBOQS_RECIPE"; then step liboqs "$LIBOQS_VERSION (built)"; return; fi
     if restore_from_cache "$name" "$dest"; then step liboqs "$LIBOQS_VERSION (from cache $CACHE/$name)"; return; fi
-    step liboqs "fetching oqs-sys $OQS_SYS_VERSION from crates.io"
+    step liboqs "fetching oqs-sys $OQS_SYS_VERSION from the crates registry"
     local fetch=$ROOT/third_party/liboqs-fetch
     command -v cargo >/dev/null || die "cargo is needed to fetch the oqs-sys crate (install Rust: apt-get install cargo)"
     logged liboqs-fetch cargo fetch --locked --manifest-path "$fetch/Cargo.toml"
@@ -138,7 +136,7 @@ do_liboqs() {
     logged liboqs cmake --build "$BUILD/src/liboqs-build" -j "$JOBS"
     logged liboqs cmake --install "$BUILD/src/liboqs-build"
     cat >"$dest/PROVENANCE.json" <<EOF
-{"name": "liboqs", "version": "$LIBOQS_VERSION", "source": "crates.io oqs-sys $OQS_SYS_VERSION (vendored liboqs)",
+{"name": "liboqs", "version": "$LIBOQS_VERSION", "source": "the crates registry, oqs-sys $OQS_SYS_VERSION (vendored liboqs)",
  "sha256": "$sha", "cmake": "${LIBOQS_CMAKE[*]}"}
 EOF
     echo "$LIBOQS_VERSION $LIBOQS_RECIPE" >"$dest/.done"
