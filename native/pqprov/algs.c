@@ -51,7 +51,7 @@ static int complete(struct pqp_ctx *ctx, struct pqp_alg *a) {
         a->classical_len = a->pk;
     else if (a->classical && !pqp_classical_sizes(ctx, a->classical, &a->classical_len, &a->classical_ss))
         return 0;
-    size_t hdr = a->layout == PQP_LAYOUT_OQS_HYBRID ? 4 : 0;
+    size_t hdr = pqp_hybrid_prefix_len(a);
     int ok;
     if (a->layout == PQP_LAYOUT_NATIVE)
         ok = a->kind == PQP_SIG && a->oid;

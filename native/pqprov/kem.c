@@ -57,19 +57,14 @@ static int all_zero(const unsigned char *p, size_t n) {
 /* The peer's classical share inside a key share or ciphertext, checked for framing. */
 static EVP_PKEY *classical_peer(struct kem_ctx *k, const unsigned char *in, size_t len) {
     const struct pqp_alg *a = k->key->alg;
-    size_t off = a->layout == PQP_LAYOUT_OQS_HYBRID ? 4 : 0;
-    if (a->layout == PQP_LAYOUT_OQS_HYBRID) {
-        uint32_t clen = (uint32_t)in[0] << 24 | (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
-        if (clen != a->classical_len) {
-            PQP_RAISE(PQP_R_BAD_ENCODING, "%s: classical share length %u, expected %zu", a->name, clen,
-                      a->classical_len);
-            return NULL;
-        }
-    } else if (!all_zero(in + a->classical_len, len - a->classical_len)) {
+    if (!pqp_hybrid_check_prefix(a, in))
+        return NULL;
+    /* synthetic: the padding after the classical share must be zero */
+    if (a->layout != PQP_LAYOUT_OQS_HYBRID && !all_zero(in + a->classical_len, len - a->classical_len)) {
         PQP_RAISE(PQP_R_BAD_ENCODING, "%s: padding is not zero", a->name);
         return NULL;
     }
-    return pqp_classical_peer(k->ctx, a->classical, in + off, a->classical_len);
+    return pqp_classical_peer(k->ctx, a->classical, in + pqp_hybrid_prefix_len(a), a->classical_len);
 }
 
 static int check_out(const char *what, const struct pqp_alg *a, size_t *len, size_t need) {
@@ -105,16 +100,11 @@ static int encapsulate(void *vctx, unsigned char *out, size_t *outlen, unsigned 
         if (!(peer = classical_peer(k, k->key->pub, a->pk)) || !(eph = pqp_classical_keygen(k->ctx, a->classical)))
             goto end;
         memset(out, 0, a->ct);
-        if (a->layout == PQP_LAYOUT_OQS_HYBRID) {
-            size_t c = a->classical_len;
-            out[0] = (unsigned char)(c >> 24), out[1] = (unsigned char)(c >> 16);
-            out[2] = (unsigned char)(c >> 8), out[3] = (unsigned char)c;
-            off = 4;
-        }
-        if (!pqp_classical_public(eph, out + off, a->classical_len) ||
+        size_t pre = pqp_hybrid_put_prefix(a, out);
+        if (!pqp_classical_public(eph, out + pre, a->classical_len) ||
             !pqp_classical_derive(k->ctx, eph, peer, secret, a->classical_ss))
             goto end;
-        off += a->classical_len;
+        off = pqp_hybrid_pq_offset(a);
         soff = a->classical_ss;
     }
     if (a->oqs && OQS_KEM_encaps(a->oqs_obj, out + off, secret + soff, k->key->pub + off) != OQS_SUCCESS) {
@@ -164,7 +154,7 @@ static int decapsulate(void *vctx, unsigned char *out, size_t *outlen, const uns
         EVP_PKEY_free(peer);
         if (!ok)
             return 0;
-        off = (a->layout == PQP_LAYOUT_OQS_HYBRID ? 4 : 0) + a->classical_len;
+        off = pqp_hybrid_pq_offset(a);
         soff = a->classical_ss;
     }
     if (a->oqs && OQS_KEM_decaps(a->oqs_obj, out + soff, in + off, k->key->sk) != OQS_SUCCESS) {

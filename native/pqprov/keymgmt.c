@@ -52,14 +52,8 @@ int pqp_key_set_public(struct pqp_key *key, const unsigned char *pub, size_t len
         PQP_RAISE(PQP_R_WRONG_LENGTH, "%s public key is %zu bytes, expected %zu", a->name, len, a->pk);
         return 0;
     }
-    if (a->layout == PQP_LAYOUT_OQS_HYBRID) {
-        uint32_t clen = (uint32_t)pub[0] << 24 | (uint32_t)pub[1] << 16 | (uint32_t)pub[2] << 8 | pub[3];
-        if (clen != a->classical_len) {
-            PQP_RAISE(PQP_R_BAD_ENCODING, "%s: classical share length %u, expected %zu", a->name, clen,
-                      a->classical_len);
-            return 0;
-        }
-    }
+    if (!pqp_hybrid_check_prefix(a, pub))
+        return 0;
     unsigned char *copy = OPENSSL_memdup(pub, len);
     if (!copy)
         return 0;
@@ -119,15 +113,10 @@ static int generate(struct pqp_key *key) {
         key->classical = pqp_classical_keygen(key->ctx, a->classical);
         if (!key->classical)
             return 0;
-        if (a->layout == PQP_LAYOUT_OQS_HYBRID) {
-            size_t c = a->classical_len;
-            key->pub[0] = (unsigned char)(c >> 24), key->pub[1] = (unsigned char)(c >> 16);
-            key->pub[2] = (unsigned char)(c >> 8), key->pub[3] = (unsigned char)c;
-            off = 4;
-        }
-        if (!pqp_classical_public(key->classical, key->pub + off, a->classical_len))
+        size_t pre = pqp_hybrid_put_prefix(a, key->pub);
+        if (!pqp_classical_public(key->classical, key->pub + pre, a->classical_len))
             return 0;
-        off += a->classical_len;
+        off = pqp_hybrid_pq_offset(a);
         if (a->kind == PQP_SIG) { /* keep the raw private key (Ed25519 seed, SLH-DSA key) for PKCS#8 */
             size_t n = 0;
             if (EVP_PKEY_get_raw_private_key(key->classical, NULL, &n) <= 0 || !(key->sk = OPENSSL_malloc(n)))

@@ -103,6 +103,13 @@ EVP_PKEY *pqp_classical_peer(struct pqp_ctx *ctx, const char *name, const unsign
 int pqp_classical_derive(struct pqp_ctx *ctx, EVP_PKEY *own, EVP_PKEY *peer, unsigned char *ss, size_t len);
 int pqp_classical_sizes(struct pqp_ctx *ctx, const char *name, size_t *pub, size_t *ss);
 
+/* hybrid.c: OQS hybrid framing, [4-byte big-endian classical length] classical || PQ (the prefix
+ * only for PQP_LAYOUT_OQS_HYBRID; 0 bytes otherwise); shared secret classical || PQ. */
+size_t pqp_hybrid_prefix_len(const struct pqp_alg *a);
+size_t pqp_hybrid_put_prefix(const struct pqp_alg *a, unsigned char *out); /* returns bytes written */
+int pqp_hybrid_check_prefix(const struct pqp_alg *a, const unsigned char *in); /* raises BAD_ENCODING */
+size_t pqp_hybrid_pq_offset(const struct pqp_alg *a); /* where the PQ part starts (0 without classical) */
+
 /* keymgmt.c: the key object every operation works on */
 struct pqp_key {
     const struct pqp_alg *alg;
