@@ -168,7 +168,8 @@ def test_a_store_from_before_crypto_rounds_still_loads(tmp_path):
     import duckdb
     path = tmp_path / "old.duckdb"
     old = duckdb.connect(str(path))
-    old.execute(store.SCHEMA.replace(", round INTEGER", "").replace(
+    first_schema = store.MIGRATIONS[0][2]  # before crypto rounds, stores had this without the round column
+    old.execute(first_schema.replace(", round INTEGER", "").replace(
         "ALTER TABLE crypto ADD COLUMN IF NOT EXISTS round INTEGER;", ""))
     assert "round" not in [c[0] for c in old.execute("DESCRIBE crypto").fetchall()]  # really the old layout
     old.execute("INSERT INTO crypto VALUES ('r', 'X25519', 'kem', 'keygen', 50.0, 45.0, 55.0, 100, 32, 32)")

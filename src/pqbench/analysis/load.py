@@ -13,9 +13,9 @@ from pqbench import store
 SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in store.PHASES), "client_hello_bytes", "server_hello_bytes",
                  "certificate_bytes", "certificate_verify_bytes", "hs_bytes_sent", "hs_bytes_received",
                  "tcp_bytes_sent", "tcp_bytes_received", "tcp_segs_out", "tcp_segs_in", "tcp_retransmits",
-                 "body_bytes", "requests")
+                 "body_bytes", "requests", *store.WIRE_COLUMNS)
 JSON_RUN_FIELDS = ("spec", "provenance", "calibration_start", "calibration_end", "cell_order", "warnings")
-JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters", "concurrency")
+JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters", "concurrency", "detector", "wire")
 
 
 @dataclasses.dataclass
@@ -49,11 +49,6 @@ def _decode(row: dict, fields) -> dict:
     return row
 
 
-def _rows(cur) -> list[dict]:
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
-
-
 def _plain(column, fill):
     """A DuckDB numpy column with NULLs (masked) replaced by fill."""
     if isinstance(column, np.ma.MaskedArray):
@@ -62,16 +57,13 @@ def _plain(column, fill):
 
 
 def load(con, run_id: str) -> RunData:
-    run = _rows(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
-    if not run:
+    run = store.run_row(con, run_id)
+    if run is None:
         from pqbench.errors import BadInput
         raise BadInput("RUN", f"no run {run_id!r} in the database")
-    run = _decode(run[0], JSON_RUN_FIELDS)
-    cell_rows = [_decode(r, JSON_CELL_FIELDS) for r in
-                 _rows(con.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position, cell_id", [run_id]))]
-    cols = ", ".join(f'CAST("{f}" AS DOUBLE) AS "{f}"' for f in SAMPLE_FIELDS)
-    res = con.execute(f'SELECT cell_id, ok, "group", error_class, {cols} FROM samples WHERE run_id = ? '
-                      "ORDER BY cell_id, seq", [run_id]).fetchnumpy()  # columnar: a million rows in a second
+    run = _decode(run, JSON_RUN_FIELDS)
+    cell_rows = [_decode(r, JSON_CELL_FIELDS) for r in store.cell_rows(con, run_id)]
+    res = store.sample_columns(con, run_id, SAMPLE_FIELDS)
     ids = np.asarray(res["cell_id"], dtype=object)
     bounds = {}
     if ids.size:
@@ -87,7 +79,7 @@ def load(con, run_id: str) -> RunData:
         ok = ok_all[a:b]
         cells.append(CellData(row, ok, {f: v[a:b] for f, v in values_all.items()},
                               [g for g in groups_all[a:b][ok]], [e or "unknown" for e in errors_all[a:b][~ok]]))
-    return RunData(run, cells, crypto_spread(_rows(con.execute("SELECT * FROM crypto WHERE run_id = ?", [run_id]))))
+    return RunData(run, cells, crypto_spread(store.crypto_rows(con, run_id)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,3 +100,13 @@ def crypto_spread(rows: list[dict]) -> dict:
     for (name, op), ms in medians.items():
         out.setdefault(name, {})[op] = OpSpread(min(ms), max(ms), len(ms))
     return out
+
+
+def cell_data(row: dict, samples: list[dict], metric: str) -> CellData:
+    """A cell straight from its samples (no store): what `pqbench handshake` summarises."""
+    rows = [store.sample_row("", row.get("cell_id", ""), k, s, metric) for k, s in enumerate(samples)]
+    ok = np.array([r["ok"] for r in rows], dtype=bool)
+    values = {f: np.array([np.nan if r.get(f) is None else float(r[f]) for r in rows], dtype=float)
+              for f in SAMPLE_FIELDS}
+    return CellData(row, ok, values, [r["group"] for r in rows if r["ok"]],
+                    [r["error_class"] or "unknown" for r in rows if not r["ok"]])

@@ -30,8 +30,8 @@ def handle(args) -> int:
     try:
         run_id = store.resolve_run(con, args.run)
         paths = store.export(con, run_id, args.out, fmt)
-        counts = {p.name: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0]
-                  for p, t in zip(paths, ("runs", "cells", "samples", "crypto"))}
+        rows = store.count_rows(con, run_id)
+        counts = {p.name: rows[t] for p, t in zip(paths, ("runs", "cells", "samples", "crypto"))}
     finally:
         con.close()
     if args.json:

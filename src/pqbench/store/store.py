@@ -1,4 +1,5 @@
-"""The results store: one DuckDB file (default results.duckdb) with four tables.
+"""The results store: one DuckDB file (default results.duckdb) with four tables and its schema version
+(pqbench.store.schema: numbered migrations).
 
   runs     one row per `pqbench run`: spec, provenance (host, versions, commit, backend, seeds),
            calibration at start and end, status
@@ -18,6 +19,9 @@ import tempfile
 from pathlib import Path
 
 from pqbench.errors import BadInput, MissingCapability
+from pqbench.sample import PHASES
+from pqbench.store import schema
+from pqbench.store.schema import WIRE_COLUMNS
 
 try:
     import duckdb
@@ -26,50 +30,9 @@ except ImportError:  # pragma: no cover - the build installs it
 
 DEFAULT_DB = Path("results.duckdb")
 
-# Cell parameters: name -> SQL type. The spec's axes map onto these one to one.
-CELL_PARAMS = {
-    "kex": "VARCHAR", "sig": "VARCHAR", "scenario": "VARCHAR", "rtt_ms": "DOUBLE", "loss": "DOUBLE",
-    "loss_model": "VARCHAR", "rate_mbit": "DOUBLE", "mtu": "INTEGER", "initcwnd": "INTEGER",
-    "mode": "VARCHAR", "page": "VARCHAR", "requests": "INTEGER", "pad": "INTEGER",
-}
-PHASES = ("tcp_connected", "client_hello_sent", "server_hello_received", "server_finished_received",
-          "handshake_done", "first_byte", "last_byte")
-
-SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY, created TIMESTAMP, finished TIMESTAMP, status VARCHAR,
-    name VARCHAR, spec_toml VARCHAR, spec JSON, provenance JSON,
-    calibration_start JSON, calibration_end JSON, seed BIGINT, cell_order JSON, warnings JSON
-);
-CREATE TABLE IF NOT EXISTS cells (
-    run_id VARCHAR, cell_id VARCHAR, position INTEGER, status VARCHAR, reason VARCHAR,
-    {", ".join(f"{k} {v}" for k, v in CELL_PARAMS.items())},
-    link JSON, metric VARCHAR, n INTEGER, ok INTEGER, failures INTEGER, failure_classes JSON,
-    link_counters JSON, started TIMESTAMP, finished TIMESTAMP, stop_reason VARCHAR, concurrency JSON,
-    PRIMARY KEY (run_id, cell_id)
-);
-ALTER TABLE cells ADD COLUMN IF NOT EXISTS concurrency JSON;  -- databases from before it existed
-CREATE TABLE IF NOT EXISTS crypto (
-    run_id VARCHAR, name VARCHAR, kind VARCHAR, op VARCHAR, median_us DOUBLE, p25_us DOUBLE, p75_us DOUBLE,
-    n INTEGER, pk INTEGER, ct_or_sig INTEGER, round INTEGER
-);
-ALTER TABLE crypto ADD COLUMN IF NOT EXISTS round INTEGER;  -- databases from before it existed (one round)
-CREATE TABLE IF NOT EXISTS samples (
-    run_id VARCHAR, cell_id VARCHAR, seq INTEGER, worker INTEGER, i INTEGER, ok BOOLEAN,
-    error_class VARCHAR, error VARCHAR, duration_ms DOUBLE,
-    {", ".join(f"{p}_ms DOUBLE" for p in PHASES)},
-    start_mono_ns UBIGINT, "group" VARCHAR, sigalg VARCHAR, resumed BOOLEAN,
-    client_hello_bytes INTEGER, server_hello_bytes INTEGER, certificate_bytes INTEGER,
-    certificate_verify_bytes INTEGER, hs_bytes_sent INTEGER, hs_bytes_received INTEGER,
-    records_sent INTEGER, records_received INTEGER,
-    tcp_bytes_sent BIGINT, tcp_bytes_received BIGINT, tcp_segs_out INTEGER, tcp_segs_in INTEGER,
-    tcp_retransmits INTEGER, tcp_rtt_us INTEGER, tcp_cwnd INTEGER,
-    http_status INTEGER, body_bytes BIGINT, requests INTEGER, raw JSON
-);
-"""
-
 
 def connect(path: Path | str = DEFAULT_DB, read_only: bool = False):
+    """Opens a store; read-write brings its schema up to date first (old stores open and resume)."""
     if duckdb is None:
         raise MissingCapability("the Python package duckdb is missing", "run `make` (it installs pqbench's deps)")
     path = Path(path)
@@ -77,27 +40,72 @@ def connect(path: Path | str = DEFAULT_DB, read_only: bool = False):
         raise BadInput("--db", f"{path} does not exist")
     con = duckdb.connect(str(path), read_only=read_only)
     if not read_only:
-        con.execute(SCHEMA)
+        migrate(con)
     return con
 
 
-def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> tuple:
-    """A pqtimer JSON sample flattened into the samples table's columns."""
+def _has_table(con, name: str) -> bool:
+    return bool(con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                            [name]).fetchone()[0])
+
+
+def schema_version(con) -> int:
+    """The last migration applied; 0 for an empty store or one from before numbered migrations."""
+    if not _has_table(con, "schema_version"):
+        return 0
+    return con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+
+
+def migrate(con) -> list[int]:
+    """Applies the migrations the store lacks, each in one transaction; returns their numbers."""
+    con.execute(schema.VERSION_TABLE)
+    applied = []
+    for version, what, sql in schema.MIGRATIONS:
+        if version <= schema_version(con):
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(sql)
+            con.execute("INSERT INTO schema_version VALUES (?, now(), ?)", [version, what])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied
+
+
+def columns(con, table: str) -> list[str]:
+    return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+
+
+def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dict:
+    """A client's JSON sample flattened into the samples table's columns (by name)."""
     t = s.get("t_ns") or {}
-    ms = {p: (t[p] / 1e6 if t.get(p) is not None else None) for p in PHASES}
+    ms = {f"{p}_ms": (t[p] / 1e6 if t.get(p) is not None else None) for p in PHASES}
     sent, recv = s.get("msg_bytes_sent") or {}, s.get("msg_bytes_received") or {}
     tcp = s.get("tcp_handshake") or {}
-    return (run_id, cell_id, seq, s.get("worker"), s.get("i"), bool(s.get("ok")), s.get("error_class"),
-            s.get("error"), ms.get(metric) if s.get("ok") else None, *ms.values(), s.get("start_mono_ns"),
-            s.get("group"), s.get("sigalg"), s.get("resumed"), sent.get("client_hello"), recv.get("server_hello"),
-            recv.get("certificate"), recv.get("certificate_verify"), sum(sent.values()) if sent else None,
-            sum(recv.values()) if recv else None, s.get("records_sent"), s.get("records_received"),
-            tcp.get("bytes_sent"), tcp.get("bytes_received"), tcp.get("segs_out"), tcp.get("segs_in"),
-            tcp.get("retransmits"), tcp.get("rtt_us"), tcp.get("cwnd"), s.get("http_status"), s.get("body_bytes"),
-            s.get("requests"), json.dumps(s))
+    wire = s.get("wire") or {}
+    return {"run_id": run_id, "cell_id": cell_id, "seq": seq, "worker": s.get("worker"), "i": s.get("i"),
+            "ok": bool(s.get("ok")), "error_class": s.get("error_class"), "error": s.get("error"),
+            "duration_ms": ms.get(f"{metric}_ms") if s.get("ok") else None, **ms,
+            "start_mono_ns": s.get("start_mono_ns"), "group": s.get("group"), "sigalg": s.get("sigalg"),
+            "resumed": s.get("resumed"), "client_hello_bytes": sent.get("client_hello"),
+            "server_hello_bytes": recv.get("server_hello"), "certificate_bytes": recv.get("certificate"),
+            "certificate_verify_bytes": recv.get("certificate_verify"),
+            "hs_bytes_sent": sum(sent.values()) if sent else None,
+            "hs_bytes_received": sum(recv.values()) if recv else None,
+            "records_sent": s.get("records_sent"), "records_received": s.get("records_received"),
+            "tcp_bytes_sent": tcp.get("bytes_sent"), "tcp_bytes_received": tcp.get("bytes_received"),
+            "tcp_segs_out": tcp.get("segs_out"), "tcp_segs_in": tcp.get("segs_in"),
+            "tcp_retransmits": tcp.get("retransmits"), "tcp_rtt_us": tcp.get("rtt_us"), "tcp_cwnd": tcp.get("cwnd"),
+            "http_status": s.get("http_status"), "body_bytes": s.get("body_bytes"), "requests": s.get("requests"),
+            "raw": json.dumps(s), "local_port": s.get("local_port"), "stack": s.get("stack") or "openssl",
+            "protocol": s.get("protocol") or "tls",
+            **{k: wire.get(k.removeprefix("wire_")) for k in WIRE_COLUMNS}}
 
 
-def _insert_rows(con, table: str, rows: list[tuple]) -> None:
+def _insert_rows(con, table: str, rows: list[dict]) -> None:
     """Bulk insert through a temporary JSON-lines file: DuckDB binds Python parameters slowly
     (~1 ms per sample row), while read_json takes a whole cell in milliseconds."""
     columns = con.execute(f"DESCRIBE {table}").fetchall()  # (name, type, ...)
@@ -105,7 +113,8 @@ def _insert_rows(con, table: str, rows: list[tuple]) -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
         for row in rows:
             # JSON columns arrive as JSON text: embed the value, not a string holding it
-            values = [json.loads(v) if j and isinstance(v, str) else v for v, j in zip(row, is_json)]
+            values = [row.get(c[0]) for c in columns]
+            values = [json.loads(v) if j and isinstance(v, str) else v for v, j in zip(values, is_json)]
             f.write(json.dumps(dict(zip((c[0] for c in columns), values)), default=str) + "\n")
     try:
         types = ", ".join(f"'{name}': '{ctype}'" for name, ctype, *_ in columns)
@@ -157,8 +166,9 @@ def save_crypto(con, run_id: str, rounds: list[list[dict]]) -> None:
     """Rounds of crypto microbenchmarks (pqbench.crypto.measure results), appended after the run's
     earlier rounds: the machine's speed changes over time, so every round is kept for the model."""
     (first,) = con.execute("SELECT coalesce(max(round) + 1, 0) FROM crypto WHERE run_id = ?", [run_id]).fetchone()
-    rows = [(run_id, r["name"], r["kind"], op, v["median_us"], v["p25_us"], v["p75_us"], v["n"], r["sizes"]["pk"],
-             r["sizes"]["ct"] if r["kind"] == "kem" else r["sizes"]["sig"], first + k)
+    rows = [{"run_id": run_id, "name": r["name"], "kind": r["kind"], "op": op, "median_us": v["median_us"],
+             "p25_us": v["p25_us"], "p75_us": v["p75_us"], "n": v["n"], "pk": r["sizes"]["pk"],
+             "ct_or_sig": r["sizes"]["ct"] if r["kind"] == "kem" else r["sizes"]["sig"], "round": first + k}
             for k, results in enumerate(rounds) for r in results for op, v in r["ops"].items()]
     if rows:
         _insert_rows(con, "crypto", rows)
@@ -200,6 +210,55 @@ def export(con, run_id: str, out: Path, fmt: str) -> list[Path]:
     for table in ("runs", "cells", "samples", "crypto"):
         path = out / f"{run_id}-{table}.{fmt}"
         opts = "(FORMAT PARQUET)" if fmt == "parquet" else "(FORMAT CSV, HEADER)"
-        con.execute(f"COPY (SELECT * FROM {table} WHERE run_id = '{run_id}') TO '{path}' {opts}")
+        # COPY takes no parameters: the run id and path are quoted as SQL literals
+        con.execute(f"COPY (SELECT * FROM {table} WHERE run_id = {_quote(run_id)}) TO {_quote(str(path))} {opts}")
         written.append(path)
     return written
+
+
+def _quote(text: str) -> str:
+    """A SQL string literal, for the statements that take no parameters (COPY)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def count_rows(con, run_id: str) -> dict[str, int]:
+    return {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0]
+            for t in ("runs", "cells", "samples", "crypto")}
+
+
+def runs_named(con, name: str) -> list[tuple[str, str]]:
+    """(run_id, spec text) of the runs with this spec name, newest first."""
+    return con.execute("SELECT run_id, spec_toml FROM runs WHERE name = ? ORDER BY created DESC", [name]).fetchall()
+
+
+def provenance(con, run_id: str) -> dict:
+    row = con.execute("SELECT provenance FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    return json.loads(row[0]) if row and row[0] else {}
+
+
+def _dicts(cur) -> list[dict]:
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def run_row(con, run_id: str) -> dict | None:
+    rows = _dicts(con.execute("SELECT * FROM runs WHERE run_id = ?", [run_id]))
+    return rows[0] if rows else None
+
+
+def cell_rows(con, run_id: str) -> list[dict]:
+    return _dicts(con.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position, cell_id", [run_id]))
+
+
+def crypto_rows(con, run_id: str) -> list[dict]:
+    return _dicts(con.execute("SELECT * FROM crypto WHERE run_id = ?", [run_id]))
+
+
+def sample_columns(con, run_id: str, numeric: tuple[str, ...]) -> dict:
+    """A run's samples as numpy columns (cell_id, ok, group, error_class and the numeric fields as
+    doubles), ordered by cell and sequence. Fields an older store lacks come back as NULL."""
+    have = set(columns(con, "samples"))
+    cols = ", ".join(f'CAST("{f}" AS DOUBLE) AS "{f}"' if f in have else f'CAST(NULL AS DOUBLE) AS "{f}"'
+                     for f in numeric)
+    return con.execute(f'SELECT cell_id, ok, "group", error_class, {cols} FROM samples WHERE run_id = ? '
+                       "ORDER BY cell_id, seq", [run_id]).fetchnumpy()  # columnar: a million rows in a second

@@ -1,0 +1,76 @@
+"""The sample: what every client reports per connection, defined once.
+
+Common fields (ok, error class, phase times, bytes and packets per direction, negotiated
+algorithms, stack, protocol, the local port that joins the wire record) are the same for every
+protocol; what only one protocol has (TLS handshake message sizes, records, HTTP) stays in its own
+part. Clients emit JSON lines; `Sample.from_json` types them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+
+class Phase(str, enum.Enum):
+    """Milestones of a connection in the order they happen, named as clients print them (pqtimer's
+    phase_names in native/pqtimer/trace.c must list the same, a test checks). Times are ns since START."""
+    START = "start"  # before the TCP connect
+    TCP_CONNECTED = "tcp_connected"
+    CLIENT_HELLO_SENT = "client_hello_sent"
+    SERVER_HELLO_RECEIVED = "server_hello_received"
+    SERVER_FINISHED_RECEIVED = "server_finished_received"
+    HANDSHAKE_DONE = "handshake_done"
+    FIRST_BYTE = "first_byte"
+    LAST_BYTE = "last_byte"
+
+
+# The phases a sample reports a time for (START is their zero).
+PHASES = tuple(p.value for p in Phase if p is not Phase.START)
+# What a sample's headline duration measures, per mode.
+END_PHASE = {"handshake": Phase.HANDSHAKE_DONE.value, "resume": Phase.HANDSHAKE_DONE.value,
+             "page": Phase.LAST_BYTE.value, "requests": Phase.LAST_BYTE.value}
+MODES = tuple(END_PHASE)
+# Fields of a client's JSON line that are common to every protocol; the rest is protocol-specific.
+COMMON_FIELDS = ("worker", "i", "mode", "ok", "error_class", "error", "t_ns", "start_mono_ns", "group", "sigalg",
+                 "local_port", "tcp_handshake", "tcp_end", "wire", "stack", "protocol")
+
+
+@dataclasses.dataclass
+class Sample:
+    ok: bool
+    mode: str
+    t_ns: dict  # phase name -> ns since START (None where the phase did not happen or cannot be seen)
+    error_class: str | None = None
+    error: str | None = None
+    worker: int | None = None
+    i: int | None = None
+    start_mono_ns: int | None = None
+    group: str | None = None
+    sigalg: str | None = None
+    local_port: int | None = None
+    tcp_handshake: dict | None = None  # the client socket's TCP_INFO at handshake completion
+    tcp_end: dict | None = None  # … at the end of the sample
+    wire: dict | None = None  # the emulator's record of the connection (pqbench.wire.summary)
+    stack: str = "openssl"
+    protocol: str = "tls"
+    specific: dict = dataclasses.field(default_factory=dict)  # protocol-specific fields
+
+    @classmethod
+    def from_json(cls, d: dict, *, stack: str = "openssl", protocol: str = "tls") -> "Sample":
+        common = {k: d.get(k) for k in COMMON_FIELDS if k in d}
+        common.setdefault("stack", stack)
+        common.setdefault("protocol", protocol)
+        common["ok"] = bool(common.get("ok"))
+        common["t_ns"] = dict(common.get("t_ns") or {})
+        common.setdefault("mode", "handshake")
+        return cls(**common, specific={k: v for k, v in d.items() if k not in COMMON_FIELDS})
+
+    def duration_ms(self, metric: str | None = None) -> float | None:
+        """The headline duration (the mode's end phase) of a successful sample, ms."""
+        t = self.t_ns.get(metric or END_PHASE[self.mode])
+        return t / 1e6 if self.ok and t is not None else None
+
+    def to_json(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "specific"}
+        return {**{k: v for k, v in d.items() if v is not None}, **self.specific}

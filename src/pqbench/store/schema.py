@@ -1,0 +1,70 @@
+"""The store's schema as numbered migrations: a store records the last one applied, and opening it
+read-write applies the rest, each in one transaction. Stores from before the numbering (no
+schema_version table) get migration 1, which is written to bring any of them up to date."""
+
+from pqbench.sample import PHASES
+
+# Cell parameters: name -> SQL type. The spec's axes map onto these one to one.
+CELL_PARAMS = {
+    "kex": "VARCHAR", "sig": "VARCHAR", "scenario": "VARCHAR", "rtt_ms": "DOUBLE", "loss": "DOUBLE",
+    "loss_model": "VARCHAR", "rate_mbit": "DOUBLE", "mtu": "INTEGER", "initcwnd": "INTEGER",
+    "mode": "VARCHAR", "page": "VARCHAR", "requests": "INTEGER", "pad": "INTEGER", "stack": "VARCHAR",
+}
+# Sample columns from the emulator's record of the connection (pqbench.wire.summary keys, prefixed).
+WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
+                "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
+                "wire_packets_s2c": "INTEGER", "wire_bytes_c2s": "BIGINT", "wire_bytes_s2c": "BIGINT"}
+
+_V1 = f"""
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, created TIMESTAMP, finished TIMESTAMP, status VARCHAR,
+    name VARCHAR, spec_toml VARCHAR, spec JSON, provenance JSON,
+    calibration_start JSON, calibration_end JSON, seed BIGINT, cell_order JSON, warnings JSON
+);
+CREATE TABLE IF NOT EXISTS cells (
+    run_id VARCHAR, cell_id VARCHAR, position INTEGER, status VARCHAR, reason VARCHAR,
+    {", ".join(f"{k} {v}" for k, v in CELL_PARAMS.items() if k != "stack")},
+    link JSON, metric VARCHAR, n INTEGER, ok INTEGER, failures INTEGER, failure_classes JSON,
+    link_counters JSON, started TIMESTAMP, finished TIMESTAMP, stop_reason VARCHAR, concurrency JSON,
+    PRIMARY KEY (run_id, cell_id)
+);
+ALTER TABLE cells ADD COLUMN IF NOT EXISTS concurrency JSON;
+CREATE TABLE IF NOT EXISTS crypto (
+    run_id VARCHAR, name VARCHAR, kind VARCHAR, op VARCHAR, median_us DOUBLE, p25_us DOUBLE, p75_us DOUBLE,
+    n INTEGER, pk INTEGER, ct_or_sig INTEGER, round INTEGER
+);
+ALTER TABLE crypto ADD COLUMN IF NOT EXISTS round INTEGER;
+CREATE TABLE IF NOT EXISTS samples (
+    run_id VARCHAR, cell_id VARCHAR, seq INTEGER, worker INTEGER, i INTEGER, ok BOOLEAN,
+    error_class VARCHAR, error VARCHAR, duration_ms DOUBLE,
+    {", ".join(f"{p}_ms DOUBLE" for p in PHASES)},
+    start_mono_ns UBIGINT, "group" VARCHAR, sigalg VARCHAR, resumed BOOLEAN,
+    client_hello_bytes INTEGER, server_hello_bytes INTEGER, certificate_bytes INTEGER,
+    certificate_verify_bytes INTEGER, hs_bytes_sent INTEGER, hs_bytes_received INTEGER,
+    records_sent INTEGER, records_received INTEGER,
+    tcp_bytes_sent BIGINT, tcp_bytes_received BIGINT, tcp_segs_out INTEGER, tcp_segs_in INTEGER,
+    tcp_retransmits INTEGER, tcp_rtt_us INTEGER, tcp_cwnd INTEGER,
+    http_status INTEGER, body_bytes BIGINT, requests INTEGER, raw JSON
+);
+"""
+
+# Stack, the late-sample detector and the wire record (cells); the local port, stack, protocol
+# and the wire record per sample. Cells from before were all measured by the openssl stack.
+_V2 = f"""
+ALTER TABLE cells ADD COLUMN stack VARCHAR DEFAULT 'openssl';
+ALTER TABLE cells ADD COLUMN detector JSON;
+ALTER TABLE cells ADD COLUMN wire JSON;
+ALTER TABLE samples ADD COLUMN local_port INTEGER;
+ALTER TABLE samples ADD COLUMN stack VARCHAR DEFAULT 'openssl';
+ALTER TABLE samples ADD COLUMN protocol VARCHAR DEFAULT 'tls';
+{"".join(f"ALTER TABLE samples ADD COLUMN {k} {v};" for k, v in WIRE_COLUMNS.items())}
+"""
+
+MIGRATIONS = (
+    (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
+    (2, "stack, late-sample detector and wire timestamps", _V2),
+)
+LATEST = MIGRATIONS[-1][0]
+
+VERSION_TABLE = """CREATE TABLE IF NOT EXISTS schema_version (
+    version INTEGER PRIMARY KEY, applied TIMESTAMP, what VARCHAR)"""

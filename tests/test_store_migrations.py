@@ -1,0 +1,60 @@
+"""The store's numbered migrations, on a store written by the main branch before them (commit 2b3eaa1)."""
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pqbench import analysis, store
+from pqbench.experiment import cells as cellmod, spec as specmod
+
+OLD = Path(__file__).parent / "data" / "store-2b3eaa1.duckdb.gz"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def old_store(tmp_path) -> Path:
+    path = tmp_path / "old.duckdb"
+    with gzip.open(OLD) as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
+def test_an_old_store_reads_without_being_changed(old_store):
+    con = store.connect(old_store, read_only=True)
+    assert store.schema_version(con) == 0
+    assert "stack" not in store.columns(con, "cells")  # really the old layout
+    data = analysis.load(con, "quick-old")
+    con.close()
+    assert [c.row["status"] for c in data.cells] == ["done", "done"]
+    assert all(c.ok.sum() == 30 for c in data.cells)
+
+
+def test_opening_an_old_store_read_write_applies_every_migration_once(old_store):
+    con = store.connect(old_store)
+    assert store.schema_version(con) == store.LATEST
+    assert {"stack", "detector", "wire"} <= set(store.columns(con, "cells"))
+    assert {"local_port", "wire_ms", "stack", "protocol"} <= set(store.columns(con, "samples"))
+    assert store.migrate(con) == []  # nothing left to apply
+    assert {r["stack"] for r in store.cell_rows(con, "quick-old")} == {"openssl"}  # what they were measured with
+    con.close()
+
+
+def test_an_old_run_resumes_with_its_finished_cells_and_reports(old_store, tmp_path):
+    """The run's finished cells keep their ids (the default stack is not part of a cell id)."""
+    spec = specmod.load(ROOT / "experiments" / "quick.toml")
+    ordered = cellmod.order(cellmod.expand(spec), spec.seed)
+    con = store.connect(old_store)
+    assert store.finished_cells(con, "quick-old") == {c.cell_id for c in ordered[:2]}
+    result = analysis.analyse(con, "quick-old", resamples=50)
+    con.close()
+    assert len(result.cells) == 2 and all(c.p50 > 0 for c in result.cells)
+
+
+def test_export_takes_a_run_id_with_a_quote(tmp_path):
+    con = store.connect(tmp_path / "q.duckdb")
+    store.create_run(con, "it's-a-run", name="it's")
+    paths = store.export(con, "it's-a-run", tmp_path / "out", "csv")
+    con.close()
+    assert "it's-a-run" in paths[0].read_text()
