@@ -3,6 +3,7 @@
 import argparse
 import importlib
 import json
+import re
 import sys
 
 from pqbench import __version__
@@ -12,11 +13,39 @@ from pqbench.errors import EXIT_BAD_INPUT, PqbenchError
 COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net", "handshake", "run", "report", "export"]
 
 
+# A value that starts like a negative number: "-5ms", "-1%", "-.5"
+_NEGATIVE_VALUE = re.compile(r"-[0-9.]")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's usage errors are bad input too: exit 2
         self.print_usage(sys.stderr)
         print(f"pqbench: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
+
+    def parse_known_args(self, args=None, namespace=None):
+        # every (sub)command parser passes through here with its own options
+        return super().parse_known_args(self._attach_negative_values(args), namespace)
+
+    def _attach_negative_values(self, args) -> list[str]:
+        """`--rtt -5ms` -> `--rtt=-5ms`. argparse takes "-5ms" for an option and stops with "expected
+        one argument"; attached, the value reaches our validators, which say what the option allows."""
+        args = list(sys.argv[1:] if args is None else args)
+        out = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg == "--":
+                return out + args[i:]
+            action = self._option_string_actions.get(arg)
+            if action is not None and action.nargs is None and i + 1 < len(args) \
+                    and _NEGATIVE_VALUE.match(args[i + 1]) and args[i + 1] not in self._option_string_actions:
+                out.append(f"{arg}={args[i + 1]}")
+                i += 2
+                continue
+            out.append(arg)
+            i += 1
+        return out
 
 
 def build_parser() -> argparse.ArgumentParser:

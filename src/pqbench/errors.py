@@ -17,6 +17,7 @@ class BadInput(PqbenchError):
 
     def __init__(self, field: str, message: str):
         self.field = field
+        self.detail = message
         super().__init__(f"{field}: {message}")
 
 

@@ -41,7 +41,17 @@ def add_linkspec_options(p) -> None:
 
 
 def parse_link_options(args):
-    """LinkSpec, TcpKnobs, backend and emulator options from args; BadInput names the field."""
+    """LinkSpec, TcpKnobs, backend and emulator options from args; BadInput names the option."""
+    from pqbench.errors import BadInput
+    try:
+        return _link_options(args)
+    except BadInput as e:
+        if e.field in vars(args):  # the library's field names are the options' dests: rtt -> --rtt
+            raise BadInput("--" + e.field.replace("_", "-"), e.detail) from None
+        raise
+
+
+def _link_options(args):
     from pqbench import units
     from pqbench.errors import BadInput
     from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
@@ -124,9 +134,9 @@ def cmd_calibrate(args) -> int:
     from pqbench.testbed.calibrate import calibrate, summary_lines
     from pqbench.testbed.testbed import require_root
     spec, tcp, emulator = parse_link_options(args)
-    loss_packets = units.integer("packets", args.packets, minimum=100, maximum=10_000_000)
-    floor_samples = units.integer("samples", args.samples, minimum=10, maximum=100_000)
-    goodput_s = units.duration_ms("goodput_time", args.goodput_time, allow_zero=False) / 1000
+    loss_packets = units.integer("--packets", args.packets, minimum=100, maximum=10_000_000)
+    floor_samples = units.integer("--samples", args.samples, minimum=10, maximum=100_000)
+    goodput_s = units.duration_ms("--goodput-time", args.goodput_time, allow_zero=False) / 1000
     require_root()
     progress = None if args.json else (lambda msg: print(f"[calibrate] {msg}", file=sys.stderr, flush=True))
     report = calibrate(spec, tcp=tcp, backend=args.backend, emulator=emulator, floor_samples=floor_samples,
