@@ -22,7 +22,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, TUN devices)"),
 ]  # a missing pqlink build is a failure (make test builds it first), not a skip
 
-from pqbench.testbed import EmulatorOptions, LinkSpec, Loss, TcpKnobs, Testbed, probe, registry  # noqa: E402
+from pqbench.testbed import EmulatorOptions, LinkSpec, Loss, TcpKnobs, Testbed, netns, probe, registry  # noqa: E402
 from pqbench.testbed.backend_netem import kernel_has_netem  # noqa: E402
 from pqbench.testbed.calibrate import binomial_ci, percentiles  # noqa: E402
 
@@ -244,21 +244,92 @@ def test_signal_tears_the_testbed_down(sig):
 
 
 def test_clean_after_sigkill_leaves_nothing():
-    p, name = _start_holder()
-    p.kill()
-    p.wait()
-    assert os.path.exists(f"/var/run/netns/{name}-cli"), "namespaces outlive a SIGKILLed owner"
+    # net up first: made after the kill, it would remove the killed holder's testbed itself
     up = subprocess.run([sys.executable, "-m", "pqbench", "net", "up", "--rtt", "5ms", "--json"],
                         capture_output=True, text=True, env=ENV, timeout=60)
     assert up.returncode == 0, up.stderr
     detached = json.loads(up.stdout)["name"]
     assert our_leftovers([detached])[1], "net up leaves its emulator running"
+    p, name = _start_holder()
+    p.kill()
+    p.wait()
+    assert os.path.exists(f"/var/run/netns/{name}-cli"), "namespaces outlive a SIGKILLed owner"
     cp = subprocess.run([sys.executable, "-m", "pqbench", "net", "clean", "--json"], capture_output=True,
                         text=True, env=ENV, timeout=120)
     assert cp.returncode == 0, cp.stderr
-    assert {name, detached} <= set(json.loads(cp.stdout)["testbeds"])
+    # the killed holder's too, unless a testbed made meanwhile (by another test) removed it first
+    assert detached in json.loads(cp.stdout)["testbeds"]
     assert our_leftovers([name, detached]) == ([], [], [])
     assert not [d for d in os.listdir("/sys/class/net") if d.startswith("pqb")]
+
+
+def _net(*args):
+    return subprocess.run([sys.executable, "-m", "pqbench", "net", *args], capture_output=True, text=True,
+                          env=ENV, timeout=120)
+
+
+def _wait_for_testbed_of(proc, timeout=90):
+    """The record of the testbed proc made, once nginx and pqtimer run in its namespaces."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the handshake exited with {proc.returncode}"
+        rec = next((r for r in registry.all_records().values()
+                    if (r.get("owner") or {}).get("pid") == proc.pid and r.get("backend")), None)
+        if rec and all(netns.exists(ns) and netns.pids(ns) for ns in rec["namespaces"]):
+            return rec
+        time.sleep(0.2)
+    raise AssertionError("the handshake's testbed did not come up with nginx and pqtimer running")
+
+
+def test_next_testbed_reaps_those_of_killed_processes_only(built_stack, tmp_path, capsys):
+    """A SIGKILLed `pqbench handshake` leaves namespaces, nginx and pqtimer behind; the next `net up`
+    removes them, says so in one line, and leaves a live owner's testbed and a detached one alone."""
+    log = open(tmp_path / "handshake.log", "w")
+    hs = subprocess.Popen([sys.executable, "-m", "pqbench", "handshake", "--kex", "X25519", "--sig", "ecdsap256",
+                           "--rtt", "20ms", "-n", "10000000"], stdout=log, stderr=subprocess.STDOUT, env=ENV)
+    made = []
+    try:
+        dead = _wait_for_testbed_of(hs)
+        made.append(dead["name"])
+        up = _net("up", "--rtt", "5ms", "--json")
+        assert up.returncode == 0, up.stderr
+        detached = json.loads(up.stdout)["name"]
+        made.append(detached)
+        # (other pqbench processes on this machine may die meanwhile: look right before)
+        stale_before = [n for n, r in registry.all_records().items() if registry.stale(r)]
+        with Testbed(LinkSpec.symmetric(2)) as live:
+            if not stale_before:
+                assert "[pqbench]" not in capsys.readouterr().err, "nothing was stale: nothing to say"
+            victims = [registry.proc_ref(pid) for ns in dead["namespaces"] for pid in netns.pids(ns)]
+            victims += registry.read_record(dead["name"])["processes"]
+            hs.kill()
+            hs.wait()
+            assert all(netns.exists(ns) for ns in dead["namespaces"]), "namespaces outlive a SIGKILLed owner"
+            assert any(registry.is_alive(v) for v in victims), "so do nginx and pqtimer"
+
+            up = _net("up", "--json")
+            assert up.returncode == 0, up.stderr
+            made.append(json.loads(up.stdout)["name"])
+            said = [ln for ln in up.stderr.splitlines() if ln.startswith("[pqbench] ")]
+            assert len(said) == 1 and said[0].startswith("[pqbench] removed ") and dead["name"] in said[0], up.stderr
+            assert not any(netns.exists(ns) for ns in dead["namespaces"])
+            assert not [v for v in victims if registry.is_alive(v)]
+            assert our_leftovers([dead["name"]]) == ([], [], [])
+            assert not [d for d in registry.host_devices() if dead["name"].split("-")[1] in d]
+
+            for rec in (live.record, registry.read_record(detached)):  # both untouched
+                assert rec and all(netns.exists(ns) for ns in rec["namespaces"]), rec
+                assert all(registry.is_alive(r) for r in rec["processes"]), rec
+            assert percentiles(probe.connect_rtts(live, 3))["p50"] >= 2  # the live link still carries
+    finally:
+        if hs.poll() is None:
+            hs.kill()
+            hs.wait()
+        log.close()
+        for name in made:  # only what this test made
+            if registry.read_record(name):
+                _net("down", name)
+    assert our_leftovers(made) == ([], [], [])
 
 
 def test_net_up_and_down():

@@ -2,8 +2,11 @@
 
 import ipaddress
 import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +62,43 @@ def test_records_and_teardown_of_what_no_longer_exists(tmp_path, monkeypatch):
     removed = registry.teardown(rec)  # nothing exists any more: only the run directory goes
     assert removed == {"processes": [], "namespaces": [], "devices": []}
     assert registry.all_records() == {}
+
+
+def test_reap_stale_removes_only_testbeds_of_dead_owners(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "RUN_ROOT", tmp_path)
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead = registry.proc_ref(p.pid)
+    p.wait()
+    owners = {"pqb-dead1": {"owner": dead}, "pqb-live1": {"owner": registry.proc_ref(os.getpid())},
+              "pqb-net1": {"owner": dead, "detached": True}}  # `net up`: alive until net down
+    for name, owner in owners.items():
+        registry.write_record(name, {"name": name, "namespaces": [f"{name}-cli", f"{name}-srv"],
+                                     "host_devices": [], "processes": [], **owner})
+    (tmp_path / "pqb-new1").mkdir()  # no record (yet): nobody can tell whose it is
+    summary = registry.reap_stale()
+    assert summary == {"testbeds": ["pqb-dead1"], "namespaces": [], "devices": [], "processes": []}
+    assert set(registry.all_records()) == {"pqb-live1", "pqb-net1", "pqb-new1"}
+    assert registry.describe_reaped(summary) == \
+        "removed 1 stale testbed of a dead process (pqb-dead1): 0 namespaces, 0 processes"
+    again = registry.reap_stale()
+    assert again["testbeds"] == [] and registry.describe_reaped(again) is None
+
+
+def test_reaped_summary_counts_what_went():
+    line = registry.describe_reaped({"testbeds": ["pqb-1a2b3c", "pqb-4d5e6f"], "devices": ["pqb1a2b3c-c"],
+                                     "namespaces": ["a", "b", "c", "d"], "processes": list(range(17))})
+    assert line == ("removed 2 stale testbeds of dead processes (pqb-1a2b3c, pqb-4d5e6f): 4 namespaces, "
+                    "1 host devices, 17 processes")
+
+
+def test_a_killed_process_nobody_waited_for_is_dead():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ref = registry.proc_ref(p.pid)
+    assert registry.is_alive(ref)
+    os.kill(p.pid, signal.SIGKILL)
+    for _ in range(500):  # until the kernel has made it a zombie
+        if Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+            break
+        time.sleep(0.01)
+    assert not registry.is_alive(ref)  # an owner's zombie tears nothing down: its testbed is stale
+    p.wait()

@@ -1,6 +1,7 @@
 """Leftover registry: every testbed writes what it creates to /run/pqbench/<name>/testbed.json
 before creating it, so `pqbench net clean` can remove namespaces, devices and processes even after
-the process that made them was killed with SIGKILL.
+the process that made them was killed with SIGKILL; the next testbed to come up removes those of
+dead owners by itself (reap_stale).
 
 Processes are only ever signalled by pid, after checking that the pid still is the process that
 was recorded (same start time) or lives in one of our namespaces.
@@ -76,12 +77,14 @@ def all_records() -> dict[str, dict]:
 # --- processes ---------------------------------------------------------------------------------
 
 def start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (identifies it across pid reuse)."""
+    """The process's start time in clock ticks since boot (identifies it across pid reuse); None
+    once it has ended, as a zombie too: a killed owner nobody has waited for yet is dead."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def proc_ref(pid: int) -> dict:
@@ -105,9 +108,9 @@ def kill(pid: int, *, grace: float = 2.0) -> bool:
         return True
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
+        _reap(pid)  # first: an ended child of ours stays a zombie until waited for
         if start_time(pid) != start:
             return True
-        _reap(pid)
         time.sleep(0.01)
     try:
         os.kill(pid, signal.SIGKILL)
@@ -169,17 +172,18 @@ def host_devices() -> list[str]:
 def teardown(record: dict) -> dict:
     """Removes what one record describes: processes, namespaces, host devices, the run dir."""
     removed = {"processes": [], "namespaces": [], "devices": []}
-    for ref in record.get("processes", []):
-        if is_alive(ref):
-            kill(ref["pid"])
-            removed["processes"].append(ref["pid"])
-    for ns in record.get("namespaces", []):
-        if netns.exists(ns):
-            for pid in netns.pids(ns):
-                if kill(pid):
-                    removed["processes"].append(pid)
-            netns.delete(ns)
-            removed["namespaces"].append(ns)
+    namespaces = [ns for ns in record.get("namespaces", []) if netns.exists(ns)]
+    recorded = [ref for ref in record.get("processes", []) if is_alive(ref)]
+    # everything running now counts, also what ends by itself (nginx workers follow their master)
+    present = recorded + [proc_ref(pid) for ns in namespaces for pid in netns.pids(ns)]
+    for ref in recorded:
+        kill(ref["pid"])
+    for ns in namespaces:
+        for pid in netns.pids(ns):
+            kill(pid)
+        netns.delete(ns)
+        removed["namespaces"].append(ns)
+    removed["processes"] = sorted({r["pid"] for r in present if r["start"] is not None and not is_alive(r)})
     for dev in record.get("host_devices", []):
         if os.path.exists(f"/sys/class/net/{dev}"):
             netns.ip("link", "del", dev, check=False)
@@ -192,6 +196,50 @@ def teardown(record: dict) -> dict:
 
 def owner_alive(record: dict) -> bool:
     return not record.get("detached") and is_alive(record.get("owner"))
+
+
+def stale(record: dict) -> bool:
+    """A testbed whose owning process died without tearing it down. Detached testbeds (`net up`)
+    outlive their owner on purpose, and a record without an owner cannot be judged: both wait for
+    `net down` or `net clean`."""
+    return bool(record.get("owner")) and not record.get("detached") and not is_alive(record["owner"])
+
+
+def reap_stale() -> dict:
+    """Removes the testbeds of dead owners (a `kill -9`ed run leaves namespaces, nginx and pqtimer
+    behind) and nothing else: no stray namespaces or emulators without a record, since a testbed
+    being made right now may not have its namespaces yet, though its record with a live owner was
+    written first, under the lock held here. Returns what went, as clean() does."""
+    summary = {"testbeds": [], "namespaces": [], "devices": [], "processes": []}
+    with locked():
+        dead = {name: rec for name, rec in all_records().items() if stale(rec)}
+        if not dead:
+            return summary
+        theirs = {ns for rec in dead.values() for ns in rec.get("namespaces", [])}
+        for pid in pqlink_pids():  # an emulator started but not yet noted in its record
+            if theirs.intersection(pqlink_netns(pid)) and kill(pid):
+                summary["processes"].append(pid)
+        for name, rec in sorted(dead.items()):
+            removed = teardown(rec)
+            summary["testbeds"].append(name)
+            for k in ("namespaces", "devices", "processes"):
+                summary[k] += removed[k]
+    for k in ("namespaces", "devices", "processes"):
+        summary[k] = sorted(set(summary[k]), key=str)
+    return summary
+
+
+def describe_reaped(summary: dict) -> str | None:
+    """One line on what reap_stale removed, or None if nothing."""
+    names = summary["testbeds"]
+    if not names:
+        return None
+    counts = [f"{len(summary['namespaces'])} namespaces"]
+    if summary["devices"]:
+        counts.append(f"{len(summary['devices'])} host devices")
+    counts.append(f"{len(summary['processes'])} processes")
+    what = "1 stale testbed of a dead process" if len(names) == 1 else f"{len(names)} stale testbeds of dead processes"
+    return f"removed {what} ({', '.join(names)}): {', '.join(counts)}"
 
 
 def clean(*, force: bool = False) -> dict:

@@ -7,7 +7,8 @@
 
 Everything created is first written to the leftover registry (see registry.py); teardown runs on
 normal exit, on exceptions and on SIGINT/SIGTERM (turned into TestbedInterrupted while the testbed
-is up). A testbed started `detached` (pqbench net up) stays until `down(name)` or `clean()`.
+is up). A testbed started `detached` (pqbench net up) stays until `down(name)` or `clean()`; one
+whose owner was killed (SIGKILL) is removed when the next testbed comes up.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -188,6 +190,11 @@ class Testbed:
         return self
 
     def _up(self) -> None:
+        # Every new testbed first removes those of killed pqbench processes, so a `kill -9` costs
+        # nothing beyond the next start; said on stderr whoever the caller is, as it changes the machine.
+        reaped = registry.describe_reaped(registry.reap_stale())
+        if reaped:
+            print(f"[pqbench] {reaped}", file=sys.stderr, flush=True)
         with registry.locked():
             records = registry.all_records()
             if self.name is None:
