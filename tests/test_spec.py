@@ -36,6 +36,17 @@ def test_quick_preset_is_small():
     assert len(cellmod.expand(spec)) <= 24 and spec.samples.max <= 300
 
 
+def test_chrome_sizes_adds_rate_limited_access_links():
+    """Its header promises 45 cells; access links whose queues never tail-drop a handshake flight
+    (two initial windows), measured one worker at a time so no handshake queues behind another."""
+    spec = specmod.load(Path(__file__).resolve().parents[1] / "experiments" / "chrome-sizes.toml")
+    assert len(cellmod.expand(spec)) == 45
+    limited = [s for s in spec.scenarios if s.rate_mbit]
+    assert sorted(s.rate_mbit for s in limited) == [1, 10, 50]
+    assert all(s.queue >= 20 and s.loss == 0 for s in limited)
+    assert spec.parallel == 1 and spec.max_bias is None
+
+
 def test_parallel_is_a_count_or_auto_with_a_bias_bound():
     axes = '[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]'
     fixed = specmod.parse("parallel = 6\n" + axes)
