@@ -6,9 +6,13 @@
    and with the keep-awake spinners;
 3. forwarding ceiling: TCP bulk goodput and packets/s at MTU 1500, unlimited rate (veth as reference);
    with and without the keep-awake spinners;
-4. lateness p50/p99/max with and without SCHED_FIFO, spin and keep-awake while the other core is busy.
+4. lateness p50/p99/max with and without SCHED_FIFO, spin and keep-awake while the other core is busy;
+5. the wire recorder's cost, on (default --flows 65536) and off (--flows 0), alternating in rounds so
+   drift hits both alike: the forwarding ceiling (bulk TCP at 0 ms), lateness p50/p99 under bulk TCP
+   at 10 ms RTT (every packet through the recorder, deadlines to meet) and under back-to-back TCP
+   connects at 10 ms RTT (a new record each).
 
-    python3 bench/bench_pqlink.py [--quick] [--json]
+    python3 bench/bench_pqlink.py [--quick] [--json] [--section floor|rtt|ceiling|lateness|recorder ...]
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 import multiprocessing
 import os
 import socket
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -28,6 +33,7 @@ from pqbench.testbed import EmulatorOptions, LinkSpec, Testbed, probe  # noqa: E
 from pqbench.testbed.calibrate import percentiles  # noqa: E402
 
 GRID_RTT_MS = (5.6, 31.1, 78.6, 195.7)
+SECTIONS = ("floor", "rtt", "ceiling", "lateness", "recorder")
 
 
 def floor_vs_veth(samples: int) -> dict:
@@ -110,11 +116,55 @@ def lateness_under_load(seconds: float) -> list[dict]:
     return out
 
 
+LATENESS_RTT_MS = 10  # packets wait for a deadline, so the lateness shows whether the thread keeps up
+
+
+def _recorder_once(flows: int, seconds: float, connects: int) -> dict:
+    with Testbed(emulator=EmulatorOptions(flows=flows)) as tb:
+        tb.reset_counters()
+        ceil = probe.tcp_transfer(tb, seconds=seconds, check=False)
+        packets = tb.counters()["client_to_server"]["packets"]
+        tb.reconfigure(LinkSpec.symmetric(LATENESS_RTT_MS))
+        tb.reset_counters()
+        bulk = probe.tcp_transfer(tb, seconds=seconds, check=False)
+        late = tb.counters()["client_to_server"]["lateness_us"]
+        tb.reset_counters()
+        rtt = percentiles(probe.connect_rtts(tb, connects))
+        c = tb.counters()
+    light = {q: max(c[d]["lateness_us"][q] for d in ("client_to_server", "server_to_client")) for q in ("p50", "p99")}
+    return {"goodput_gbit": ceil["goodput_mbit"] / 1e3, "packets_per_s": packets / ceil["seconds"],
+            "bulk_goodput_gbit": bulk["goodput_mbit"] / 1e3,
+            "bulk_lateness_p50_us": late["p50"], "bulk_lateness_p99_us": late["p99"],
+            "connect_p50_ms": rtt["p50"], "connect_lateness_p50_us": light["p50"],
+            "connect_lateness_p99_us": light["p99"]}
+
+
+def recorder_cost(rounds: int, seconds: float, connects: int) -> dict:
+    """Median, min and max over rounds; within a round on and off run back to back, in alternating order."""
+    runs: dict[int, list[dict]] = {65536: [], 0: []}
+    for i in range(rounds):
+        for flows in ((65536, 0) if i % 2 == 0 else (0, 65536)):
+            runs[flows].append(_recorder_once(flows, seconds, connects))
+    out = {}
+    for flows, rows in runs.items():
+        out["on" if flows else "off"] = {
+            "flows": flows, "rounds": len(rows),
+            **{k: {"median": statistics.median(r[k] for r in rows), "min": min(r[k] for r in rows),
+                   "max": max(r[k] for r in rows)} for k in rows[0]}}
+    return out
+
+
+def _spread(v: dict, scale: float = 1.0, fmt: str = ".2f") -> str:
+    return f"{v['median'] * scale:{fmt}} [{v['min'] * scale:{fmt}}-{v['max'] * scale:{fmt}}]"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer samples, shorter transfers")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--section", action="append", choices=SECTIONS, help="run only these (repeatable; default all)")
     args = ap.parse_args()
+    sections = set(args.section or SECTIONS)
     if os.geteuid() != 0:
         print("bench_pqlink needs root (network namespaces)", file=sys.stderr)
         return 3
@@ -122,28 +172,47 @@ def main() -> int:
     if not args.json:
         print(f"host: {res['host']['cpus']} CPUs, kernel {res['host']['kernel']}, "
               f"load average {res['host']['loadavg_1m']:.2f} at start (figures need a quiet machine)", flush=True)
-    res["floor"] = f = floor_vs_veth(200 if args.quick else 500)
-    if not args.json:
-        print(f"floor: TCP connect p50 veth {f['veth_p50_ms'] * 1e3:.0f} us, pqlink {f['pqlink_p50_ms'] * 1e3:.0f} us "
-              f"-> emulator adds {f['added_us']:.0f} us ({f['ratio']:.2f}x)", flush=True)
-    res["rtt"] = [r for keep in (0, os.cpu_count() or 1) for r in rtt_errors(args.quick, keep)]
-    if not args.json:
-        for r in res["rtt"]:
-            print(f"RTT {r['rtt_ms']:6.1f} ms, keep-awake {r['keep_awake']}: p50 {r['p50_ms']:.3f} ms, error after floor {r['error_p50_us']:+.0f} us "
-                  f"(n={r['n']}, lateness p99 {r['lateness_p99_us']:.0f} us)", flush=True)
-    res["ceiling"] = [ceiling(3 if args.quick else 6, keep) for keep in (0, os.cpu_count() or 1)]
-    if not args.json:
-        for c in res["ceiling"]:
-            print(f"ceiling MTU 1500, keep-awake {c['keep_awake']}: {c['goodput_gbit']:.2f} Gbit/s TCP goodput, "
-                  f"{c['wire_gbit']:.2f} Gbit/s on the wire, {c['packets_per_s'] / 1e3:.0f} kpackets/s; veth "
-                  f"{c['veth_goodput_gbit']:.2f} Gbit/s (ratio {c['ratio_to_veth']:.2f}); kernel drops before pqlink "
-                  f"{c['device_drops']}", flush=True)
-    res["lateness_busy_core"] = rows = lateness_under_load(3 if args.quick else 8)
-    if not args.json:
-        for r in rows:
-            print(f"lateness, other core busy, SCHED_FIFO {'on ' if r['sched_fifo'] else 'off'} spin {r['spin_us']:>2} us "
-                  f"keep-awake {r['keep_awake']}: "
-                  f"p50 {r['p50']:.1f} us, p99 {r['p99']:.1f} us, max {r['max']:.1f} us (n={r['n']})", flush=True)
+    if "floor" in sections:
+        res["floor"] = f = floor_vs_veth(200 if args.quick else 500)
+        if not args.json:
+            print(f"floor: TCP connect p50 veth {f['veth_p50_ms'] * 1e3:.0f} us, pqlink {f['pqlink_p50_ms'] * 1e3:.0f} us "
+                  f"-> emulator adds {f['added_us']:.0f} us ({f['ratio']:.2f}x)", flush=True)
+    if "rtt" in sections:
+        res["rtt"] = [r for keep in (0, os.cpu_count() or 1) for r in rtt_errors(args.quick, keep)]
+        if not args.json:
+            for r in res["rtt"]:
+                print(f"RTT {r['rtt_ms']:6.1f} ms, keep-awake {r['keep_awake']}: p50 {r['p50_ms']:.3f} ms, error after floor {r['error_p50_us']:+.0f} us "
+                      f"(n={r['n']}, lateness p99 {r['lateness_p99_us']:.0f} us)", flush=True)
+    if "ceiling" in sections:
+        res["ceiling"] = [ceiling(3 if args.quick else 6, keep) for keep in (0, os.cpu_count() or 1)]
+        if not args.json:
+            for c in res["ceiling"]:
+                print(f"ceiling MTU 1500, keep-awake {c['keep_awake']}: {c['goodput_gbit']:.2f} Gbit/s TCP goodput, "
+                      f"{c['wire_gbit']:.2f} Gbit/s on the wire, {c['packets_per_s'] / 1e3:.0f} kpackets/s; veth "
+                      f"{c['veth_goodput_gbit']:.2f} Gbit/s (ratio {c['ratio_to_veth']:.2f}); kernel drops before pqlink "
+                      f"{c['device_drops']}", flush=True)
+    if "lateness" in sections:
+        res["lateness_busy_core"] = rows = lateness_under_load(3 if args.quick else 8)
+        if not args.json:
+            for r in rows:
+                print(f"lateness, other core busy, SCHED_FIFO {'on ' if r['sched_fifo'] else 'off'} spin {r['spin_us']:>2} us "
+                      f"keep-awake {r['keep_awake']}: "
+                      f"p50 {r['p50']:.1f} us, p99 {r['p99']:.1f} us, max {r['max']:.1f} us (n={r['n']})", flush=True)
+    if "recorder" in sections:
+        res["recorder"] = rec = recorder_cost(2 if args.quick else 4, 2 if args.quick else 4,
+                                              100 if args.quick else 300)
+        if not args.json:
+            for name in ("on", "off"):
+                r = rec[name]
+                print(f"wire recorder {name:>3} (--flows {r['flows']}; median [min-max] of {r['rounds']} rounds): "
+                      f"ceiling {_spread(r['goodput_gbit'])} Gbit/s, "
+                      f"{_spread(r['packets_per_s'], 1e-3, '.0f')} kpackets/s; "
+                      f"bulk at RTT {LATENESS_RTT_MS} ms {_spread(r['bulk_goodput_gbit'])} Gbit/s, lateness "
+                      f"p50 {_spread(r['bulk_lateness_p50_us'], fmt='.1f')} us, "
+                      f"p99 {_spread(r['bulk_lateness_p99_us'], fmt='.1f')} us; "
+                      f"connects at RTT {LATENESS_RTT_MS} ms: p50 {_spread(r['connect_p50_ms'], fmt='.3f')} ms, "
+                      f"lateness p50 {_spread(r['connect_lateness_p50_us'], fmt='.1f')} us, "
+                      f"p99 {_spread(r['connect_lateness_p99_us'], fmt='.1f')} us", flush=True)
     if args.json:
         json.dump(res, sys.stdout, indent=2)
         print()

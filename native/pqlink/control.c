@@ -38,12 +38,38 @@ static void json_error(char *out, size_t outlen, const char *msg)
     snprintf(out + n, outlen - n, "\"}");
 }
 
+/* flows PATH: the rest of the line is the path (it may hold spaces). */
+static void flows_command(struct link *l, char *path, char *out, size_t outlen)
+{
+    while (path && (*path == ' ' || *path == '\t'))
+        path++;
+    if (!path || !*path) {
+        json_error(out, outlen, "flows needs the path of the file to write");
+        return;
+    }
+    if (!l->flow_capacity) {
+        json_error(out, outlen, "the flow recorder is off (pqlink was started with --flows 0)");
+        return;
+    }
+    struct flows_summary sum;
+    char err[512];
+    if (flows_write_file(&l->flows, path, &sum, err, sizeof(err)) < 0) {
+        json_error(out, outlen, err);
+        return;
+    }
+    snprintf(out, outlen,
+             "{\"ok\":true,\"flows\":%llu,\"untracked_flows\":%llu,\"untracked_packets\":%llu,"
+             "\"clock\":\"CLOCK_MONOTONIC\",\"now_ns\":%lld}",
+             (unsigned long long)sum.flows, (unsigned long long)sum.untracked_flows,
+             (unsigned long long)sum.untracked_packets, (long long)mono_ns());
+}
+
 bool control_command(struct link *l, char *line, char *out, size_t outlen)
 {
     char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
     char body[16384];
     if (!cmd) {
-        json_error(out, outlen, "empty command (allowed: stats config set reset quit)");
+        json_error(out, outlen, "empty command (allowed: stats config set reset flows quit)");
     } else if (!strcmp(cmd, "stats")) {
         if (l->droplog)
             fflush(l->droplog);
@@ -80,11 +106,13 @@ bool control_command(struct link *l, char *line, char *out, size_t outlen)
     } else if (!strcmp(cmd, "reset")) {
         link_reset(l);
         snprintf(out, outlen, "{\"ok\":true}");
+    } else if (!strcmp(cmd, "flows")) {
+        flows_command(l, strtok_r(NULL, "\r\n", &save), out, outlen);
     } else if (!strcmp(cmd, "quit")) {
         snprintf(out, outlen, "{\"ok\":true}");
         return true;
     } else {
-        json_error(out, outlen, "unknown command (allowed: stats config set reset quit)");
+        json_error(out, outlen, "unknown command (allowed: stats config set reset flows quit)");
     }
     return false;
 }

@@ -4,7 +4,8 @@
  *   config            parameters only
  *   set K=V [K=V...]  change parameters live (all or nothing; keys as on the command line,
  *                     "c2s." or "s2c." prefix for one direction)
- *   reset             zero counters, peaks and lateness
+ *   reset             zero counters, peaks and lateness; empty the flow table
+ *   flows PATH        write the recorded connections to PATH (JSON lines, mode 0600)
  *   quit              exit as on SIGTERM
  */
 #ifndef PQLINK_CONTROL_H

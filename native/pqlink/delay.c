@@ -86,8 +86,6 @@ static int64_t delay_next_deadline(const struct stage *base)
     return s->n ? s->heap[0].deadline : NEVER_DEADLINE;
 }
 
-static const struct stage_ops delay_ops = {"delay", delay_enqueue, delay_dequeue, delay_next_deadline};
-
 void delay_restart(struct delay_stage *s, const struct dir_config *c, int dir)
 {
     rng_seed(&s->rng, c->seed, JITTER_STREAM(dir));
@@ -105,13 +103,13 @@ void delay_configure(struct delay_stage *s, const struct dir_config *c, int dir)
 
 int delay_init(struct delay_stage *s, const struct dir_config *c, int dir)
 {
-    *s = (struct delay_stage){.base = {&delay_ops}, .last_deadline = INT64_MIN};
+    *s = (struct delay_stage){.base = {&delay_stage_ops}, .last_deadline = INT64_MIN};
     delay_restart(s, c, dir);
     delay_configure(s, c, dir);
     return 0;
 }
 
-void delay_destroy(struct delay_stage *s, void (*fn)(void *ctx, struct pkt *p), void *ctx)
+void delay_destroy(struct delay_stage *s, pkt_sink_fn fn, void *ctx)
 {
     for (size_t i = 0; i < s->n; i++)
         fn(ctx, s->heap[i].p);
@@ -119,3 +117,37 @@ void delay_destroy(struct delay_stage *s, void (*fn)(void *ctx, struct pkt *p), 
     s->heap = NULL;
     s->n = s->cap = 0;
 }
+
+/* ---- the stage interface ---------------------------------------------------------------------- */
+
+static int init_op(struct stage *base, const struct dir_config *c, int dir)
+{
+    return delay_init((struct delay_stage *)base, c, dir);
+}
+
+static void configure_op(struct stage *base, const struct dir_config *old, const struct dir_config *c, int dir)
+{
+    delay_configure((struct delay_stage *)base, c, dir);
+}
+
+static void restart_op(struct stage *base, const struct dir_config *c, int dir)
+{
+    delay_restart((struct delay_stage *)base, c, dir);
+}
+
+static void destroy_op(struct stage *base, pkt_sink_fn sink, void *ctx)
+{
+    delay_destroy((struct delay_stage *)base, sink, ctx);
+}
+
+const struct stage_ops delay_stage_ops = {
+    .name = "delay",
+    .init = init_op,
+    .configure = configure_op,
+    .restart = restart_op,
+    .enqueue = delay_enqueue,
+    .dequeue = delay_dequeue,
+    .next_deadline = delay_next_deadline,
+    .peaks = NULL, /* a delay line, not a queue: what it holds is in flight, not waiting */
+    .destroy = destroy_op,
+};

@@ -29,12 +29,14 @@ struct delay_stage {
     uint64_t seed;
 };
 
+extern const struct stage_ops delay_stage_ops;
+
 /* Returns 0, or -1 without memory. */
 int delay_init(struct delay_stage *s, const struct dir_config *c, int dir);
 /* Restarts the jitter's random sequence from the seed. */
 void delay_restart(struct delay_stage *s, const struct dir_config *c, int dir);
 void delay_configure(struct delay_stage *s, const struct dir_config *c, int dir);
 /* Hands every held packet to fn (for cleanup), then frees the heap. */
-void delay_destroy(struct delay_stage *s, void (*fn)(void *ctx, struct pkt *p), void *ctx);
+void delay_destroy(struct delay_stage *s, pkt_sink_fn fn, void *ctx);
 
 #endif

@@ -213,6 +213,8 @@ static void *keep_awake(void *arg)
 void link_start(struct link *l)
 {
     l->started_ns = mono_ns();
+    if (flows_init(&l->flows, l->flow_capacity) < 0)
+        die_sys("calloc", "flow table");
     for (int i = 0; i < 2; i++) {
         struct direction *d = &l->d[i];
         d->owner = l;
@@ -224,6 +226,7 @@ void link_start(struct link *l)
         d->pl.output = write_out;
         d->pl.on_drop = log_drop;
         d->pl.ctx = d;
+        d->pl.flows = l->flow_capacity ? &l->flows : NULL;
         d->scratch = malloc(SCRATCH);
         if (!d->scratch)
             die_sys("malloc", "scratch buffer");
@@ -276,6 +279,7 @@ void link_stop(struct link *l)
         close(d->wake_fd);
         close(d->timer_fd);
     }
+    flows_destroy(&l->flows);
 }
 
 /* The threads answer within one loop turn; give up after a second rather than hang. */
@@ -316,6 +320,7 @@ void link_reset(struct link *l)
     }
     for (int i = 0; i < 2; i++)
         wait_until(reset_taken, &l->d[i]);
+    flows_reset(&l->flows);
 }
 
 int link_config_json(struct link *l, char *buf, size_t len)

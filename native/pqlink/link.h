@@ -1,5 +1,5 @@
-/* The running link: two directions, each with its own thread, and the requests the control
- * thread passes to them (new parameters, counter resets, stop). */
+/* The running link: two directions, each with its own thread, the wire recorder they share, and
+ * the requests the control thread passes to them (new parameters, counter resets, stop). */
 #ifndef PQLINK_LINK_H
 #define PQLINK_LINK_H
 
@@ -53,6 +53,8 @@ struct link {
     pthread_t keepers[KEEP_AWAKE_MAX];
     int64_t started_ns;
     FILE *droplog;
+    size_t flow_capacity;   /* connections the wire recorder keeps; 0 = off */
+    struct flow_table flows; /* shared by both directions (its own lock) */
 };
 
 /* Starts the two forwarding threads (dies naming the failed call). */
@@ -61,7 +63,7 @@ void link_start(struct link *l);
 void link_stop(struct link *l);
 /* Hands new parameters to the threads and waits until they use them. */
 void link_reconfigure(struct link *l, const struct dir_config cfg[2], const bool changed[2]);
-/* Zeroes counters, peaks and lateness; waits until both threads did it. */
+/* Zeroes counters, peaks and lateness (waits until both threads did it), then empties the flow table. */
 void link_reset(struct link *l);
 /* Counters and parameters as JSON into buf. Returns the length, or -1 when buf is too small. */
 int link_stats_json(struct link *l, char *buf, size_t len);

@@ -50,8 +50,6 @@ static int64_t loss_next_deadline(const struct stage *base)
     return s->passed.head ? s->passed.head->t : NEVER_DEADLINE;
 }
 
-static const struct stage_ops loss_ops = {"loss", loss_enqueue, loss_dequeue, loss_next_deadline};
-
 static void take(struct loss_stage *s, const struct dir_config *c)
 {
     s->model = c->loss_model;
@@ -64,7 +62,7 @@ static void take(struct loss_stage *s, const struct dir_config *c)
 
 void loss_init(struct loss_stage *s, const struct dir_config *c, int dir)
 {
-    *s = (struct loss_stage){.base = {&loss_ops}};
+    *s = (struct loss_stage){.base = {&loss_stage_ops}};
     take(s, c);
     loss_restart(s, c, dir);
 }
@@ -81,3 +79,41 @@ void loss_configure(struct loss_stage *s, const struct dir_config *old, const st
     if (old->seed != c->seed || old->loss_model != c->loss_model)
         loss_restart(s, c, dir);
 }
+
+/* ---- the stage interface ---------------------------------------------------------------------- */
+
+static int init_op(struct stage *base, const struct dir_config *c, int dir)
+{
+    loss_init((struct loss_stage *)base, c, dir);
+    return 0;
+}
+
+static void configure_op(struct stage *base, const struct dir_config *old, const struct dir_config *c, int dir)
+{
+    loss_configure((struct loss_stage *)base, old, c, dir);
+}
+
+static void restart_op(struct stage *base, const struct dir_config *c, int dir)
+{
+    loss_restart((struct loss_stage *)base, c, dir);
+}
+
+static void destroy_op(struct stage *base, pkt_sink_fn sink, void *ctx)
+{
+    struct loss_stage *s = (struct loss_stage *)base;
+    struct pkt *p;
+    while ((p = fifo_pop(&s->passed)))
+        sink(ctx, p);
+}
+
+const struct stage_ops loss_stage_ops = {
+    .name = "loss",
+    .init = init_op,
+    .configure = configure_op,
+    .restart = restart_op,
+    .enqueue = loss_enqueue,
+    .dequeue = loss_dequeue,
+    .next_deadline = loss_next_deadline,
+    .peaks = NULL, /* accepted packets pass at once: nothing queues here */
+    .destroy = destroy_op,
+};

@@ -18,6 +18,8 @@ struct loss_stage {
     bool bad; /* Gilbert-Elliott state */
 };
 
+extern const struct stage_ops loss_stage_ops;
+
 void loss_init(struct loss_stage *s, const struct dir_config *c, int dir);
 /* Restarts the random sequence (and the Gilbert-Elliott state) from the seed. */
 void loss_restart(struct loss_stage *s, const struct dir_config *c, int dir);

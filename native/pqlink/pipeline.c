@@ -2,6 +2,17 @@
 
 #include <string.h>
 
+/* The only place that knows which stages there are: every other step walks pl->stages. */
+static void bind_stages(struct pipeline *pl)
+{
+    pl->loss.base.ops = &loss_stage_ops;
+    pl->rate.base.ops = &rate_stage_ops;
+    pl->delay.base.ops = &delay_stage_ops;
+    pl->stages[0] = &pl->loss.base;
+    pl->stages[1] = &pl->rate.base;
+    pl->stages[2] = &pl->delay.base;
+}
+
 int pipeline_init(struct pipeline *pl, int dir, const struct dir_config *c, struct dir_counters *cnt)
 {
     memset(pl, 0, sizeof(*pl));
@@ -9,21 +20,17 @@ int pipeline_init(struct pipeline *pl, int dir, const struct dir_config *c, stru
     pl->cfg = *c;
     pl->cnt = cnt;
     pl->pool.limit = 1u << 20; /* about 1.5 GB of MTU-1500 packets at most */
-    loss_init(&pl->loss, c, dir);
-    rate_init(&pl->rate, c);
-    if (delay_init(&pl->delay, c, dir) < 0)
-        return -1;
-    pl->stages[0] = &pl->loss.base;
-    pl->stages[1] = &pl->rate.base;
-    pl->stages[2] = &pl->delay.base;
+    bind_stages(pl);
+    for (int i = 0; i < PIPELINE_STAGES; i++)
+        if (pl->stages[i]->ops->init(pl->stages[i], c, dir) < 0)
+            return -1;
     return 0;
 }
 
 void pipeline_configure(struct pipeline *pl, const struct dir_config *c)
 {
-    loss_configure(&pl->loss, &pl->cfg, c, pl->dir);
-    rate_configure(&pl->rate, c);
-    delay_configure(&pl->delay, c, pl->dir);
+    for (int i = 0; i < PIPELINE_STAGES; i++)
+        pl->stages[i]->ops->configure(pl->stages[i], &pl->cfg, c, pl->dir);
     pl->cfg = *c;
 }
 
@@ -32,16 +39,18 @@ static void drop(struct pipeline *pl, struct pkt *p, enum verdict why, int64_t n
     cnt_add(why == V_DROP_LOSS ? &pl->cnt->lost : &pl->cnt->queue_drops, 1);
     if (pl->on_drop)
         pl->on_drop(pl->ctx, p, why, now);
+    if (pl->flows)
+        flows_note(pl->flows, pl->dir, why == V_DROP_LOSS ? FLOW_LOST : FLOW_QUEUE_DROP, p->data, p->len, now);
     cnt_set(&pl->cnt->in_flight, cnt_get(&pl->cnt->in_flight) - 1);
     pkt_put(&pl->pool, p);
 }
 
 void pipeline_pump(struct pipeline *pl, int64_t now)
 {
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < PIPELINE_STAGES; i++) {
         struct pkt *p;
         while ((p = stage_dequeue(pl->stages[i], now))) {
-            if (i < 2) {
+            if (i + 1 < PIPELINE_STAGES) {
                 enum verdict v = stage_enqueue(pl->stages[i + 1], p);
                 if (v != V_ACCEPT)
                     drop(pl, p, v, now);
@@ -52,6 +61,8 @@ void pipeline_pump(struct pipeline *pl, int64_t now)
                 cnt_add(&pl->cnt->fwd_packets, 1);
                 cnt_add(&pl->cnt->fwd_bytes, p->len);
                 hist_add(&pl->cnt->lateness, late > 0 ? (uint64_t)late : 0);
+                if (pl->flows)
+                    flows_note(pl->flows, pl->dir, FLOW_DELIVERY, p->data, p->len, now);
             } else {
                 cnt_add(&pl->cnt->write_errors, 1);
             }
@@ -59,8 +70,15 @@ void pipeline_pump(struct pipeline *pl, int64_t now)
             pkt_put(&pl->pool, p);
         }
     }
-    cnt_max(&pl->cnt->peak_queue_packets, pl->rate.peak_packets);
-    cnt_max(&pl->cnt->peak_queue_bytes, pl->rate.peak_bytes);
+    for (int i = 0; i < PIPELINE_STAGES; i++) {
+        const struct stage *s = pl->stages[i];
+        if (s->ops->peaks) {
+            uint64_t packets, bytes;
+            s->ops->peaks(s, &packets, &bytes);
+            cnt_max(&pl->cnt->peak_queue_packets, packets);
+            cnt_max(&pl->cnt->peak_queue_bytes, bytes);
+        }
+    }
 }
 
 void pipeline_input(struct pipeline *pl, struct pkt *p, int64_t now)
@@ -72,6 +90,8 @@ void pipeline_input(struct pipeline *pl, struct pkt *p, int64_t now)
     cnt_add(&pl->cnt->rx_bytes, p->len);
     cnt_max(&pl->cnt->max_packet_bytes, p->len);
     cnt_set(&pl->cnt->in_flight, cnt_get(&pl->cnt->in_flight) + 1);
+    if (pl->flows) /* before the stages: a capture at the sender shows the packet even if we drop it */
+        flows_note(pl->flows, pl->dir, FLOW_ARRIVAL, p->data, p->len, now);
     enum verdict v = stage_enqueue(pl->stages[0], p);
     if (v != V_ACCEPT)
         drop(pl, p, v, now);
@@ -81,7 +101,7 @@ void pipeline_input(struct pipeline *pl, struct pkt *p, int64_t now)
 int64_t pipeline_next_deadline(const struct pipeline *pl)
 {
     int64_t next = NEVER_DEADLINE;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < PIPELINE_STAGES; i++) {
         int64_t d = stage_next_deadline(pl->stages[i]);
         if (d < next)
             next = d;
@@ -98,24 +118,18 @@ void pipeline_reset_counters(struct pipeline *pl)
     for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
         cnt_set(plain[i], 0);
     hist_reset(&c->lateness);
-    pl->rate.peak_packets = pl->rate.q.packets;
-    pl->rate.peak_bytes = pl->rate.q.bytes;
     /* A reset starts a measurement: the random sequences restart from the seed too, so every
      * measurement with the same seed meets the same loss pattern from its first packet (paired
      * comparisons across algorithms), even when the link was not reconfigured in between. */
-    loss_restart(&pl->loss, &pl->cfg, pl->dir);
-    delay_restart(&pl->delay, &pl->cfg, pl->dir);
+    for (int i = 0; i < PIPELINE_STAGES; i++)
+        pl->stages[i]->ops->restart(pl->stages[i], &pl->cfg, pl->dir);
 }
 
 static void put_back(void *ctx, struct pkt *p) { pkt_put(ctx, p); }
 
 void pipeline_destroy(struct pipeline *pl)
 {
-    struct pkt *p;
-    while ((p = fifo_pop(&pl->loss.passed)))
-        pkt_put(&pl->pool, p);
-    while ((p = fifo_pop(&pl->rate.q)))
-        pkt_put(&pl->pool, p);
-    delay_destroy(&pl->delay, put_back, &pl->pool);
+    for (int i = 0; i < PIPELINE_STAGES; i++)
+        pl->stages[i]->ops->destroy(pl->stages[i], put_back, &pl->pool);
     pkt_pool_destroy(&pl->pool);
 }

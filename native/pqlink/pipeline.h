@@ -1,10 +1,12 @@
 /* One direction of the link: loss -> rate limiter with bounded queue -> delay -> output,
- * with its counters. Time is passed in, so the whole pipeline runs on a virtual clock in tests. */
+ * with its counters and, optionally, the wire recorder (flows.h) told about every arrival,
+ * delivery and drop. Time is passed in, so the whole pipeline runs on a virtual clock in tests. */
 #ifndef PQLINK_PIPELINE_H
 #define PQLINK_PIPELINE_H
 
 #include "config.h"
 #include "delay.h"
+#include "flows.h"
 #include "hist.h"
 #include "loss.h"
 #include "rate.h"
@@ -20,6 +22,8 @@ struct dir_counters {
     struct hist lateness;                  /* output time - ideal output time, ns */
 };
 
+#define PIPELINE_STAGES 3
+
 struct pipeline {
     int dir;
     uint64_t next_seq; /* never reset, so drop logs stay comparable */
@@ -27,7 +31,7 @@ struct pipeline {
     struct loss_stage loss;
     struct rate_stage rate;
     struct delay_stage delay;
-    struct stage *stages[3];
+    struct stage *stages[PIPELINE_STAGES]; /* the three above, in packet order */
     struct pkt_pool pool;
     struct dir_counters *cnt;
     /* Writes a packet that is due; returns 0, or -1 when the write failed. */
@@ -35,6 +39,7 @@ struct pipeline {
     /* Told about every drop (for the drop log); may be NULL. */
     void (*on_drop)(void *ctx, const struct pkt *p, enum verdict why, int64_t now);
     void *ctx;
+    struct flow_table *flows; /* the wire recorder, shared by both directions; NULL = off */
 };
 
 /* cnt must stay valid while the pipeline lives. Returns 0, or -1 without memory. */

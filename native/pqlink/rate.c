@@ -55,8 +55,6 @@ static int64_t rate_next_deadline(const struct stage *base)
     return head_departure((const struct rate_stage *)base);
 }
 
-static const struct stage_ops rate_ops = {"rate", rate_enqueue, rate_dequeue, rate_next_deadline};
-
 void rate_configure(struct rate_stage *s, const struct dir_config *c)
 {
     s->rate_bps = c->rate_bps;
@@ -67,6 +65,54 @@ void rate_configure(struct rate_stage *s, const struct dir_config *c)
 
 void rate_init(struct rate_stage *s, const struct dir_config *c)
 {
-    *s = (struct rate_stage){.base = {&rate_ops}, .busy_until = INT64_MIN};
+    *s = (struct rate_stage){.base = {&rate_stage_ops}, .busy_until = INT64_MIN};
     rate_configure(s, c);
 }
+
+/* ---- the stage interface ---------------------------------------------------------------------- */
+
+static int init_op(struct stage *base, const struct dir_config *c, int dir)
+{
+    rate_init((struct rate_stage *)base, c);
+    return 0;
+}
+
+static void configure_op(struct stage *base, const struct dir_config *old, const struct dir_config *c, int dir)
+{
+    rate_configure((struct rate_stage *)base, c);
+}
+
+/* Peaks restart from what the queue holds now (packets in flight stay). */
+static void restart_op(struct stage *base, const struct dir_config *c, int dir)
+{
+    struct rate_stage *s = (struct rate_stage *)base;
+    s->peak_packets = s->q.packets;
+    s->peak_bytes = s->q.bytes;
+}
+
+static void peaks_op(const struct stage *base, uint64_t *packets, uint64_t *bytes)
+{
+    const struct rate_stage *s = (const struct rate_stage *)base;
+    *packets = s->peak_packets;
+    *bytes = s->peak_bytes;
+}
+
+static void destroy_op(struct stage *base, pkt_sink_fn sink, void *ctx)
+{
+    struct rate_stage *s = (struct rate_stage *)base;
+    struct pkt *p;
+    while ((p = fifo_pop(&s->q)))
+        sink(ctx, p);
+}
+
+const struct stage_ops rate_stage_ops = {
+    .name = "rate",
+    .init = init_op,
+    .configure = configure_op,
+    .restart = restart_op,
+    .enqueue = rate_enqueue,
+    .dequeue = rate_dequeue,
+    .next_deadline = rate_next_deadline,
+    .peaks = peaks_op,
+    .destroy = destroy_op,
+};

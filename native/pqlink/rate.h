@@ -20,6 +20,8 @@ struct rate_stage {
     uint64_t peak_bytes;
 };
 
+extern const struct stage_ops rate_stage_ops;
+
 void rate_init(struct rate_stage *s, const struct dir_config *c);
 /* New parameters apply from the packet at the head on (already finished ones keep their times). */
 void rate_configure(struct rate_stage *s, const struct dir_config *c);

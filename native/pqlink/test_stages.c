@@ -392,6 +392,43 @@ static void test_pipeline_drops(void)
           "same seed, same drops");
 }
 
+static void count_and_free(void *ctx, struct pkt *p)
+{
+    (*(int *)ctx)++;
+    free(p);
+}
+
+/* destroy hands back every packet a stage holds; a pipeline torn down mid-flight leaks nothing
+ * (LeakSanitizer checks that under ASan). */
+static void test_destroy(void)
+{
+    struct dir_config c = cfg_with((const char *[]){"rate_bps=1000000", "delay_ns=10000000", NULL});
+    struct rate_stage r;
+    struct delay_stage d;
+    struct stage *stages[] = {&r.base, &d.base};
+    rate_stage_ops.init(&r.base, &c, 0);
+    delay_stage_ops.init(&d.base, &c, 0);
+    for (int i = 0; i < 3; i++) {
+        stage_enqueue(&r.base, mkpkt(1000, 0, i));
+        stage_enqueue(&d.base, mkpkt(1000, 0, i));
+    }
+    for (int i = 0; i < 2; i++) {
+        int n = 0;
+        stages[i]->ops->destroy(stages[i], count_and_free, &n);
+        CHECK(n == 3, "%s handed back %d of 3 packets", stages[i]->ops->name, n);
+    }
+
+    static struct dir_counters cnt;
+    memset(&cnt, 0, sizeof(cnt));
+    struct pipeline pl;
+    pipeline_init(&pl, 0, &c, &cnt);
+    pl.output = sink_out;
+    pl.ctx = &(struct sink){0};
+    feed(&pl, 5, 1000, 0, 0); /* one in service, four queued; none left yet */
+    CHECK(pl.pool.live == 5, "%zu packets held", pl.pool.live);
+    pipeline_destroy(&pl);
+}
+
 /* ---- histogram and configuration --------------------------------------------------------- */
 
 static void test_hist(void)
@@ -445,6 +482,7 @@ int main(void)
     test_delay_jitter();
     test_pipeline_timing();
     test_pipeline_drops();
+    test_destroy();
     test_hist();
     test_config();
     printf("%d checks, %d failed\n", checks, failures);

@@ -222,6 +222,15 @@ static int tcp_connect(struct options *o, uint64_t deadline, struct outcome *out
     return fd;
 }
 
+/* Read once the sample's times are taken, so it costs them nothing; 0 when the kernel will not say. */
+static int local_port(int fd) {
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET)
+        return 0;
+    return ntohs(sa.sin_port);
+}
+
 static void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *during) {
     int e = SSL_get_error(ssl, ret);
     long verify = SSL_get_verify_result(ssl);
@@ -356,6 +365,7 @@ static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, str
             tr->t[PH_LAST_BYTE] = now_ns();
     }
     tcp_counts_read(fd, &tr->tcp_end);
+    tr->local_port = local_port(fd);
     if (kept && !out->error_class) {
         *kept = ssl; /* the caller needs it a little longer (to receive a ticket) */
         return;
@@ -444,7 +454,8 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
         else
             printf("null");
     }
-    printf("}, \"start_mono_ns\": %llu", (unsigned long long)tr->t[PH_START]);
+    printf("}, \"start_mono_ns\": %llu, \"local_port\": ", (unsigned long long)tr->t[PH_START]);
+    tr->local_port ? (void)printf("%d", tr->local_port) : (void)printf("null");
     printf(", \"group\": ");
     group ? json_string(stdout, group) : (void)printf("null");
     printf(", \"sigalg\": ");

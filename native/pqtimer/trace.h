@@ -44,6 +44,8 @@ struct trace {
     int http_status;
     uint64_t body_bytes;
     int requests_done;
+    int local_port; /* the connected socket's local TCP port (joins the sample to the emulator's
+                       record of its connection); 0 = no socket was connected */
 };
 
 uint64_t now_ns(void);

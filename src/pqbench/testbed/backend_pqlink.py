@@ -33,6 +33,8 @@ class EmulatorOptions:
     keep_awake: int = os.cpu_count() or 1
     capture_dir: str | None = None
     snaplen: int = 65535
+    # connections the wire recorder keeps (PqlinkBackend.flows); 0 turns it off (its cost: bench_pqlink.py)
+    flows: int = 65536
 
 
 def direction_params(prefix: str, d: Direction, seed: int) -> list[str]:
@@ -144,6 +146,7 @@ class PqlinkBackend:
             argv += ["--spin-us", str(o.spin_us)]
         if o.keep_awake:
             argv += ["--keep-awake", str(min(o.keep_awake, 64))]
+        argv += ["--flows", str(o.flows)]
         if o.capture_dir:
             cap = Path(o.capture_dir)
             cap.mkdir(parents=True, exist_ok=True)
@@ -201,7 +204,23 @@ class PqlinkBackend:
                              "keep_awake": stats.get("keep_awake", 0)}}
 
     def reset_counters(self) -> None:
+        """Zeroes the counters and empties the wire recorder's table."""
         control(self.control_path, "reset")
+
+    def flows(self, path: str | Path) -> list[dict]:
+        """The wire recorder's connections since the last reset (native/pqlink/README.md, "Wire
+        recorder"): pqlink writes them to path (JSON lines, mode 0600), read back here. Times are
+        pqlink's CLOCK_MONOTONIC ns."""
+        path = Path(path).resolve()  # pqlink's working directory is not ours
+        control(self.control_path, f"flows {path}")
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as e:
+            raise MeasurementFailed(f"reading pqlink's flow record {path}: {e.strerror}") from None
+        try:
+            return [json.loads(line) for line in lines if line]
+        except json.JSONDecodeError as e:
+            raise MeasurementFailed(f"pqlink's flow record {path} is not JSON lines: {e}") from None
 
     def destroy(self) -> dict | None:
         """Stops pqlink (SIGTERM, it removes its devices) and returns its final counters."""

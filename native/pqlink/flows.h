@@ -1,0 +1,116 @@
+/* The wire recorder: per connection (TCP or UDP over IPv4 or IPv6), the milestones a packet
+ * capture at the CLIENT side of the link would show — when it opened, the SYN, SYN-ACK and first
+ * FIN/RST, per direction its packets, bytes, retransmissions and our drops, and its flights.
+ *
+ * The client is the source of c2s packets. A c2s packet is seen at the client when it is read
+ * from the client's TUN (its arrival into the link, whether or not we drop it later); an s2c
+ * packet when it is written into the client's TUN (delivered; s2c packets we drop never reach
+ * the client and count only as lost or queue drops). Retransmissions are counted where the
+ * sender's behaviour shows, at the arrival into the link, in both directions.
+ *
+ * One table shared by both forwarding threads, guarded by one mutex (tiny critical sections).
+ * It never reads a clock: times come in as arguments, so it runs on a virtual clock in tests. */
+#ifndef PQLINK_FLOWS_H
+#define PQLINK_FLOWS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FLOW_FLIGHTS 16          /* flights kept per connection; later ones are only counted */
+#define FLOW_NO_TIME INT64_MIN   /* a milestone that did not happen (JSON null) */
+#define FLOW_MAX_CAPACITY (1u << 22)
+
+enum flow_event {
+    FLOW_ARRIVAL,    /* read from the input device (either direction) */
+    FLOW_DELIVERY,   /* written to the output device */
+    FLOW_LOST,       /* dropped by the loss stage */
+    FLOW_QUEUE_DROP, /* dropped by the rate limiter's full queue */
+};
+
+/* A connection, from the client's side; zero-filled before use so it compares with memcmp. */
+struct flow_key {
+    uint8_t family; /* 4 or 6 */
+    uint8_t proto;  /* IPPROTO_TCP or IPPROTO_UDP */
+    uint16_t client_port, server_port;
+    uint16_t pad;
+    uint8_t client[16], server[16]; /* network order; IPv4 in the first 4 bytes */
+};
+
+/* What the recorder needs from one packet (flow_parse). */
+struct flow_pkt {
+    struct flow_key key;
+    uint32_t ip_len;  /* bytes of IP packet */
+    uint32_t payload; /* TCP or UDP payload bytes */
+    uint32_t seq;     /* TCP only, like the flags */
+    bool syn, ack, fin, rst;
+};
+
+struct flow_side {
+    int64_t first_ns, last_ns; /* seen at the client side; FLOW_NO_TIME when none */
+    uint64_t packets, bytes, payload_bytes;
+    uint64_t retrans, lost, queue_drops;
+    /* TCP sequence tracking, at arrival into the link */
+    uint32_t isn;      /* sequence number of this side's SYN */
+    uint32_t seq_high; /* highest sequence end (seq + payload + SYN + FIN) seen so far */
+    bool syn_seen, seq_valid;
+};
+
+/* A maximal run of payload-carrying packets in one direction; consecutive flights alternate. */
+struct flight {
+    int64_t first_ns, last_ns;
+    uint64_t bytes; /* payload bytes */
+    uint32_t packets;
+    uint8_t dir;
+};
+
+struct flow {
+    struct flow_key key;
+    int64_t open_ns, syn_ns, synack_ns, fin_ns;
+    struct flow_side side[2]; /* indexed by direction: DIR_C2S, DIR_S2C */
+    struct flight flights[FLOW_FLIGHTS];
+    uint32_t nflights;
+    uint64_t flights_overflow;
+    int8_t flight_dir; /* direction of the flight in progress; -1 before the first */
+    bool retired;      /* an earlier connection on the same addresses and ports */
+};
+
+struct flow_table {
+    pthread_mutex_t lock;
+    size_t capacity;     /* connections recorded at most; 0 = recorder off */
+    struct flow *flows;  /* in the order they opened */
+    size_t used;
+    /* Open addressing over flows and the keys of connections turned away when full, so each of
+     * those is counted once: 0 = empty, i + 1 = flows[i], SPILL | (i + 1) = spill[i]. */
+    uint32_t *index;
+    size_t mask;
+    struct flow_key *spill;
+    size_t spill_capacity, spill_used;
+    uint64_t untracked_flows, untracked_packets;
+};
+
+struct flows_summary {
+    uint64_t flows, untracked_flows, untracked_packets;
+};
+
+/* capacity 0 leaves the recorder off (every call is then a no-op). Returns 0, or -1 without memory. */
+int flows_init(struct flow_table *t, size_t capacity);
+void flows_destroy(struct flow_table *t);
+/* Forgets every connection and zeroes the untracked counters. */
+void flows_reset(struct flow_table *t);
+/* One packet of direction dir (DIR_C2S/DIR_S2C) met event ev at time now. */
+void flows_note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now);
+/* Writes one JSON object per connection to f and fills sum. Returns 0, or -1 if a write failed. */
+int flows_write_json(struct flow_table *t, FILE *f, struct flows_summary *sum);
+/* Creates or truncates path (mode 0600) and writes the connections into it. Returns 0, or -1 with
+ * a message naming the failed operation in err. */
+int flows_write_file(struct flow_table *t, const char *path, struct flows_summary *sum, char *err, size_t errlen);
+
+/* Parses a TCP or UDP packet of direction dir into the connection's key (client = the source of
+ * c2s packets). Returns 0, or -1 for anything else: other protocols, fragments, IPv6 extension
+ * headers other than hop-by-hop, routing and destination options, truncated headers. */
+int flow_parse(const uint8_t *pkt, size_t len, int dir, struct flow_pkt *out);
+
+#endif
