@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from pqbench import catalog, crypto  # noqa: E402
-from pqbench.experiment.runner import CRYPTO_SECONDS  # noqa: E402
+from pqbench.measure.runner import CRYPTO_SECONDS  # noqa: E402
 
 DEFAULT_ALGS = ["hqc128", "frodo640aes", "MLKEM768", "X25519"]
 

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from pqbench import stats, store  # noqa: E402
-from pqbench.experiment import runner, spec as specmod  # noqa: E402
+from pqbench.experiment import spec as specmod
+from pqbench.measure import runner  # noqa: E402
 
 SPEC = """
 name = "bench-lanes"

@@ -1,12 +1,12 @@
-"""runner.run_interleaved: cells overlap only in their tails; errors stop the others, keep the finished."""
+"""schedule.run_interleaved: cells overlap only in their tails; errors stop the others, keep the finished."""
 
 import threading
 import time
 
 import pytest
 
-from pqbench.endpoints.pqtimer import Cancelled
-from pqbench.experiment.runner import run_interleaved
+from pqbench.endpoints.sampler import Cancelled
+from pqbench.measure.schedule import run_interleaved
 
 
 class Script:
@@ -127,7 +127,7 @@ def test_every_cell_is_measured_once(lanes):
 
 
 def test_a_cell_finishing_after_another_failed_is_still_saved():
-    """A cell past its last look at `stop` (pqtimer.run collecting its samples) completes after the
+    """A cell past its last look at `stop` (the sampler collecting its samples) completes after the
     failure: it is saved, then the error is raised."""
     s = Script(["boom", "late"], blind=["late"])
     t, errors = run_in_thread(s, ["l0", "l1"], ["boom", "late"])

@@ -1,8 +1,8 @@
-"""runner.Progress: the ETA of a resumed run comes from the cells measured since it resumed."""
+"""measure.progress.Progress: the ETA of a resumed run comes from the cells measured since it resumed."""
 
 import re
 
-from pqbench.experiment import runner
+from pqbench.measure import progress as runner
 
 
 def eta_lines(capsys) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 from pqbench import store
 from pqbench.experiment import cells as cellmod
-from pqbench.experiment import runner
+from pqbench.measure import runner
 from pqbench.experiment import spec as specmod
 
 pytestmark = pytest.mark.root
@@ -158,3 +158,57 @@ def test_store_round_trip_and_export(built_stack, tmp_path):
     con.close()
     samples_csv = next(p for p in written if p.name.endswith("samples.csv"))
     assert len(samples_csv.read_text().splitlines()) == 17  # header + 16 samples
+
+
+LOSSY = """
+name = "lossy"
+seed = 5
+parallel = "auto"
+samples = {n}
+lanes = 2
+warmup = 0
+calibration_samples = 20
+[axes]
+kex = {kex}
+sig = ["ecdsap256"]
+rtt = ["30ms"]
+loss = ["10%"]
+"""
+
+
+def detectors(db) -> dict:
+    con = store.connect(db, read_only=True)
+    try:
+        return {r["kex"]: (json.loads(r["detector"]), json.loads(r["wire"])) for r in
+                store.cell_rows(con, store.resolve_run(con, "latest"))}
+    finally:
+        con.close()
+
+
+def test_a_lossy_run_stores_each_cells_late_count_and_a_cpu_hog_raises_it(built_stack, tmp_path):
+    """Two lossy cells on two lanes: each stores its detector (how many samples no retransmission
+    touched, how many of those came late) and its client-vs-wire comparison. Then one cell under a
+    synthetic CPU hog (busy loops on every CPU): its late count and the report's warning appear."""
+    from pqbench import analysis, concurrency, late
+    db = tmp_path / "lossy.duckdb"
+    runner.run(specmod.parse(LOSSY.format(n=150, kex='["X25519", "secp256r1"]'), "lossy.toml"), db, quiet=True)
+    quiet = detectors(db)
+    assert set(quiet) == {"X25519", "secp256r1"}
+    for det, wire in quiet.values():
+        assert det["wire"] and det["untouched"] >= 20 and det["late"] is not None  # loss spared some
+        assert wire["n"] >= 100  # the emulator's record joined most samples
+
+    hog = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * concurrency.CPUS)]
+    try:
+        db2 = tmp_path / "hog.duckdb"
+        runner.run(specmod.parse(LOSSY.format(n=120, kex='["X25519"]'), "lossy.toml"), db2, quiet=True)
+    finally:
+        for p in hog:
+            p.kill()
+            p.wait()
+    det, _ = detectors(db2)["X25519"]
+    assert det["late"] > late.LATE_SHARE * det["untouched"], det
+    con = store.connect(db2, read_only=True)
+    warned = [w for _, w in analysis.analyse(con, store.resolve_run(con, "latest"), resamples=50).cell_warnings()]
+    con.close()
+    assert any(w.check == "late" for w in warned)

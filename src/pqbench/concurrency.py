@@ -2,7 +2,7 @@
 
 A fixed count (`Fixed`) or `Auto`: start with one and add workers while the machine's CPU load
 stays low enough that waiting for the CPU cannot delay a handshake by more than a set fraction of
-its time. Handshakes on a long or lossy link spend nearly all their time waiting, so many can run at
+its clean time (no retransmission), and while the measured wait (TCP connect times) agrees. Handshakes on a long or lossy link spend nearly all their time waiting, so many can run at
 once; on a short clean link one already loads the machine, and more would queue the crypto behind
 each other and bias the times upwards (5 workers at 5.4 ms RTT added 14 % to the median). Load and
 CPU per handshake are measured, not predicted: busy time from /proc/stat minus pqlink's
@@ -14,11 +14,11 @@ from __future__ import annotations
 import collections
 import math
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pqbench import stats
 
 SCHED_IDLE = 5
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -26,7 +26,13 @@ CPUS = os.cpu_count() or 1
 MIN_BUSY_S = 2 / TICKS_PER_S  # below two ticks the busy time is mostly rounding
 LOOK_S = 0.25  # how often Auto looks: /proc/stat counts 10 ms ticks, so a look covers ~50 of them
 WINDOW_S = 5.0  # Auto's estimates look this far back
-MEDIAN_AFTER = 10  # samples before their median stands for the cell's typical time
+EXCESS_SAMPLES = 10  # connect times before their mean stands for the CPU wait
+WAITS = 3  # CPU waits on a handshake's critical path: client at the SYN-ACK and the server's flight, server at the ClientHello
+LATE_CONNECT_MS = 1.0  # a connect this much slower than the cell's first ones waited for a CPU
+LATE_CONNECT_SHARE = 0.01  # more such connects than this since the last step stop the growth
+LATE_CONNECT_MIN = 100  # connects since the last step before a late one's share is judged
+STEP = 0.5  # a step adds at most this fraction of the workers running
+SYN_RETRY_MS = 500.0  # a connect this far beyond the RTT lost its SYN or SYN-ACK (the first retry comes after 1 s)
 
 
 def _cpu_ticks() -> tuple[int, int]:
@@ -93,27 +99,73 @@ class Fixed:
         self.start = parallel
         self.peak = parallel
 
-    def more(self, running: int, started: int, durations: list[float]) -> int:
+    def more(self, running: int, started: int, samples: list[dict]) -> int:
         return 0
+
+    def finish(self) -> None:
+        pass
 
     def summary(self) -> dict:
         return {"policy": "fixed", "workers": self.peak}
 
 
-def load_target(max_bias: float, typical_ms: float, cpu_ms: float) -> float:
-    """The CPU load at which queueing for the CPU delays a handshake by about max_bias of its
-    typical time. Waiting grows like cpu × load / (1 - load) (one queue; measured: 5 workers at
-    load 0.45 added 1.9 ms to a 12.9 ms handshake costing 2.2 ms of CPU), so the load may reach x / (1 + x)
-    with x = max_bias × typical / cpu: long or lossy links tolerate a busy machine, short clean ones not."""
-    x = max_bias * typical_ms / cpu_ms
+def load_target(max_bias: float, clean_ms: float, cpu_ms: float) -> float:
+    """The CPU load at which queueing for the CPU delays a handshake by about max_bias of its clean
+    time. Waiting grows like cpu × load / (1 - load) (one queue; measured: 5 workers at load 0.45
+    added 1.9 ms to a 12.9 ms handshake costing 2.2 ms of CPU), so the load may reach x / (1 + x)
+    with x = max_bias × clean / cpu: long links tolerate a busy machine, short ones not. The clean
+    time (no retransmission) is the reference, never a median that retransmission timeouts inflate:
+    at 15 % loss the median is 1.1-5× the clean time while CPU waits still hit clean handshakes."""
+    x = max_bias * clean_ms / cpu_ms
     return x / (1 + x)
+
+
+class Budget:
+    """One CPU budget for a whole run: the cells measured at once on several lanes share the machine,
+    so each may load it only up to the strictest target among them (a long-link cell must not raise
+    the load under a short-link cell's stragglers). Cells join while they run and leave when done."""
+
+    def __init__(self):
+        self._targets: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def target(self, member: object, own: float) -> float:
+        with self._lock:
+            self._targets[id(member)] = own
+            return min(self._targets.values())
+
+    def leave(self, member: object) -> None:
+        with self._lock:
+            self._targets.pop(id(member), None)
+
+
+def connect_excess_ms(samples: list[dict], rtt_ms: float) -> list[float]:
+    """TCP connect time beyond the RTT, per sample whose SYN and SYN-ACK went through at once: the
+    kernel answers the SYN, so the excess is the emulator's floor plus the time the client waited
+    for a CPU after the SYN-ACK arrived, a direct probe of CPU queueing that loss does not touch."""
+    out = []
+    for s in samples:
+        t = (s.get("t_ns") or {}).get("tcp_connected")
+        if t is not None:
+            excess = t / 1e6 - rtt_ms
+            if excess < SYN_RETRY_MS:
+                out.append(excess)
+    return out
 
 
 @dataclass
 class Auto:
-    """Adds workers while the load they would make stays under load_target(max_bias, ...), up to
-    `maximum`. The typical time is the median of the cell's samples so far (retransmissions
-    included), never less than network_ms, the time on the wire without compute (round trips × RTT).
+    """Adds workers while two things hold, up to `maximum`:
+    - the modelled load stays under load_target(max_bias, clean, cpu) (and the run's Budget), where
+      clean = network_ms (round trips × RTT) + the measured CPU time of a handshake, and
+    - the measured CPU wait stays under max_bias of the clean time: WAITS × the rise of the mean TCP
+      connect excess (connect_excess_ms) over its lowest level in the cell (seen with few workers).
+    - fewer than LATE_CONNECT_SHARE of the connects since the last step waited LATE_CONNECT_MS longer
+      than the cell's first ones: a mean wait within bounds can hide a tail of handshakes delayed by
+      milliseconds, which is what moves the clean mode's upper quantiles.
+    A step is taken only once as many samples finished since the last one as workers run (at least
+    LATE_CONNECT_MIN once a late connect was seen), so its effect is measured before the next; a step
+    adds at most half the workers running.
 
     What one worker costs is estimated over the last WINDOW_S seconds (busy time / worker-seconds):
     long enough that a moment of waiting for retransmissions does not look like an idle machine,
@@ -122,19 +174,28 @@ class Auto:
     max_bias: float
     maximum: int
     network_ms: float
+    rtt_ms: float = 0.0
     start: int = 1
     meter: BusyMeter = field(default_factory=BusyMeter)
+    budget: Budget | None = None
     loads: list = field(default_factory=list)
     targets: list = field(default_factory=list)
     peak: int = 0
     worker_s: float = 0.0
+    held: int = 0  # looks at which the measured CPU wait stopped a step
+    clean_ms: float | None = None
+    wait_ms: float | None = None  # the latest estimate of the CPU wait per handshake
+    late_share: float = 0.0  # connects since the last step that waited LATE_CONNECT_MS longer than the first
+    _base_excess: float | None = None
+    _stepped_at: int = 0  # samples finished when the last step was taken
+    _stepped_samples: int = 0  # … and samples read by then
     _last: tuple | None = None  # (monotonic time, workers running) at the previous look
     _history: collections.deque = field(default_factory=collections.deque)  # (time, busy s, done, worker s)
 
     def __post_init__(self):
         self.peak = max(self.peak, self.start)
 
-    def more(self, running: int, started: int, durations: list[float]) -> int:
+    def more(self, running: int, started: int, samples: list[dict]) -> int:
         now = time.monotonic()
         if self._last:
             self.worker_s += self._last[1] * (now - self._last[0])
@@ -152,29 +213,63 @@ class Auto:
         if done <= 0 or worker_s <= 0:
             return 0  # no handshake finished in the window yet: its CPU cost is unknown
         cpu_ms = max(busy, MIN_BUSY_S) * 1000 / done
-        typical = max(self.network_ms + cpu_ms, stats.median(durations) if len(durations) >= MEDIAN_AFTER else 0)
-        target = load_target(self.max_bias, typical, cpu_ms)
+        self.clean_ms = self.network_ms + cpu_ms
+        target = load_target(self.max_bias, self.clean_ms, cpu_ms)
+        if self.budget is not None:
+            target = self.budget.target(self, target)
         self.targets.append(target)
+        if self._cpu_wait_too_long(samples, running):
+            self.held += 1
+            return 0
+        if finished - self._stepped_at < running:
+            return 0  # the last step's effect is not measured yet
         per_worker = max(busy, MIN_BUSY_S) / (worker_s * CPUS)  # fraction of the machine
         add = math.floor(target / per_worker) - running
-        # at most double per look, so the next look corrects an estimate made from few ticks
-        add = max(0, min(add, running, self.maximum - running))
+        add = max(0, min(add, math.ceil(running * STEP), self.maximum - running))
+        if add:
+            self._stepped_at, self._stepped_samples = finished, len(samples)
         self.peak = max(self.peak, running + add)
         return add
 
+    def _cpu_wait_too_long(self, samples: list[dict], running: int) -> bool:
+        """The measured wait: the mean rise of the connect excess over its lowest level (× WAITS)
+        against max_bias of the clean time, and the share of connects that waited clearly longer
+        than the first ones (a mean can hide a few handshakes delayed by milliseconds) against
+        LATE_CONNECT_SHARE, over the samples since the last step."""
+        recent = connect_excess_ms(samples[-max(EXCESS_SAMPLES, 2 * running):], self.rtt_ms)
+        if len(recent) < EXCESS_SAMPLES:
+            return False
+        level = sum(recent) / len(recent)
+        if self._base_excess is None:  # the first connects, made by one worker: the floor's spread
+            self._base_excess = sorted(recent)[len(recent) // 2]
+        self.wait_ms = WAITS * max(0.0, level - self._base_excess)
+        since = connect_excess_ms(samples[self._stepped_samples:], self.rtt_ms)
+        late = sum(1 for e in since if e > self._base_excess + LATE_CONNECT_MS)
+        self.late_share = late / len(since) if since else 0.0
+        # one late connect is judged only among LATE_CONNECT_MIN (a 1 % share needs them); none lets a step go
+        return self.wait_ms > self.max_bias * self.clean_ms or (
+            late > 0 and (len(since) < LATE_CONNECT_MIN or self.late_share > LATE_CONNECT_SHARE))
+
+    def finish(self) -> None:
+        if self.budget is not None:
+            self.budget.leave(self)
+
     def summary(self) -> dict:
         mean = lambda xs: round(sum(xs) / len(xs), 3) if xs else None  # noqa: E731
+        rnd = lambda x: round(x, 3) if x is not None else None  # noqa: E731
         return {"policy": "auto", "max_bias": self.max_bias, "maximum": self.maximum, "workers": self.peak,
                 "load_mean": mean(self.loads), "load_max": round(max(self.loads), 3) if self.loads else None,
-                "load_target": mean(self.targets)}
+                "load_target": mean(self.targets), "clean_ms": rnd(self.clean_ms), "cpu_wait_ms": rnd(self.wait_ms),
+                "late_connects": rnd(self.late_share), "held": self.held}
 
 
 def policy(parallel: int | str, *, max_bias: float | None, maximum: int, rtt_ms: float, mode: str,
-           requests: int | None):
+           requests: int | None, budget: Budget | None = None):
     """The workers of one cell or measurement: Fixed(parallel), or for "auto" an Auto whose floor
     for the typical time is the connection's time on the wire (TCP and TLS handshakes, plus a round
     trip per request), its load measured without the machine's idle-priority spinners."""
     if parallel != "auto":
         return Fixed(parallel)
     round_trips = 2 + {"page": 1, "requests": requests or 1}.get(mode, 0)
-    return Auto(max_bias=max_bias, maximum=maximum, network_ms=rtt_ms * round_trips, meter=BusyMeter(idle_spinners()))
+    return Auto(max_bias=max_bias, maximum=maximum, network_ms=rtt_ms * round_trips, rtt_ms=rtt_ms,
+                meter=BusyMeter(idle_spinners()), budget=budget)

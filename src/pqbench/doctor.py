@@ -1,24 +1,15 @@
 """`pqbench doctor`: what this machine can do, and what is missing with how to fix it."""
 
-import re
-import shutil
-import subprocess
+import dataclasses
 
-from pqbench import __version__, host, liboqs, paths, stack
+from pqbench import __version__, endpoints, host, liboqs, paths, stack
 
 NATIVE_COMPONENTS = ("pqlink", "cryptobench", "pqtimer")
 
 
-def _nginx_on_our_openssl() -> str | None:
-    """The OpenSSL version Debian's nginx reports when run on our libssl (None if it cannot)."""
-    if not shutil.which("nginx") or not paths.OPENSSL_BIN.exists():
-        return None
-    out = subprocess.run(["nginx", "-V"], capture_output=True, text=True, env=stack.openssl_env())
-    m = re.search(r"running with OpenSSL (\S+)", out.stderr)
-    if m:
-        return m.group(1)
-    m = re.search(r"built with OpenSSL (\S+)", out.stderr)
-    return m.group(1) if m and out.returncode == 0 else None
+def _plain(items) -> dict:
+    """Capabilities as JSON: the unsupported() function is left out."""
+    return {k: v for k, v in items if not callable(v)}
 
 
 def report() -> dict:
@@ -49,9 +40,12 @@ def report() -> dict:
             "kems": liboqs.kem_names(),
             "sigs": liboqs.sig_names(),
         },
-        "nginx": {"version": host.nginx_version(), "running_with_openssl": _nginx_on_our_openssl()},
+        "stacks": {name: dataclasses.asdict(endpoints.get(name).capabilities(), dict_factory=_plain)
+                   for name in endpoints.names()},
         "build": {name: paths.native_binary(name).exists() for name in NATIVE_COMPONENTS},
     }
+    versions = rep["stacks"]["openssl"]["versions"]  # the key doctor --json had before stacks
+    rep["nginx"] = {"version": versions.get("nginx"), "running_with_openssl": versions.get("nginx_running_with_openssl")}
     rep["problems"] = problems(rep)
     rep["ok"] = not rep["problems"]
     return rep

@@ -1,5 +1,6 @@
-"""`pqbench handshake`: one measurement point — a testbed with a LinkSpec, nginx serving the chain
-for the signature algorithm, P pqtimer workers making n connections in total — and its summary.
+"""`pqbench handshake`: one measurement point as a one-cell run — a rig with a LinkSpec, the stack's
+server serving the chain for the signature algorithm, its client making n connections in total —
+summarised by the same cell statistics as a run's cells.
 """
 
 import dataclasses
@@ -8,12 +9,20 @@ import json
 import os
 from pathlib import Path
 
-from pqbench import catalog, certs, concurrency, paths, stats, units
-from pqbench.endpoints import pqtimer
-from pqbench.endpoints.pqtimer import END_PHASE
-from pqbench.endpoints.nginx import DEFAULT_PAGES, DEFAULT_WORKERS, FIRST_PORT, NginxConfig, NginxServer, Site, tcp_probe
+import numpy as np
+
+from pqbench import catalog, certs, concurrency, endpoints, paths, units
+from pqbench.analysis import cells as cellstats
+from pqbench.analysis.load import cell_data
+from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
 from pqbench.errors import BadInput, MissingCapability
-from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
+from pqbench.experiment.spec import Samples
+from pqbench.measure import cell as cellmeasure
+from pqbench.measure.rig import Rig
+from pqbench.sample import END_PHASE, PHASES
+from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
+
+PORT = 4433
 
 
 @dataclasses.dataclass
@@ -27,14 +36,15 @@ class HandshakeConfig:
     max_bias: float = 0.02
     max_parallel: int = 128
     mode: str = "handshake"
-    page: str | None = None  # page name served by nginx (1k, 10k, …) for page/requests modes
+    page: str | None = None  # page name served (1k, 10k, …) for page/requests modes
     requests: int = 1
     pad: int = 0
     warmup: int = 0
     timeout_ms: int = 10_000
     backend: str = "auto"
     emulator: EmulatorOptions = dataclasses.field(default_factory=EmulatorOptions)
-    workers: int = DEFAULT_WORKERS  # nginx worker processes
+    workers: int = DEFAULT_WORKERS  # server worker processes
+    stack: str = endpoints.DEFAULT_STACK
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -45,7 +55,7 @@ class HandshakeConfig:
 
 
 def page_name(size_bytes: int) -> str:
-    """nginx page names: 1000 -> 1k, 1000000 -> 1000k, others in bytes."""
+    """Page names: 1000 -> 1k, 1000000 -> 1000k, others in bytes."""
     return f"{size_bytes // 1000}k" if size_bytes % 1000 == 0 else str(size_bytes)
 
 
@@ -72,6 +82,7 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     units.integer("-n", cfg.n, minimum=1)
     if cfg.parallel != "auto":
         units.integer("--parallel", cfg.parallel, minimum=1, maximum=256)
+    stack = endpoints.get(cfg.stack, "--server")
     kex = resolve_tls(cfg.kex, "kem", "--kex")
     sig = resolve_tls(cfg.sig, "sig", "--sig")
     run_dir = run_dir or new_run_dir()
@@ -79,81 +90,56 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     say(f"certificates: {sig.name} chain")
     chain = certs.make_chain(sig.name, run_dir / "certs")
     pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
-    with Testbed(cfg.spec, tcp=cfg.tcp, backend=cfg.backend, emulator=cfg.emulator) as tb:
-        say(f"testbed {tb.name} up ({tb.backend_name}): {cfg.spec.describe()}")
-        server = NginxServer(NginxConfig(run_dir / "nginx", tb.server_addr, [Site(FIRST_PORT, chain)],
-                                         groups=[kex.name], workers=cfg.workers,
-                                         pages={**DEFAULT_PAGES, **pages}))
-        with server:
-            server.start(lambda argv, **kw: _noted(tb, tb.popen("server", argv, **kw)),
-                         lambda port: tcp_probe(lambda: tb.socket("client"), tb.server_addr, port))
-            job = pqtimer.TimerJob(host=tb.server_addr, port=FIRST_PORT, groups=[kex.name],
-                                   cafile=str(chain.root_cert), servername=chain.server_name, mode=cfg.mode,
-                                   path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests,
-                                   warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
-            control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
-                                         rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
-            say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} pqtimer worker(s)")
-            tb.reset_counters()
-            samples = pqtimer.run(job, cfg.n, control,
-                                  lambda argv, **kw: _noted(tb, tb.popen("client", argv, **kw)), run_dir)
-            link = tb.counters()
-            backend = tb.backend_name
+    serving = Serving(run_dir / "server", [Site(PORT, chain)], [kex.name], {**DEFAULT_PAGES, **pages}, cfg.workers)
+    with Rig(stack, serving, cfg.spec, cfg.tcp, backend=cfg.backend, emulator=cfg.emulator) as rig:
+        say(f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
+        job = rig.job(PORT, kex.name, chain, mode=cfg.mode, path=f"/{cfg.page}" if cfg.page else "/1k",
+                      requests=cfg.requests, warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
+        control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
+                                     rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
+        say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")
+        plan = cellmeasure.Plan(cfg.spec, cfg.tcp, job, Samples(cfg.n, cfg.n, None), cfg.max_bias)
+        record, samples, _ = cellmeasure.measure(rig, plan, control, run_dir)
+        backend = rig.tb.backend_name
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    result = summarise(cfg, samples, link)
+    result = summarise(cfg, samples, record)
     result["config"]["backend"] = backend
-    result["concurrency"] = control.summary()
     result["chain"] = {"sig": chain.sig, "bytes_sent_by_server": chain.sent_bytes, "der_sizes": chain.der_sizes}
     result["run_dir"] = str(run_dir)
     (run_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
 
 
-def _noted(tb: Testbed, proc):
-    tb.note_process(proc.pid)  # so `pqbench net clean` can stop it after a crash
-    return proc
+def _round(v, digits=3):
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else round(float(v), digits)
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return stats.median(values) if values else None
-
-
-def summarise(cfg: HandshakeConfig, samples: list[dict], link: dict | None = None) -> dict:
-    """The DESIGN.md `handshake --json` object from raw samples."""
-    ok = [s for s in samples if s.get("ok")]
-    end = END_PHASE[cfg.mode]
-    times = [s["t_ns"][end] / 1e6 for s in ok if s["t_ns"].get(end) is not None]
-    tcp = [s.get("tcp_handshake") or {} for s in ok]
-    groups = {s.get("group") for s in ok}
-    sigalgs = {s.get("sigalg") for s in ok}
+def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = None) -> dict:
+    """The DESIGN.md `handshake --json` object, from the same cell statistics a run's report uses."""
+    record = record or {}
+    metric = END_PHASE[cfg.mode]
+    cd = cell_data({"kex": cfg.kex, "sig": cfg.sig, "mode": cfg.mode}, samples, metric)
+    c = cellstats.analyse_cell(cd, {}, resamples=200)
+    pct = {f"p{q}_ms": _round(c.pct[q][0]) if c.ok else None for q in cellstats.QS}
+    groups, sigalgs = {s.get("group") for s in samples if s.get("ok")}, {s.get("sigalg") for s in samples if s.get("ok")}
     result = {
         "config": cfg.to_json(),
-        "summary": {"n": len(samples), "ok": len(ok), "failures": len(samples) - len(ok),
-                    "failure_classes": pqtimer.failure_classes(samples), "metric": end, **stats.summary_ms(times)},
+        "summary": {"n": c.n, "ok": c.ok, "failures": c.failures, "failure_classes": c.failure_classes,
+                    "metric": metric, "mean_ms": _round(c.mean) if c.ok else None, **pct},
         # Per handshake, per direction, from the client socket's TCP_INFO when the handshake completed.
-        "packets": {"client_to_server": _median(t.get("segs_out") for t in tcp),
-                    "server_to_client": _median(t.get("segs_in") for t in tcp)},
-        "bytes": {"client_to_server": _median(t.get("bytes_sent") for t in tcp),
-                  "server_to_client": _median(t.get("bytes_received") for t in tcp)},
+        "packets": {"client_to_server": c.wire["packets_c2s"], "server_to_client": c.wire["packets_s2c"]},
+        "bytes": {"client_to_server": c.wire["bytes_c2s"], "server_to_client": c.wire["bytes_s2c"]},
         "negotiated": {"group": groups.pop() if len(groups) == 1 else sorted(map(str, groups)) or None,
                        "sigalg": sigalgs.pop() if len(sigalgs) == 1 else sorted(map(str, sigalgs)) or None},
-        "phases_ms": _phase_medians(ok),
+        # Median time of each phase since the start (the Sosnowski-style split follows from these).
+        "phases_ms": {p: _round(np.median(v)) if (v := cd.ok_values(f"{p}_ms")).size else None for p in PHASES},
     }
-    if link:
-        result["link"] = link
+    for key in ("concurrency", "detector", "wire"):
+        if key in record:
+            result[key] = record[key]
+    if "link_counters" in record:
+        result["link"] = record["link_counters"]
     return result
-
-
-def _phase_medians(ok: list[dict]) -> dict:
-    """Median time of each phase since the start (Sosnowski-style split follows from these)."""
-    names = ["tcp_connected", "client_hello_sent", "server_hello_received", "server_finished_received",
-             "handshake_done", "first_byte", "last_byte"]
-    out = {}
-    for name in names:
-        m = _median(s["t_ns"].get(name) for s in ok)
-        out[name] = round(m / 1e6, 3) if m is not None else None
-    return out
 
 
 def format_summary(result: dict) -> str:
@@ -165,6 +151,14 @@ def format_summary(result: dict) -> str:
              f"  per handshake (median): packets c→s {result['packets']['client_to_server']} "
              f"s→c {result['packets']['server_to_client']}; bytes c→s {result['bytes']['client_to_server']} "
              f"s→c {result['bytes']['server_to_client']}",
-             f"  negotiated: group {result['negotiated']['group']}, signature {result['negotiated']['sigalg']}",
-             f"  raw samples: {result['run_dir']}/samples.jsonl"]
+             f"  negotiated: group {result['negotiated']['group']}, signature {result['negotiated']['sigalg']}"]
+    w = result.get("wire") or {}
+    if w.get("n"):
+        lines.append(f"  client vs wire time: median {w['median_diff_ms']:+.3f} ms "
+                     f"(p5 {w['p5_diff_ms']:+.3f}, p95 {w['p95_diff_ms']:+.3f}; {w['disagree']} of {w['n']} "
+                     f"beyond ±{w['tolerance_ms']} ms)")
+    d = result.get("detector") or {}
+    if d.get("late") is not None:
+        lines.append(f"  late samples (no retransmission, beyond {d['threshold_ms']} ms): {d['late']} of {d['untouched']}")
+    lines.append(f"  raw samples: {result['run_dir']}/samples.jsonl")
     return "\n".join(lines)

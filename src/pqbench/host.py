@@ -3,7 +3,6 @@
 import functools
 import os
 import platform
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -63,14 +62,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
-
-
-def nginx_version() -> str | None:
-    if not shutil.which("nginx"):
-        return None
-    out = subprocess.run(["nginx", "-v"], capture_output=True, text=True)
-    m = re.search(r"nginx/(\S+)", out.stderr + out.stdout)
-    return m.group(1) if m else None
 
 
 def facts() -> dict:

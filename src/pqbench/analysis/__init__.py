@@ -14,6 +14,7 @@ import tomllib
 from pqbench import catalog
 from pqbench.errors import BadInput
 
+from pqbench.condition import describe  # noqa: F401  (analysis.describe, as before)
 from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
 from pqbench.analysis.load import RunData, load
 from pqbench.analysis.paired import PairedDiff, paired_differences
@@ -75,28 +76,6 @@ def spec_axis(run: dict, axis: str) -> list:
         except BadInput:
             out.append(str(v))
     return out
-
-
-def describe(row: dict) -> str:
-    """One readable line for a cell: algorithms, link, workload."""
-    link = row.get("scenario") or f"RTT {row.get('rtt_ms', 0):g} ms, loss {100 * (row.get('loss') or 0):g} %"
-    if row.get("rate_mbit") and not row.get("scenario"):
-        link += f", {row['rate_mbit']:g} Mbit/s"
-    extra = []
-    if row.get("mtu") and row["mtu"] != 1500:
-        extra.append(f"MTU {row['mtu']}")
-    if row.get("initcwnd"):
-        extra.append(f"initcwnd {row['initcwnd']}")
-    mode = row.get("mode")
-    if mode == "page":
-        extra.append(f"page {row.get('page')}")
-    elif mode == "requests":
-        extra.append(f"{row.get('requests')} × {row.get('page') or '1k'}")
-    elif mode == "resume":
-        extra.append("resumption")
-    if row.get("pad"):
-        extra.append(f"pad {row['pad']}")
-    return f"{row.get('kex')} + {row.get('sig')}, {link}" + (f", {', '.join(extra)}" if extra else "")
 
 
 def _variant_fields(cells: list[CellStats]) -> tuple:

@@ -11,18 +11,19 @@ import numpy as np
 from pqbench import catalog, model, stats, units
 from pqbench.analysis.load import CellData
 from pqbench.errors import BadInput
+from pqbench.sample import Phase
 
-QS = (5, 25, 50, 75, 95, 99)
+QS = stats.PERCENTILES
 CONFIDENCE = 0.95
 
-# The phase split: (label, from phase, to phase); None = the sample's start (before TCP connect).
-PHASES = (
-    ("TCP handshake", None, "tcp_connected"),
-    ("ClientHello ready", "tcp_connected", "client_hello_sent"),
-    ("ClientHello→ServerHello", "client_hello_sent", "server_hello_received"),
-    ("ServerHello→server Finished", "server_hello_received", "server_finished_received"),
-    ("server Finished→done", "server_finished_received", "handshake_done"),
-    ("done→last byte", "handshake_done", "last_byte"),
+# The phase split: (label, from phase, to phase); START = the sample's start (before TCP connect).
+SPLIT = (
+    ("TCP handshake", Phase.START, Phase.TCP_CONNECTED),
+    ("ClientHello ready", Phase.TCP_CONNECTED, Phase.CLIENT_HELLO_SENT),
+    ("ClientHello→ServerHello", Phase.CLIENT_HELLO_SENT, Phase.SERVER_HELLO_RECEIVED),
+    ("ServerHello→server Finished", Phase.SERVER_HELLO_RECEIVED, Phase.SERVER_FINISHED_RECEIVED),
+    ("server Finished→done", Phase.SERVER_FINISHED_RECEIVED, Phase.HANDSHAKE_DONE),
+    ("done→last byte", Phase.HANDSHAKE_DONE, Phase.LAST_BYTE),
 )
 # What tells two cells' algorithms apart, and what makes up their link/workload condition.
 ALG_FIELDS = ("kex", "sig", "pad")
@@ -79,9 +80,9 @@ def _median(x: np.ndarray) -> float | None:
 
 def _phase_split(cd: CellData) -> dict:
     out = {}
-    for label, a, b in PHASES:
-        end = cd.values[f"{b}_ms"][cd.ok]
-        start = cd.values[f"{a}_ms"][cd.ok] if a else np.zeros_like(end)
+    for label, a, b in SPLIT:
+        end = cd.values[f"{b.value}_ms"][cd.ok]
+        start = cd.values[f"{a.value}_ms"][cd.ok] if a is not Phase.START else np.zeros_like(end)
         d = end - start
         d = d[~np.isnan(d)]
         if d.size:

@@ -9,7 +9,8 @@ import dataclasses
 
 import numpy as np
 
-from pqbench import catalog
+from pqbench import catalog, late
+from pqbench.measure.cell import WIRE_DISAGREE_SHARE
 from pqbench.analysis.cells import CellStats
 from pqbench.errors import BadInput
 
@@ -47,6 +48,8 @@ TITLES = {
     "below_bound": "median below the lower-bound model",
     "above_bound": f"median above {ABOVE_BOUND:g}× the lower bound at 0 % loss",
     "group": "another group negotiated than the cell's key exchange",
+    "late": f"over {100 * late.LATE_SHARE:g} % of the samples without a retransmission came late",
+    "wire": f"client and wire times disagree in over {100 * WIRE_DISAGREE_SHARE:g} % of the samples",
 }
 
 
@@ -104,12 +107,35 @@ def cell_warnings(c: CellStats) -> list[Warning]:
             out.append(Warning("above_bound", f"median {p50:.1f} ms is {p50 / b:.1f}× the lower bound at 0 % loss",
                                "time the model does not know about (CPU contention, queueing); rerun with "
                                "fewer --parallel"))
+    out += _quality(c)
     kex = c.row.get("kex")
     wrong = [g for g in c.groups if kex and not _same_group(g, kex)]
     if wrong:
         out.append(Warning("group", f"negotiated {', '.join(wrong)} instead of {kex}",
                            "client and server fell back to another group: the cell does not measure "
                            f"{kex}; check the groups nginx offers"))
+    return out
+
+
+def _quality(c: CellStats) -> list[Warning]:
+    """The late-sample detector's and the wire comparison's verdicts, stored with the cell."""
+    out = []
+    d = c.row.get("detector") if isinstance(c.row.get("detector"), dict) else {}
+    if d.get("late") is not None and d["untouched"] and d["late"] / d["untouched"] > late.LATE_SHARE:
+        out.append(Warning("late", f"{d['late']} of {d['untouched']} samples without a retransmission "
+                                   f"({100 * d['late'] / d['untouched']:.1f} %) took over {d['threshold_ms']:.2f} ms "
+                                   f"against a clean {d['clean_ms']:.2f} ms"
+                                   + ("" if d.get("wire") else " (no wire record: server retransmissions count too)"),
+                           "they waited for a CPU (other workers, lanes or programs) or the CPU ran slower for a "
+                           "while; rerun on an idle machine, with a lower max_bias or fewer lanes, and compare "
+                           "this cell through p25 or its CDF"))
+    w = c.row.get("wire") if isinstance(c.row.get("wire"), dict) else {}
+    if w.get("n") and w["disagree"] / w["n"] > WIRE_DISAGREE_SHARE:
+        out.append(Warning("wire", f"the client's time differs from the wire's by more than {w['tolerance_ms']} ms "
+                                   f"in {w['disagree']} of {w['n']} samples (median {w['median_diff_ms']:+.3f} ms)",
+                           "the client spent time the wire does not show (waiting for a CPU before its "
+                           "connect or after the server's last packet): read the wire times, or rerun on an "
+                           "idle machine"))
     return out
 
 

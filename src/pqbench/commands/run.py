@@ -1,7 +1,8 @@
 from pathlib import Path
 
 from pqbench import store
-from pqbench.experiment import runner, spec as specmod
+from pqbench.experiment import spec as specmod
+from pqbench.measure import runner
 
 
 def register(sub):

@@ -11,7 +11,9 @@ import itertools
 import json
 import random
 
-from pqbench import catalog
+from pqbench import endpoints
+from pqbench.condition import describe
+from pqbench.endpoints import DEFAULT_STACK
 from pqbench.experiment.spec import Scenario, Spec
 from pqbench.testbed import LinkSpec, Loss, TcpKnobs
 
@@ -27,6 +29,7 @@ class Cell:
     page: str | None
     requests: int | None
     pad: int
+    stack: str = DEFAULT_STACK
 
     def params(self) -> dict:
         """The cell's parameters as the store's cells columns."""
@@ -35,11 +38,15 @@ class Cell:
         return {"kex": self.kex, "sig": self.sig, "scenario": s.name, "rtt_ms": s.rtt_ms,
                 "loss": self.link_spec(0).client_to_server.loss.mean, "loss_model": loss_model,
                 "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
-                "page": self.page, "requests": self.requests, "pad": self.pad}
+                "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack}
 
     @property
     def cell_id(self) -> str:
-        blob = json.dumps(self.params(), sort_keys=True)
+        """Stable across runs; the default stack is left out, so stores from before stacks resume."""
+        params = self.params()
+        if params["stack"] == DEFAULT_STACK:
+            del params["stack"]
+        blob = json.dumps(params, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def link_key(self) -> str:
@@ -58,15 +65,7 @@ class Cell:
         return TcpKnobs(initcwnd=self.initcwnd) if self.initcwnd else TcpKnobs()
 
     def label(self) -> str:
-        s = self.scenario
-        link = s.name or f"rtt {s.rtt_ms:g}ms loss {self.params()['loss'] * 100:g}%" + \
-            (f" rate {s.rate_mbit:g}mbit" if s.rate_mbit else "")
-        extra = "".join([f" mtu {self.mtu}" if self.mtu != 1500 else "",
-                         f" initcwnd {self.initcwnd}" if self.initcwnd else "",
-                         f" page {self.page}" if self.page and self.mode == "page" else "",
-                         f" requests {self.requests}" if self.mode == "requests" else "",
-                         f" pad {self.pad}" if self.pad else "", " resume" if self.mode == "resume" else ""])
-        return f"{self.kex} + {self.sig}, {link}{extra}"
+        return describe(self.params())
 
 
 def _mode(spec: Spec, page, requests) -> tuple[str, str | None, int | None]:
@@ -81,10 +80,11 @@ def _mode(spec: Spec, page, requests) -> tuple[str, str | None, int | None]:
 
 def expand(spec: Spec) -> list[Cell]:
     cells = []
-    for kex, sig, scen, mtu, cwnd, page, req, pad in itertools.product(
-            spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.page, spec.requests, spec.pad):
+    for kex, sig, scen, mtu, cwnd, page, req, pad, stack in itertools.product(
+            spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.page, spec.requests, spec.pad,
+            spec.stack):
         mode, page_, req_ = _mode(spec, page, req)
-        cells.append(Cell(kex, sig, scen, mtu, cwnd, mode, page_, req_, pad))
+        cells.append(Cell(kex, sig, scen, mtu, cwnd, mode, page_, req_, pad, stack))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
 
@@ -97,10 +97,8 @@ def order(cells: list[Cell], seed: int) -> list[Cell]:
 
 
 def unavailable_reason(cell: Cell) -> str | None:
-    """Why this build cannot run the cell, or None."""
-    for name, kind in ((cell.kex, "kem"), (cell.sig, "sig")):
-        alg = catalog.find(name, kind)
-        avail = catalog.availability(alg)
-        if not avail.tls:
-            return f"{alg.name} is not usable in TLS 1.3 here: {avail.reason or 'no TLS code point'}"
-    return None
+    """Why the cell's stack, as built here, cannot run the cell, or None (the stack says)."""
+    caps = endpoints.get(cell.stack).capabilities()
+    if cell.mode not in caps.modes:
+        return f"the {cell.stack} stack has no {cell.mode} mode"
+    return caps.unsupported(cell.kex, cell.sig)

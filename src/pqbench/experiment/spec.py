@@ -36,14 +36,13 @@ import tomllib
 from pathlib import Path
 
 from pqbench import units
-from pqbench.endpoints.nginx import DEFAULT_WORKERS
+from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
             "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes")
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "mtu", "initcwnd")
-STACKS = ("openssl",)
 DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
 
 
@@ -84,6 +83,7 @@ class Spec:
     page: tuple[str | None, ...]
     requests: tuple[int | None, ...]
     pad: tuple[int, ...]
+    stack: tuple[str, ...]     # endpoint stacks (pqbench.endpoints), the default alone: "openssl"
     resume: bool
     backend: str
     workers: int
@@ -189,9 +189,9 @@ def parse(text: str, origin: str = "spec") -> Spec:
         if "requests" in axes else (None,)
     pad = tuple(units.integer(f"axes.pad[{i}]", v, minimum=0, maximum=60000)
                 for i, v in enumerate(_list("axes.pad", axes.get("pad", 0), "bytes")))
-    for i, st in enumerate(_list("axes.stack", axes.get("stack", "openssl"), "stacks")):
-        if st not in STACKS:
-            raise BadInput(f"axes.stack[{i}]", f"{st!r} is not one of {', '.join(STACKS)}")
+    from pqbench import endpoints
+    stacks = tuple(endpoints.get(str(st), f"axes.stack[{i}]").name
+                   for i, st in enumerate(_list("axes.stack", axes.get("stack", endpoints.DEFAULT_STACK), "stacks")))
     resume = axes.get("resume", False)
     if not isinstance(resume, bool):
         raise BadInput("axes.resume", "must be true or false")
@@ -212,7 +212,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
         warmup=units.integer("warmup", data.get("warmup", 1), minimum=0, maximum=1000),
         samples=_samples(data.get("samples", {"min": 30, "max": 200, "ci": 0.05})),
         kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd, page=page, requests=requests,
-        pad=pad, resume=resume, backend=backend,
+        pad=pad, stack=stacks, resume=resume, backend=backend,
         workers=units.integer("workers", data.get("workers", DEFAULT_WORKERS), minimum=1, maximum=256),
         lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),

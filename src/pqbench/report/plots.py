@@ -13,7 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from pqbench.analysis import Analysis, CellStats, page_bytes
-from pqbench.analysis.cells import PHASES
+from pqbench.analysis.cells import SPLIT
+from pqbench.condition import condition
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
@@ -359,7 +360,7 @@ def phase_split(a: Analysis) -> Figure | None:
         chosen = [c for c in members if (c.loss or 0) == low]
         panels.append((key, chosen))
     panels = panels[:MAX_PANELS // 2]
-    phase_labels = [p[0] for p in PHASES if any(p[0] in c.phases for _, m in panels for c in m)]
+    phase_labels = [p[0] for p in SPLIT if any(p[0] in c.phases for _, m in panels for c in m)]
     shades = dict(zip(phase_labels, ("#c7c7c7", "#9edae5", "#1f77b4", "#ff7f0e", "#98df8a", "#c5b0d5")))
     rows_per_panel = max(len(m) for _, m in panels)
     fig, axes = _grid(len(panels), width=6.5, height=0.9 + 0.42 * rows_per_panel, max_cols=2)
@@ -415,7 +416,7 @@ def model_overlay(a: Analysis) -> Figure | None:
         p25, p50, p75 = c.pct[25][0], c.pct[50][0], c.pct[75][0]
         ax.plot([p25, p75], [yy, yy], color=cols[a.label(c)], lw=1.5)
         ax.plot(p50, yy, "o", color=cols[a.label(c)], ms=6, mec="black", mew=0.6)
-    names = [f"{a.label(c)} · {_short_condition(c)}" for c in chosen]
+    names = [f"{a.label(c)} · {condition(c.row, short=True)}" for c in chosen]
     ax.set_yticks(y, names, fontsize="x-small")
     ax.invert_yaxis()
     ax.set_xlabel("ms")
@@ -425,23 +426,6 @@ def model_overlay(a: Analysis) -> Figure | None:
     fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize="small")
     fig.suptitle("Measured vs lower-bound model (round trips + serialisation + slow start + crypto)")
     return fig
-
-
-def _short_condition(c: CellStats) -> str:
-    parts = [c.scenario or f"{c.rtt_ms:g} ms"]
-    if c.loss:
-        parts.append(f"{100 * c.loss:g} %")
-    if c.rate_mbit and not c.scenario:
-        parts.append(f"{c.rate_mbit:g} Mbit/s")
-    if c.initcwnd:
-        parts.append(f"cwnd {c.initcwnd}")
-    if c.mode == "page":
-        parts.append(f"page {c.page}")
-    elif c.mode == "requests":
-        parts.append(f"{c.requests} req")
-    elif c.mode == "resume":
-        parts.append("resume")
-    return ", ".join(parts)
 
 
 def failures(a: Analysis) -> Figure | None:

@@ -6,7 +6,8 @@ import dataclasses
 import json
 import math
 
-from pqbench.analysis import Analysis, CellStats, describe, page_bytes
+from pqbench.condition import condition as cell_condition, describe
+from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.warnings import TITLES
 
 
@@ -39,8 +40,7 @@ def pct(p) -> str:
 
 
 def condition(c: CellStats) -> str:
-    text = describe(c.row)
-    return text.split(", ", 1)[1] if ", " in text else text
+    return cell_condition(c.row)
 
 
 def ordered(a: Analysis) -> list[CellStats]:
@@ -130,6 +130,27 @@ def wire(a: Analysis) -> Table:
     return Table("wire-table", "Bytes and packets per handshake (medians, client TCP_INFO at completion)",
                  ["algorithm", "condition", "bytes c→s", "bytes s→c", "packets c→s", "packets s→c",
                   "retransmits (mean)"], rows)
+
+
+def quality(a: Analysis) -> Table:
+    """Per cell: the late-sample detector and the client-vs-wire comparison (runs before them: –)."""
+    rows = []
+    for c in ordered(a):
+        d = c.row.get("detector") if isinstance(c.row.get("detector"), dict) else {}
+        w = c.row.get("wire") if isinstance(c.row.get("wire"), dict) else {}
+        late = (f"{d['late']} of {d['untouched']}" + ("" if d.get("wire") else " (no wire record)")
+                if d.get("late") is not None else "–")
+        rows.append([a.label(c), condition(c), ms(d.get("clean_ms")), late,
+                     f"{w['median_diff_ms']:+.3f} [{w['p5_diff_ms']:+.3f}, {w['p95_diff_ms']:+.3f}]" if w.get("n") else "–",
+                     f"{w['disagree']} of {w['n']}" if w.get("n") else
+                     ("no wire record (netem)" if d and not d.get("wire") else "–")])
+    return Table("quality", "Measurement quality per cell",
+                 ["algorithm", "condition", "clean time", "late samples", "client − wire (p50 [p5, p95])",
+                  "beyond ±0.25 ms"], rows,
+                 "Clean time: p5 of the samples no retransmission touched (client TCP_INFO, emulator record). "
+                 "Late: such samples beyond the clean time by max_bias + 0.5 ms, i.e. waiting for a CPU. "
+                 "Client − wire: the client's time minus the same connection's time on the wire (SYN to the "
+                 "client's Finished, or to the last byte), as the emulator recorded it.")
 
 
 def model(a: Analysis) -> Table:

@@ -26,7 +26,7 @@ TCP_IPV4_HEADERS = 52  # IPv4 20 + TCP 20 + timestamps 12
 
 # --- statistics ------------------------------------------------------------------------------------
 
-def percentiles(samples: list[float], qs=(5, 25, 50, 75, 95, 99)) -> dict:
+def percentiles(samples: list[float], qs=stats.PERCENTILES) -> dict:
     """Percentiles (linear interpolation, pqbench.stats) plus n, mean, min and max."""
     if not samples:
         return {"n": 0}

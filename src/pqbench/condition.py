@@ -1,0 +1,41 @@
+"""One readable description of a cell (its algorithms, link and workload) from its parameters, as the
+store's cells row holds them: for progress lines, report tables and figure labels alike."""
+
+from __future__ import annotations
+
+from pqbench.endpoints import DEFAULT_STACK
+
+
+def condition(row: dict, *, short: bool = False) -> str:
+    """The link and workload: "RTT 31.1 ms, loss 1 %, 10 Mbit/s, initcwnd 20, page 10k" (short:
+    "31.1 ms, 1 %, 10 Mbit/s, cwnd 20, page 10k", loss left out at 0)."""
+    loss = 100 * (row.get("loss") or 0)
+    if row.get("scenario"):
+        parts = [row["scenario"]]
+    elif short:
+        parts = [f"{row.get('rtt_ms') or 0:g} ms"] + ([f"{loss:g} %"] if loss else [])
+    else:
+        parts = [f"RTT {row.get('rtt_ms') or 0:g} ms", f"loss {loss:g} %"]
+    if row.get("rate_mbit") and not row.get("scenario"):
+        parts.append(f"{row['rate_mbit']:g} Mbit/s")
+    if row.get("mtu") and row["mtu"] != 1500:
+        parts.append(f"MTU {row['mtu']}")
+    if row.get("initcwnd"):
+        parts.append(f"{'cwnd' if short else 'initcwnd'} {row['initcwnd']}")
+    mode = row.get("mode")
+    if mode == "page":
+        parts.append(f"page {row.get('page')}")
+    elif mode == "requests":
+        parts.append(f"{row.get('requests')} req" if short else f"{row.get('requests')} × {row.get('page') or '1k'}")
+    elif mode == "resume":
+        parts.append("resume" if short else "resumption")
+    if row.get("pad"):
+        parts.append(f"pad {row['pad']}")
+    if (row.get("stack") or DEFAULT_STACK) != DEFAULT_STACK:
+        parts.append(f"stack {row['stack']}")
+    return ", ".join(parts)
+
+
+def describe(row: dict) -> str:
+    """The whole cell: "X25519 + ecdsap256, RTT 31.1 ms, loss 1 %"."""
+    return f"{row.get('kex')} + {row.get('sig')}, {condition(row)}"

@@ -1,0 +1,125 @@
+"""The endpoint seam: what every server and client offers the rig, whatever its library or protocol.
+
+A stack is a server and a client of one implementation (today `openssl`: nginx + pqtimer). The rig
+starts the server in the server namespace through a `Place` and waits for it to say it is ready by
+a protocol-appropriate probe; the sampler runs the client's worker processes in the client
+namespace. Each stack declares what it can do from its real build (`capabilities`), so a cell it
+cannot measure is skipped with the reason instead of being emulated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+from typing import Callable, Protocol
+
+from pqbench.certs import Chain
+
+DEFAULT_PAGES = {"1k": 1000, "10k": 10_000, "100k": 100_000, "1000k": 1_000_000}
+# Server worker processes. An nginx worker runs one event loop: while it computes a handshake's crypto (or sleeps a synthetic
+# algorithm's compute time) its other connections wait. With many concurrent clients, 2 workers made a
+# SIKE-like handshake (22 ms of server time) queue: p50 159.8 instead of 124.0 ms at 30.9 ms RTT.
+# So: enough workers that one is nearly always free (idle ones cost ~2 MB each), and `reuseport`, a
+# listening socket per worker: with one shared socket the kernel's exclusive wake-up kept handing new
+# connections to a worker busy with another handshake (p50 +4.9 ms at 16 clients with 32 workers;
+# +0.5 ms with reuseport; 128 workers were no better than 32).
+DEFAULT_WORKERS = 32
+
+
+@dataclasses.dataclass
+class Place:
+    """One side of a testbed as an endpoint sees it: its address, and how to run a process or open
+    a socket there. Processes started through it are noted, so a crashed run's leftovers can be
+    removed (pqbench net clean)."""
+    addr: str
+    popen: Callable[..., subprocess.Popen]  # popen(argv, **kw), inside the namespace, noted
+    socket: Callable[[], object]  # a socket inside the namespace
+
+
+@dataclasses.dataclass
+class Site:
+    """One port serving one certificate chain."""
+    port: int
+    chain: Chain
+
+
+@dataclasses.dataclass
+class Serving:
+    """What a server serves for a run: a port per chain, the groups it accepts, pages."""
+    run_dir: Path
+    sites: list[Site]
+    groups: list[str]
+    pages: dict  # page name -> bytes
+    workers: int
+
+
+@dataclasses.dataclass
+class ClientJob:
+    """One cell's work for a client: where to connect and what to do per sample."""
+    host: str
+    port: int
+    groups: list[str]
+    cafile: str
+    servername: str
+    mode: str = "handshake"
+    path: str = "/"
+    requests: int = 1
+    warmup: int = 0
+    timeout_ms: int = 10_000
+    pad: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a stack can measure, asked of its real build."""
+    stack: str
+    protocol: str  # tls | ssh
+    transports: tuple[str, ...]
+    modes: tuple[str, ...]
+    versions: dict  # component -> version, for provenance
+    unsupported: Callable[[str, str], str | None]  # (kex, sig) -> why this build cannot, or None
+
+
+class Server(Protocol):
+    def start(self, place: Place, serving: Serving) -> None:
+        """Starts in the server namespace (place)."""
+
+    def ready(self, client_place: Place) -> None:
+        """Returns once every site answers a protocol-appropriate probe from the client side (a real
+        handshake, not only a TCP connect); raises MeasurementFailed with the server's log if not."""
+
+    def stop(self) -> None: ...
+
+
+class Client(Protocol):
+    name: str
+    milestones: dict  # mode -> pqbench.wire.Milestone: where its metric ends on the wire
+
+    def argv(self, job: ClientJob, count: int, worker: int, claims: Path) -> list[str]:
+        """A worker process that takes sample indices from the shared counter in `claims` (8 bytes,
+        native order, incremented atomically) and prints one JSON sample per line."""
+
+    def env(self) -> dict: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Stack:
+    name: str
+    protocol: str
+    server: Callable[[], Server]
+    client: Callable[[], Client]
+    capabilities: Callable[[], Capabilities]
+
+
+def tcp_probe(place: Place, addr: str, port: int) -> bool:
+    """True when addr:port accepts a TCP connection from place."""
+    s = place.socket()
+    s.settimeout(0.5)
+    try:
+        s.connect((addr, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()

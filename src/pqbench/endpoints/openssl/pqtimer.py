@@ -1,0 +1,39 @@
+"""The `openssl` stack's client: pqtimer (native/pqtimer), a C program on our OpenSSL that prints one
+JSON sample per connection (phase times, handshake message sizes, TCP_INFO, its local port)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pqbench import paths, stack, wire
+from pqbench.endpoints.base import ClientJob
+from pqbench.errors import MissingCapability
+
+
+def binary() -> Path:
+    return paths.native_binary("pqtimer")
+
+
+class Pqtimer:
+    name = "pqtimer"
+    milestones = wire.TLS_MILESTONES
+
+    def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
+        """claims None: the worker takes indices 0..count-1 itself (a single probe)."""
+        b = binary()
+        if not b.exists():
+            raise MissingCapability(f"{b} is missing", "run `make` in the project root")
+        argv = [str(b), "--host", job.host, "--port", str(job.port), "--mode", job.mode,
+                "--groups", ":".join(job.groups), "--cafile", job.cafile, "--servername", job.servername,
+                "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
+                "--worker", str(worker)] + (["--claim", str(claims)] if claims else [])
+        if job.mode in ("page", "requests"):
+            argv += ["--path", job.path]
+        if job.mode == "requests":
+            argv += ["--requests", str(job.requests)]
+        if job.pad:
+            argv += ["--pad", str(job.pad)]
+        return argv
+
+    def env(self) -> dict:
+        return stack.openssl_env()

@@ -1,0 +1,41 @@
+"""The late-sample detector: CPU queueing seen in a cell's own samples.
+
+A sample that no retransmission touched (none by the client, as its TCP_INFO says, none by the
+server and no drop by the emulator, as the wire record says) should take the cell's clean time. One
+that took clearly longer waited for something the link did not cause: a CPU busy with other
+handshakes, or a CPU that ran slower for a while. Counted per cell and stored; the report warns
+when the share is high.
+"""
+
+from __future__ import annotations
+
+from pqbench import stats
+
+CLEAN_QUANTILE = 5  # the clean time: this percentile of the untouched samples (the fast mode's edge)
+MARGIN_MS = 0.5  # beyond the clean time by max_bias and this much, a sample is late
+MIN_UNTOUCHED = 10
+LATE_SHARE = 0.03  # the report warns above this share of late samples among the untouched
+
+
+def touched(s: dict) -> bool:
+    """A retransmission or a drop on this sample's connection (client's view, and the wire's)."""
+    tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
+    if (tcp.get("retransmits") or 0) > 0:
+        return True
+    w = s.get("wire")
+    return bool(w) and any(w.get(k) for k in ("retrans_c2s", "retrans_s2c", "drops_c2s", "drops_s2c"))
+
+
+def detect(samples: list[dict], metric: str, max_bias: float) -> dict:
+    """{clean_ms, threshold_ms, untouched, late, wire}: how many untouched samples were late.
+    wire says whether server-side retransmissions were visible (pqlink's record) or not (netem)."""
+    untouched = [s["t_ns"][metric] / 1e6 for s in samples
+                 if s.get("ok") and (s.get("t_ns") or {}).get(metric) is not None and not touched(s)]
+    wire = any("wire" in s for s in samples)
+    if len(untouched) < MIN_UNTOUCHED:
+        return {"clean_ms": None, "threshold_ms": None, "untouched": len(untouched), "late": None, "wire": wire}
+    clean = stats.percentile(sorted(untouched), CLEAN_QUANTILE)
+    threshold = clean * (1 + max_bias) + MARGIN_MS
+    late = sum(1 for d in untouched if d > threshold)
+    return {"clean_ms": round(clean, 3), "threshold_ms": round(threshold, 3), "untouched": len(untouched),
+            "late": late, "wire": wire}

@@ -1,0 +1,41 @@
+"""Where a run's numbers come from: versions, commit, host, stacks, seeds, and each start's segment."""
+
+from __future__ import annotations
+
+import datetime
+import subprocess
+
+from pqbench import __version__, endpoints, host, liboqs, paths, stack, store
+
+
+def git_commit() -> str | None:
+    try:
+        rev = subprocess.run(["git", "-C", str(paths.PROJECT_ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(paths.PROJECT_ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{rev}{'+dirty' if dirty else ''}" if rev else None
+
+
+def of_run(spec, stacks: list[str]) -> dict:
+    caps = {name: endpoints.get(name).capabilities() for name in stacks}
+    out = {"pqbench": __version__, "git_commit": git_commit(), "host": host.facts(),
+           "openssl": {"version": stack.openssl_version(), **stack.openssl_provenance()},
+           "liboqs": {"version": liboqs.version(), **stack.liboqs_provenance()},
+           "pqprov": stack.pqprov_path().exists(), "synthetic_work": stack.SYNTHETIC_WORK,
+           "stacks": {name: {"protocol": c.protocol, "versions": c.versions} for name, c in caps.items()},
+           "congestion_control": host.congestion_control(), "seed": spec.seed,
+           "parallel": spec.parallel, "samples": {"min": spec.samples.min, "max": spec.samples.max,
+                                                  "ci": spec.samples.ci}}
+    if "openssl" in caps:  # the key earlier runs had
+        out["nginx"] = caps["openssl"].versions.get("nginx")
+    return out
+
+
+def segments(con, run_id: str, testbeds: list[str]) -> list[dict]:
+    """What each start or resume of the run ran on: a resumed run keeps its earlier segments."""
+    return store.provenance(con, run_id).get("segments", []) + [
+        {"started": datetime.datetime.now().isoformat(timespec="seconds"), "git_commit": git_commit(),
+         "pqbench": __version__, "testbeds": testbeds}]

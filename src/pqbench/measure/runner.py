@@ -1,0 +1,190 @@
+"""`pqbench run`: a spec's cells measured in a randomised order on a few lanes, each a rig (testbed
+with its own server) per stack.
+
+A lane's link is reconfigured live between its cells; its server serves one port per certificate
+chain with every key exchange of the run. A cell starts on a free lane only while the cells in
+progress are in their tails (schedule.run_interleaved), and all cells draw their workers from one
+CPU budget (concurrency.Budget). Each cell collects samples until its stopping rule says enough
+(measure.cell) and is written to the store in one transaction when it finishes: a crash or Ctrl-C
+loses at most the cells in progress, and `--resume` continues with the cells not yet done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+from pathlib import Path
+
+from pqbench import catalog, certs, concurrency, crypto, endpoints, paths, stats, store, units
+from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
+from pqbench.errors import BadInput
+from pqbench.experiment import cells as cellmod
+from pqbench.experiment.spec import Spec
+from pqbench.measure import cell as cellmeasure
+from pqbench.measure import provenance
+from pqbench.measure.progress import Progress
+from pqbench.measure.rig import Rig
+from pqbench.measure.schedule import run_interleaved
+from pqbench.testbed import LinkSpec
+from pqbench.testbed.calibrate import measure_floor
+
+# Crypto microbenchmarks at the start and end of each segment: rounds seconds apart, each
+# algorithm CRYPTO_SECONDS per round (a third per operation).
+CRYPTO_ROUNDS = 3
+CRYPTO_SECONDS = 0.3
+FLOOR_DRIFT_MS = 0.1  # floor changes larger than this and 20 % are reported
+FIRST_PORT = 4433
+DEFAULT_MAX_BIAS = 0.02  # the detector's margin for fixed-parallel specs
+
+
+@dataclasses.dataclass
+class Lane:
+    """A rig that measures one cell at a time."""
+    index: int
+    rig: Rig
+    scratch: Path
+
+
+def find_resumable(con, spec: Spec, run: str | None) -> str:
+    if run:
+        return store.resolve_run(con, run)
+    for run_id, toml in store.runs_named(con, spec.name):
+        if toml == spec.source:
+            return run_id
+    raise BadInput("--resume", f"no earlier run of {spec.name!r} with this exact spec in the database")
+
+
+def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | None = None,
+        quiet: bool = False) -> str:
+    con = store.connect(db_path)
+    all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
+    stacks = sorted({c.stack for c in all_cells})
+    if resume:
+        run_id = find_resumable(con, spec, resume_run)
+        store.update_run(con, run_id, status="running")
+    else:
+        run_id = f"{spec.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        store.create_run(con, run_id, name=spec.name, spec_toml=spec.source, seed=spec.seed,
+                         provenance=provenance.of_run(spec, stacks), cell_order=[c.cell_id for c in all_cells])
+    done = store.finished_cells(con, run_id)
+    progress = Progress(len(all_cells), len(done), quiet)
+    progress.say(f"run {run_id}: {len(all_cells)} cells, {len(done)} already done, database {db_path}")
+
+    todo = []
+    for pos, cell in enumerate(all_cells):
+        if cell.cell_id in done:
+            continue
+        reason = cellmod.unavailable_reason(cell)
+        if reason:
+            store.save_cell(con, run_id, _record(cell, pos, {"status": "skipped", "reason": reason}))
+            progress.cell_done(cell.label(), f"skipped: {reason}", measured=False)
+        else:
+            todo.append((pos, cell))
+    if not todo:
+        store.finish_run(con, run_id, "done")
+        return run_id
+
+    run_dir = paths.BUILD / "runs" / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    used = sorted({c.kex for _, c in todo}) + sorted({c.sig for _, c in todo})
+    algs = [catalog.find(n) for n in used]
+    _measure_crypto(con, run_id, progress, algs, "start")
+    sigs = sorted({c.sig for _, c in todo})
+    chains = {s: certs.make_chain(s, run_dir / "certs" / s) for s in sigs}
+    ports = {s: FIRST_PORT + i for i, s in enumerate(sigs)}
+    groups = list(dict.fromkeys(c.kex for _, c in todo))
+    pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for _, c in todo if c.page}}
+    budget = concurrency.Budget()
+    status = "interrupted"
+    try:
+        with contextlib.ExitStack() as opened:
+            first = todo[0][1]
+            lanes = []
+            for k in range(min(spec.lanes, len(todo))):
+                serving = Serving(run_dir / f"server-{k}", [Site(ports[s], chains[s]) for s in sigs], groups, pages,
+                                  spec.workers)
+                rig = opened.enter_context(Rig(endpoints.get(first.stack), serving, first.link_spec(spec.seed),
+                                               first.tcp(), backend=spec.backend, index=k))
+                scratch = run_dir / f"lane-{k}"
+                scratch.mkdir(exist_ok=True)
+                lanes.append(Lane(k, rig, scratch))
+            tb = lanes[0].rig.tb
+            store.update_run(con, run_id, provenance={
+                **provenance.of_run(spec, stacks), "backend": tb.backend_name, "testbed": tb.info(),
+                "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in lanes])})
+            calib_start = calibrate_floor(tb, spec)
+            store.update_run(con, run_id, calibration_start=calib_start)
+            progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; "
+                         f"{len(lanes)} testbed(s)")
+
+            def save(cell: cellmod.Cell, record: dict, samples: list, why: str) -> None:
+                store.save_cell(con, run_id, record, samples, record["metric"])
+                durations = sorted(s["t_ns"][record["metric"]] / 1e6 for s in samples if s.get("ok"))
+                p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
+                late = record["detector"].get("late")
+                progress.cell_done(cell.label(), f"n={len(samples)} {p50}, {record['failures']} failed"
+                                                 f"{f', {late} late' if late else ''} ({why})")
+
+            def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
+                plan = _plan(cell, spec, lane.rig, chains[cell.sig], ports[cell.sig])
+                control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
+                                             max_bias=spec.max_bias, maximum=spec.parallel,
+                                             rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
+                                             budget=budget)
+                record, samples, why = cellmeasure.measure(lane.rig, plan, control, lane.scratch, tail=tail, stop=stop)
+                record["concurrency"] = {**record["concurrency"], "lane": lane.index}
+                return _record(cell, pos, record), samples, why
+
+            run_interleaved(lanes, todo, measure, save)
+            tb.reconfigure(LinkSpec())
+            calib_end = calibrate_floor(tb, spec)
+            warnings = floor_drift_warnings(calib_start, calib_end)
+            for w in warnings:
+                progress.say(f"warning: {w}")
+            store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
+            _measure_crypto(con, run_id, progress, algs, "end")
+        status = "done"
+    finally:
+        store.finish_run(con, run_id, status)
+        con.close()
+    return run_id
+
+
+def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, chain, port: int) -> cellmeasure.Plan:
+    job = rig.job(port, cell.kex, chain, mode=cell.mode, path=f"/{cell.page or '1k'}", requests=cell.requests or 1,
+                  warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad)
+    return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
+                            spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS)
+
+
+def _record(cell: cellmod.Cell, position: int, fields: dict) -> dict:
+    return {"cell_id": cell.cell_id, "position": position, **cell.params(), **fields}
+
+
+def _measure_crypto(con, run_id: str, progress, algs: list, when: str) -> None:
+    progress.say(f"crypto microbenchmarks of {len(algs)} algorithms at the {when}, {CRYPTO_ROUNDS} rounds "
+                 "(input of the lower-bound model)")
+    store.save_crypto(con, run_id, crypto.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS))
+
+
+def calibrate_floor(tb, spec: Spec) -> dict:
+    """TCP-connect RTT through the link configured to 0 ms: the emulator's floor."""
+    saved = tb.spec
+    tb.reconfigure(LinkSpec())
+    try:
+        floor = measure_floor(tb, spec.calibration_samples)
+    finally:
+        tb.reconfigure(saved)
+    return {**{f"{k}_ms": floor.get(k) for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean")},
+            "n": floor.get("n"), "when": datetime.datetime.now().isoformat(timespec="seconds")}
+
+
+def floor_drift_warnings(start: dict, end: dict) -> list[str]:
+    a, b = start.get("p50_ms"), end.get("p50_ms")
+    if a is None or b is None:
+        return []
+    if abs(b - a) > FLOOR_DRIFT_MS and abs(b - a) > 0.2 * a:
+        return [f"the emulator floor drifted from {a:.3f} ms to {b:.3f} ms during the run: the machine's load "
+                f"changed; compare cells with care or rerun on a quiet machine"]
+    return []

@@ -1,0 +1,92 @@
+"""Wire timestamps: the emulator's per-connection records joined to the client's samples.
+
+pqlink records, per connection, what a capture at the client side of the link would show (see
+native/pqlink/README.md): when the SYN left, the flights of each direction, packets, bytes,
+retransmissions and its own drops. Each sample names its local port; a sample is joined to the
+connection from that port whose opening lies closest to the sample's start. The two clocks differ
+(pqtimer reads CLOCK_MONOTONIC_RAW, pqlink CLOCK_MONOTONIC); their offset is read here, and it
+drifts by at most a few parts per million, microseconds over a cell.
+
+A sample's wire time runs from its SYN to the milestone that ends its metric on the client, which
+each client names per mode (a `Milestone`): for TLS the client's Finished (first packet of its second
+flight) for a handshake, the last packet of the last server flight for a page or requests.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import time
+
+MATCH_WINDOW_NS = 2_000_000_000  # a connection opened further than this from a sample's start is not its own
+
+
+def clock_offset_ns() -> int:
+    """CLOCK_MONOTONIC minus CLOCK_MONOTONIC_RAW, now."""
+    raw0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    raw1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    return mono - (raw0 + raw1) // 2
+
+
+def _port(endpoint: str) -> int:
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Milestone:
+    """The `edge` ("first" or "last") packet of the `index`-th flight (0-based; -1 = the last) that
+    went in direction `dir` ("c2s" or "s2c")."""
+    dir: str
+    index: int
+    edge: str
+
+
+# TLS over TCP: the client's Finished leads its second flight; a response ends the server's last.
+TLS_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "resume": Milestone("c2s", 1, "first"),
+                  "page": Milestone("s2c", -1, "last"), "requests": Milestone("s2c", -1, "last")}
+
+
+def end_ns(flow: dict, milestone: Milestone) -> int | None:
+    """When the milestone passed the client side of the link, or None if the connection lacks it."""
+    flights = [f for f in flow.get("flights") or [] if f["dir"] == milestone.dir]
+    if not -len(flights) <= milestone.index < len(flights):
+        return None
+    return flights[milestone.index][f"{milestone.edge}_ns"]
+
+
+def summary(flow: dict, milestone: Milestone) -> dict:
+    """The wire fields a sample keeps: its wire time, and what crossed and was lost each way."""
+    c2s, s2c = flow.get("c2s") or {}, flow.get("s2c") or {}
+    start, end = flow.get("syn_ns") or flow.get("open_ns"), end_ns(flow, milestone)
+    return {"ms": (end - start) / 1e6 if start is not None and end is not None and end >= start else None,
+            "packets_c2s": c2s.get("packets"), "packets_s2c": s2c.get("packets"),
+            "bytes_c2s": c2s.get("bytes"), "bytes_s2c": s2c.get("bytes"),
+            "retrans_c2s": c2s.get("retrans", 0), "retrans_s2c": s2c.get("retrans", 0),
+            "drops_c2s": c2s.get("lost", 0) + c2s.get("queue_drops", 0),
+            "drops_s2c": s2c.get("lost", 0) + s2c.get("queue_drops", 0),
+            "flights": len(flow.get("flights") or [])}
+
+
+def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Milestone) -> int:
+    """Adds s["wire"] to every sample whose connection the recorder saw; returns how many."""
+    by_port: dict[int, list] = {}
+    for f in flows:
+        if f.get("open_ns") is not None:  # a record without a packet at the client has no time to match
+            by_port.setdefault(_port(f["client"]), []).append(f)
+    for lst in by_port.values():
+        lst.sort(key=lambda f: f["open_ns"])
+    joined = 0
+    for s in samples:
+        port, start = s.get("local_port"), s.get("start_mono_ns")
+        candidates = by_port.get(port) if port is not None and start is not None else None
+        if not candidates:
+            continue
+        t = start + offset_ns
+        opens = [f["open_ns"] for f in candidates]
+        k = bisect.bisect_left(opens, t)
+        best = min((j for j in (k - 1, k) if 0 <= j < len(candidates)), key=lambda j: abs(opens[j] - t))
+        if abs(opens[best] - t) <= MATCH_WINDOW_NS:
+            s["wire"] = summary(candidates.pop(best), milestone)
+            joined += 1
+    return joined

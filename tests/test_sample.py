@@ -1,0 +1,80 @@
+"""The sample's definitions, the wire join and the late-sample detector (no root, no testbed)."""
+
+import re
+from pathlib import Path
+
+from pqbench import late, wire
+from pqbench.sample import END_PHASE, PHASES, Phase, Sample
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_python_and_pqtimer_name_the_same_phases_in_the_same_order():
+    trace = (ROOT / "native" / "pqtimer" / "trace.c").read_text()
+    names = re.search(r"phase_names\[PH_COUNT\]\s*=\s*\{(.*?)\};", trace, re.S).group(1)
+    assert re.findall(r'"(\w+)"', names) == [p.value for p in Phase]
+    assert PHASES == tuple(p.value for p in Phase)[1:]
+    assert set(END_PHASE.values()) <= set(PHASES)
+
+
+def test_a_sample_keeps_protocol_specific_fields_apart():
+    s = Sample.from_json({"ok": True, "mode": "handshake", "t_ns": {"handshake_done": 5_000_000},
+                          "local_port": 40000, "msg_bytes_sent": {"client_hello": 300}, "records_sent": 2})
+    assert s.duration_ms() == 5.0 and s.stack == "openssl" and s.protocol == "tls" and s.local_port == 40000
+    assert s.specific == {"msg_bytes_sent": {"client_hello": 300}, "records_sent": 2}
+    assert Sample.from_json(s.to_json()) == s
+
+
+def flow(port, open_ns, flights, **dirs):
+    return {"proto": "tcp", "client": f"10.9.0.1:{port}", "server": "10.9.0.2:4433", "open_ns": open_ns,
+            "syn_ns": open_ns, "flights": [{"dir": d, "first_ns": a, "last_ns": b, "packets": 1, "bytes": 100}
+                                           for d, a, b in flights],
+            "c2s": {"packets": 5, "bytes": 600, "retrans": 0, "lost": 0, "queue_drops": 0, **dirs.get("c2s", {})},
+            "s2c": {"packets": 5, "bytes": 2000, "retrans": 0, "lost": 0, "queue_drops": 0, **dirs.get("s2c", {})}}
+
+
+def test_samples_join_the_connection_from_their_port_that_opened_closest_to_their_start():
+    offset = 7_000_000_000  # CLOCK_MONOTONIC ahead of CLOCK_MONOTONIC_RAW
+    tls = [("c2s", 10_000_000, 10_000_000), ("s2c", 20_000_000, 21_000_000), ("c2s", 22_000_000, 22_000_000)]
+    shift = lambda fl, t: [(d, a + t, b + t) for d, a, b in fl]  # noqa: E731
+    flows = [flow(40000, offset + 1_000_000, shift(tls, offset)),  # port reused later in the cell
+             flow(40000, offset + 900_000_000, shift(tls, offset + 899_000_000), s2c={"retrans": 1}),
+             flow(40001, offset + 5_000_000, shift(tls, offset + 4_000_000)),
+             {**flow(40000, None, []), "open_ns": None}]  # only lost packets: never seen at the client
+    samples = [{"local_port": 40000, "start_mono_ns": 900_000_000 - 30_000},
+               {"local_port": 40000, "start_mono_ns": 1_000_000 - 30_000},
+               {"local_port": 40002, "start_mono_ns": 5_000_000}]
+    assert wire.join(samples, flows, offset, wire.TLS_MILESTONES["handshake"]) == 2
+    assert samples[1]["wire"]["ms"] == 21.0 and samples[1]["wire"]["retrans_s2c"] == 0  # SYN → client Finished
+    assert samples[0]["wire"]["retrans_s2c"] == 1
+    assert "wire" not in samples[2]
+
+
+def test_page_mode_ends_on_the_wire_at_the_last_packet_of_the_last_server_flight():
+    f = flow(1, 0, [("c2s", 1, 1), ("s2c", 5, 6), ("c2s", 7, 7), ("s2c", 9, 30)])
+    assert wire.end_ns(f, wire.TLS_MILESTONES["page"]) == 30 and wire.end_ns(f, wire.TLS_MILESTONES["handshake"]) == 7
+    assert wire.end_ns(f, wire.Milestone("c2s", 2, "first")) is None
+
+
+def sample(ms, retrans=0, wire_retrans=0):
+    s = {"ok": True, "t_ns": {"handshake_done": int(ms * 1e6)}, "tcp_end": {"retransmits": retrans}}
+    if wire_retrans is not None:
+        s["wire"] = {"retrans_c2s": 0, "retrans_s2c": wire_retrans, "drops_c2s": 0, "drops_s2c": 0}
+    return s
+
+
+def test_the_detector_counts_only_untouched_samples_that_came_late():
+    clean = [sample(64.0 + 0.01 * k) for k in range(90)]
+    cpu_late = [sample(70.0) for _ in range(5)]
+    server_retrans = [sample(360.0, wire_retrans=1) for _ in range(20)]  # invisible to the client
+    client_retrans = [sample(1064.0, retrans=1) for _ in range(10)]
+    d = late.detect(clean + cpu_late + server_retrans + client_retrans, "handshake_done", 0.02)
+    assert d["untouched"] == 95 and d["late"] == 5 and d["wire"]
+    assert 64.0 <= d["clean_ms"] < 64.1 and d["threshold_ms"] < 70.0
+
+
+def test_without_a_wire_record_server_retransmissions_look_late():
+    """netem keeps no per-connection record: the detector says so (wire False) and counts them."""
+    d = late.detect([sample(64.0, wire_retrans=None) for _ in range(50)]
+                    + [sample(360.0, wire_retrans=None) for _ in range(10)], "handshake_done", 0.02)
+    assert d["late"] == 10 and not d["wire"]

@@ -1,0 +1,154 @@
+"""The endpoint seam: a toy stack (a few lines of server and client, registered here, not shipped)
+runs through the rig and through `pqbench run` without a change anywhere else."""
+
+import dataclasses
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pqbench import endpoints, store, wire
+from pqbench.endpoints.base import Capabilities, ClientJob, Place, Serving, Stack, tcp_probe
+from pqbench.errors import MeasurementFailed
+from pqbench.experiment import spec as specmod
+from pqbench.measure import runner
+
+pytestmark = pytest.mark.root
+
+SERVER = textwrap.dedent("""
+    import socket, sys
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((sys.argv[1], int(sys.argv[2]))); s.listen(128)
+    while True:
+        c, _ = s.accept()
+        if c.recv(64).startswith(b"hello"):
+            c.sendall(b"hi\\n")
+        c.close()
+""")
+
+CLIENT = textwrap.dedent("""
+    import fcntl, json, socket, sys, time
+    host, port, count, worker, claims = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    late_s = float(sys.argv[6]) / 1000  # a client that takes its end time late
+    now = lambda: time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    while True:
+        with open(claims, "r+b") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            i = int.from_bytes(f.read(8), sys.byteorder); f.seek(0); f.write((i + 1).to_bytes(8, sys.byteorder))
+        if i >= count:
+            break
+        t0 = now(); s = socket.create_connection((host, port)); t1 = now()
+        s.sendall(b"hello\\n"); reply = s.recv(64); time.sleep(late_s); t2 = now()
+        print(json.dumps({"worker": worker, "i": i, "mode": "handshake", "ok": reply == b"hi\\n",
+                          "t_ns": {"tcp_connected": t1 - t0, "handshake_done": t2 - t0}, "start_mono_ns": t0,
+                          "local_port": s.getsockname()[1]}), flush=True)
+        s.close()
+""")
+
+
+class ToyServer:
+    def start(self, place: Place, serving: Serving) -> None:
+        self.addr, self.ports = place.addr, [site.port for site in serving.sites]
+        self.procs = [place.popen([sys.executable, "-c", SERVER, place.addr, str(p)]) for p in self.ports]
+
+    def ready(self, client_place: Place) -> None:
+        import time
+        for port in self.ports:
+            for _ in range(100):
+                if tcp_probe(client_place, self.addr, port):
+                    break
+                time.sleep(0.05)
+            s = client_place.socket()
+            s.connect((self.addr, port))
+            s.sendall(b"hello\n")
+            if s.recv(64) != b"hi\n":
+                raise MeasurementFailed("the toy server does not answer")
+            s.close()
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
+class ToyClient:
+    name = "toy"
+    milestones = {"handshake": wire.Milestone("s2c", 0, "last")}  # its reply
+    late_ms = 0.0
+
+    def argv(self, job: ClientJob, count: int, worker: int, claims: Path) -> list[str]:
+        return [sys.executable, "-c", CLIENT, job.host, str(job.port), str(count), str(worker), str(claims),
+                str(self.late_ms)]
+
+
+    def env(self) -> dict:
+        return {}
+
+
+class LateToyClient(ToyClient):
+    late_ms = 3.0
+
+
+TOY = Stack(name="toy", protocol="tcp-hello", server=ToyServer, client=ToyClient,
+            capabilities=lambda: Capabilities("toy", "tcp-hello", ("tcp",), ("handshake",), {"toy": "1"},
+                                              lambda kex, sig: None))
+
+
+@pytest.fixture
+def toy():
+    endpoints.register(TOY)
+    endpoints.register(dataclasses.replace(TOY, name="toylate", client=LateToyClient))
+    yield TOY
+    endpoints._STACKS.pop("toy", None)
+    endpoints._STACKS.pop("toylate", None)
+
+
+TOY_SPEC = """
+name = "toy"
+samples = 12
+parallel = 2
+lanes = 1
+calibration_samples = 10
+[axes]
+kex = ["X25519"]
+sig = ["ecdsap256"]
+rtt = ["20ms"]
+stack = ["{stack}"]
+"""
+
+
+def test_a_toy_stack_runs_through_pqbench_run_and_lands_in_the_store(toy, built_stack, tmp_path):
+    spec = specmod.parse(TOY_SPEC.format(stack="toy"), "toy.toml")
+    db = tmp_path / "toy.duckdb"
+    run_id = runner.run(spec, db, quiet=True)
+    con = store.connect(db, read_only=True)
+    (cell,) = store.cell_rows(con, run_id)
+    prov = store.provenance(con, run_id)
+    con.close()
+    assert cell["stack"] == "toy" and cell["status"] == "done" and cell["ok"] == 12
+    assert prov["stacks"]["toy"]["versions"] == {"toy": "1"}
+    wire = __import__("json").loads(cell["wire"])
+    # the toy's own timing against the emulator's: every sample joined, close on the median
+    assert wire["n"] == 12 and abs(wire["median_diff_ms"]) < 1.0, wire
+
+
+def test_a_stack_name_nobody_registered_is_bad_input_naming_the_allowed_ones():
+    with pytest.raises(Exception) as e:
+        specmod.parse('[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\nstack = ["wolfssl"]\n', "x.toml")
+    assert e.value.field == "axes.stack[0]" and "openssl" in str(e.value)
+
+
+def test_a_client_that_records_late_is_caught_by_the_wire(toy, built_stack, tmp_path):
+    """The same toy, but its client takes the end time 3 ms after the reply arrived: every sample
+    disagrees with the wire, and the report says so."""
+    from pqbench import analysis
+    db = tmp_path / "late.duckdb"
+    run_id = runner.run(specmod.parse(TOY_SPEC.format(stack="toylate"), "toy.toml"), db, quiet=True)
+    con = store.connect(db, read_only=True)
+    (cell,) = store.cell_rows(con, run_id)
+    warned = [w for _, w in analysis.analyse(con, run_id, resamples=50).cell_warnings()]
+    con.close()
+    w = __import__("json").loads(cell["wire"])
+    assert w["disagree"] == w["n"] == 12 and w["median_diff_ms"] > 2.5, w
+    assert any(x.check == "wire" for x in warned)
