@@ -164,7 +164,7 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
             "bytes_s2c": _median(cd.ok_values("tcp_bytes_received")),
             "packets_c2s": _median(cd.ok_values("tcp_segs_out")),
             "packets_s2c": _median(cd.ok_values("tcp_segs_in")),
-            "retransmits_mean": float(np.mean(cd.ok_values("tcp_retransmits"))) if ok else None}
+            "retransmits_mean": float(np.mean(r)) if (r := cd.ok_values("tcp_retransmits")).size else None}
     bound, note = cell_bound(cd, crypto) if ok else (None, "no successful sample")
     return CellStats(row=row, n=n, ok=ok, failures=n - ok, durations=durations, pct=pct,
                      mean=float(durations.mean()) if durations.size else math.nan,
