@@ -45,16 +45,14 @@ def tb():
     assert our_leftovers([t.name]) == ([], [], []), "the testbed left something behind"
 
 
-@pytest.fixture(scope="module")
-def floor_ms(tb):
-    tb.reconfigure(LinkSpec())
-    return percentiles(probe.connect_rtts(tb, 100))["p50"]
-
-
 # --- RTT ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("rtt_ms,samples", [(0, 60), (10, 40), (50, 30), (200, 25)])
-def test_rtt_p50_within_half_a_millisecond_above_configured(tb, floor_ms, rtt_ms, samples):
+def test_rtt_p50_within_half_a_millisecond_above_configured(tb, rtt_ms, samples):
+    # the floor measured just before, paired: this VM's speed drifts within seconds, and a floor from
+    # the start of the module made a slow spell look like emulator error (+0.52 ms once at 200 ms)
+    tb.reconfigure(LinkSpec())
+    floor_ms = percentiles(probe.connect_rtts(tb, 40))["p50"]
     tb.reconfigure(LinkSpec.symmetric(rtt_ms))
     rtts = probe.connect_rtts(tb, samples)
     p50 = percentiles(rtts)["p50"]
