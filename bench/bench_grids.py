@@ -13,7 +13,8 @@ RTO (above the reference cell's clean time + BAND_MS and below 250 ms), the late
 count, the shift of p25 and p50 against the reference with 95 % bootstrap CIs, and each run's wall
 time with its ratio to lanes4.
 
-    build/venv/bin/python bench/bench_grids.py [-n 1000] [--ref-n 400] [--baseline 2b3eaa1]
+    build/venv/bin/python bench/bench_grids.py [-n 1000] [--ref-n 400] [--baseline 2b3eaa1] [--kex secp256r1]
+        [--skip ref lanes1 lanes4] [--keep DIR] [--ref-db DIR/ref.duckdb]
 """
 
 import argparse
@@ -86,7 +87,8 @@ def main() -> int:
     ap.add_argument("--ref-n", type=int, default=400, help="samples per cell of the parallel = 1 reference")
     ap.add_argument("--baseline", metavar="COMMIT", help="also run this commit's code with 4 lanes")
     ap.add_argument("--kex", nargs="+", default=["secp256r1", "p256_mlkem512", "p256_frodo640aes"])
-    ap.add_argument("--skip", nargs="*", default=[], choices=["lanes1"], help="runs to leave out")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["ref", "lanes1", "lanes4"], help="runs to leave out")
+    ap.add_argument("--ref-db", type=Path, help="the reference from an earlier --keep run (with --skip ref)")
     ap.add_argument("--keep", type=Path, help="keep the runs' stores in this directory")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,6 +103,8 @@ def main() -> int:
                            check=True)
             plan.append(("base4", tree / "src", '"auto"', args.n, 4))
         results = {}
+        if args.ref_db:
+            results["ref"] = (float("nan"), cells(args.ref_db))
         try:
             for tag, src, parallel, n, lanes in plan:
                 wall, db = run(tag, d, src, parallel=parallel, n=n, lanes=lanes, kex=args.kex)
@@ -111,8 +115,8 @@ def main() -> int:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(d / "baseline")])
     ref = results["ref"][1]
     print("wall time: " + ", ".join(f"{tag} {w:.0f} s" for tag, (w, _) in results.items())
-          + (f"; lanes4/lanes1 {results['lanes4'][0] / results['lanes1'][0]:.2f}" if "lanes1" in results else "")
-          + (f", lanes4/base4 {results['lanes4'][0] / results['base4'][0]:.2f}" if "base4" in results else ""))
+          + (f"; lanes4/lanes1 {results['lanes4'][0] / results['lanes1'][0]:.2f}" if {"lanes1", "lanes4"} <= set(results) else "")
+          + (f"; lanes4/base4 {results['lanes4'][0] / results['base4'][0]:.2f}" if {"base4", "lanes4"} <= set(results) else ""))
     print(f"between the clean mode (reference p5 + {BAND_MS} ms) and {RTO_MS:g} ms; shifts against the "
           "parallel = 1 reference [95 % CI]")
     for key in sorted(ref):

@@ -47,10 +47,10 @@ class SimulatedMachine:
         before = int(self.started)
         self.started += workers * dt / self.duration_s
         wait = self.wait_ms(workers) if self.wait_ms else self.modelled_wait_ms(workers)
-        for k in range(int(self.started) - before):
-            tail = self.tail_ms if self.tail_share and (len(self.samples) % round(1 / self.tail_share(workers) if
-                                                                                 self.tail_share(workers) else 1 << 30)) == 0 else 0
-            connect = self.rtt_ms + 0.05 + wait / concurrency.WAITS + tail
+        for _ in range(int(self.started) - before):
+            share = self.tail_share(workers) if self.tail_share else 0.0
+            late = share and len(self.samples) % round(1 / share) == 0  # every (1/share)-th connect waits
+            connect = self.rtt_ms + 0.05 + wait / concurrency.WAITS + (self.tail_ms if late else 0.0)
             self.samples.append({"ok": True, "t_ns": {"tcp_connected": int(connect * 1e6),
                                                       "handshake_done": int(self.median_ms * 1e6)}})
 

@@ -309,11 +309,11 @@ def test_pqtimer_agrees_with_the_wire(bed):
     """pqtimer's handshake time against the same connection's on the wire (SYN to the client's
     Finished, from pqlink's record): measured here +0.06…+0.18 ms (p5…p95, median +0.10 ms at 30.9 ms
     RTT): the client starts before its SYN and stops after writing Finished, never the other way."""
-    from pqbench.measure.cell import wire_agreement
+    from pqbench import wire
     rig, link = bed["rig"], LinkSpec.symmetric(rtt_ms=10)
     rig.begin_cell(link)
     samples = rig.sample(_job(bed), 40, 1, bed["dir"])
     rig.end_cell(samples, "handshake", bed["dir"])
-    w = wire_agreement(samples, "handshake_done")
+    w = wire.agreement(samples, "handshake_done")
     assert w["n"] == 40, w
     assert 0 <= w["median_diff_ms"] < 0.25 and w["p5_diff_ms"] >= 0, w

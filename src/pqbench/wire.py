@@ -18,7 +18,11 @@ import bisect
 import dataclasses
 import time
 
+from pqbench import stats
+
 MATCH_WINDOW_NS = 2_000_000_000  # a connection opened further than this from a sample's start is not its own
+TOLERANCE_MS = 0.25  # client and wire times of one sample further apart than this disagree
+DISAGREE_SHARE = 0.05  # the report warns when more samples than this disagree
 
 
 def clock_offset_ns() -> int:
@@ -90,3 +94,16 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
             s["wire"] = summary(candidates.pop(best), milestone)
             joined += 1
     return joined
+
+
+def agreement(samples: list[dict], metric: str) -> dict:
+    """Client-measured vs wire-measured time of the samples the wire record covers."""
+    diffs = sorted(s["t_ns"][metric] / 1e6 - s["wire"]["ms"] for s in samples
+                   if s.get("ok") and (s.get("wire") or {}).get("ms") is not None
+                   and (s.get("t_ns") or {}).get(metric) is not None)
+    if not diffs:
+        return {"n": 0}
+    disagree = sum(1 for d in diffs if abs(d) > TOLERANCE_MS)
+    return {"n": len(diffs), "median_diff_ms": round(stats.percentile(diffs, 50), 4),
+            "p5_diff_ms": round(stats.percentile(diffs, 5), 4), "p95_diff_ms": round(stats.percentile(diffs, 95), 4),
+            "tolerance_ms": TOLERANCE_MS, "disagree": disagree}

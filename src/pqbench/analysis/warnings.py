@@ -9,8 +9,7 @@ import dataclasses
 
 import numpy as np
 
-from pqbench import catalog, late
-from pqbench.measure.cell import WIRE_DISAGREE_SHARE
+from pqbench import catalog, late, wire
 from pqbench.analysis.cells import CellStats
 from pqbench.errors import BadInput
 
@@ -49,7 +48,7 @@ TITLES = {
     "above_bound": f"median above {ABOVE_BOUND:g}× the lower bound at 0 % loss",
     "group": "another group negotiated than the cell's key exchange",
     "late": f"over {100 * late.LATE_SHARE:g} % of the samples without a retransmission came late",
-    "wire": f"client and wire times disagree in over {100 * WIRE_DISAGREE_SHARE:g} % of the samples",
+    "wire": f"client and wire times disagree in over {100 * wire.DISAGREE_SHARE:g} % of the samples",
 }
 
 
@@ -130,7 +129,7 @@ def _quality(c: CellStats) -> list[Warning]:
                            "while; rerun on an idle machine, with a lower max_bias or fewer lanes, and compare "
                            "this cell through p25 or its CDF"))
     w = c.row.get("wire") if isinstance(c.row.get("wire"), dict) else {}
-    if w.get("n") and w["disagree"] / w["n"] > WIRE_DISAGREE_SHARE:
+    if w.get("n") and w["disagree"] / w["n"] > wire.DISAGREE_SHARE:
         out.append(Warning("wire", f"the client's time differs from the wire's by more than {w['tolerance_ms']} ms "
                                    f"in {w['disagree']} of {w['n']} samples (median {w['median_diff_ms']:+.3f} ms)",
                            "the client spent time the wire does not show (waiting for a CPU before its "

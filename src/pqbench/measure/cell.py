@@ -8,15 +8,13 @@ import datetime
 import threading
 from pathlib import Path
 
-from pqbench import late, stats
+from pqbench import late, stats, wire
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.sampler import failure_classes
 from pqbench.experiment.spec import Samples
 from pqbench.sample import END_PHASE
 from pqbench.testbed import LinkSpec, TcpKnobs
 
-WIRE_TOLERANCE_MS = 0.25  # client and wire times of one sample further apart than this disagree
-WIRE_DISAGREE_SHARE = 0.05  # the report warns when more samples than this disagree
 
 
 @dataclasses.dataclass
@@ -73,19 +71,6 @@ def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | 
         batch = min(max(control.peak * 5, len(samples) // 2, 10), rule.max - len(samples))
 
 
-def wire_agreement(samples: list[dict], metric: str) -> dict:
-    """Client-measured vs wire-measured time of the samples the wire record covers."""
-    diffs = sorted(s["t_ns"][metric] / 1e6 - s["wire"]["ms"] for s in samples
-                   if s.get("ok") and (s.get("wire") or {}).get("ms") is not None
-                   and (s.get("t_ns") or {}).get(metric) is not None)
-    if not diffs:
-        return {"n": 0}
-    disagree = sum(1 for d in diffs if abs(d) > WIRE_TOLERANCE_MS)
-    return {"n": len(diffs), "median_diff_ms": round(stats.percentile(diffs, 50), 4),
-            "p5_diff_ms": round(stats.percentile(diffs, 5), 4), "p95_diff_ms": round(stats.percentile(diffs, 95), 4),
-            "tolerance_ms": WIRE_TOLERANCE_MS, "disagree": disagree}
-
-
 def measure(rig, plan: Plan, control, scratch: Path, *, tail=None, stop=None) -> tuple[dict, list, str]:
     """Measures one cell on a rig: (record fields, samples, why it stopped)."""
     started = datetime.datetime.now()
@@ -98,5 +83,5 @@ def measure(rig, plan: Plan, control, scratch: Path, *, tail=None, stop=None) ->
               "failures": len(samples) - ok, "failure_classes": failure_classes(samples), "link_counters": counters,
               "concurrency": control.summary(), "started": started, "finished": datetime.datetime.now(),
               "stop_reason": why, "detector": late.detect(samples, plan.metric, plan.max_bias),
-              "wire": wire_agreement(samples, plan.metric)}
+              "wire": wire.agreement(samples, plan.metric)}
     return record, samples, why

@@ -60,13 +60,14 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     con = store.connect(db_path)
     all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
     stacks = sorted({c.stack for c in all_cells})
+    prov = provenance.of_run(spec, stacks)
     if resume:
         run_id = find_resumable(con, spec, resume_run)
         store.update_run(con, run_id, status="running")
     else:
         run_id = f"{spec.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
         store.create_run(con, run_id, name=spec.name, spec_toml=spec.source, seed=spec.seed,
-                         provenance=provenance.of_run(spec, stacks), cell_order=[c.cell_id for c in all_cells])
+                         provenance=prov, cell_order=[c.cell_id for c in all_cells])
     done = store.finished_cells(con, run_id)
     progress = Progress(len(all_cells), len(done), quiet)
     progress.say(f"run {run_id}: {len(all_cells)} cells, {len(done)} already done, database {db_path}")
@@ -111,7 +112,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                 lanes.append(Lane(k, rig, scratch))
             tb = lanes[0].rig.tb
             store.update_run(con, run_id, provenance={
-                **provenance.of_run(spec, stacks), "backend": tb.backend_name, "testbed": tb.info(),
+                **prov, "backend": tb.backend_name, "testbed": tb.info(),
                 "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in lanes])})
             calib_start = calibrate_floor(tb, spec)
             store.update_run(con, run_id, calibration_start=calib_start)
