@@ -90,18 +90,23 @@ class LateToyClient(ToyClient):
     late_ms = 3.0
 
 
+class SlowToyClient(ToyClient):
+    late_ms = 25.0  # well beyond the toy's own noise on a busy machine
+
+
 TOY = Stack(name="toy", protocol="tcp-hello", server=ToyServer, client=ToyClient,
             capabilities=lambda: Capabilities("toy", "tcp-hello", ("tcp",), ("handshake",), {"toy": "1"},
-                                              lambda kex, sig: None))
+                                              lambda kex, sig, role: None))
 
 
 @pytest.fixture
 def toy():
     endpoints.register(TOY)
     endpoints.register(dataclasses.replace(TOY, name="toylate", client=LateToyClient))
+    endpoints.register(dataclasses.replace(TOY, name="toyslow", client=SlowToyClient))
     yield TOY
-    endpoints._STACKS.pop("toy", None)
-    endpoints._STACKS.pop("toylate", None)
+    for name in ("toy", "toylate", "toyslow"):
+        endpoints._STACKS.pop(name, None)
 
 
 TOY_SPEC = """
@@ -152,3 +157,46 @@ def test_a_client_that_records_late_is_caught_by_the_wire(toy, built_stack, tmp_
     w = __import__("json").loads(cell["wire"])
     assert w["disagree"] == w["n"] == 12 and w["median_diff_ms"] > 2.5, w
     assert any(x.check == "wire" for x in warned)
+
+
+def test_server_and_client_stacks_pair_up_on_one_link_and_the_report_compares_them(toy, built_stack, tmp_path):
+    """A toy server measured by two clients (toy, and one that takes its end time 25 ms late) on the
+    same lane, and by the openssl client, which speaks another protocol: that cell is skipped with the
+    reason. The paired difference between the two clients is the 3 ms, and the stacks table lists
+    the pairs."""
+    from pqbench import analysis
+    from pqbench.report import tables
+    spec = specmod.parse(TOY_SPEC.format(stack='toy", "toy/toyslow", "toy/openssl'), "toy.toml")
+    assert spec.stacks == (("toy", "toy"), ("toy", "toyslow"), ("toy", "openssl"))
+    db = tmp_path / "pairs.duckdb"
+    run_id = runner.run(spec, db, quiet=True)
+    con = store.connect(db, read_only=True)
+    cells = {(c["server"], c["client"]): c for c in store.cell_rows(con, run_id)}
+    a = analysis.analyse(con, run_id, resamples=200)
+    con.close()
+    assert cells["toy", "toy"]["status"] == cells["toy", "toyslow"]["status"] == "done"
+    assert cells["toy", "toyslow"]["stack"] == "toy/toyslow"
+    skipped = cells["toy", "openssl"]
+    assert skipped["status"] == "skipped" and "different protocols" in skipped["reason"]
+    (diff,) = [p for p in a.paired if p.axis == "client"]
+    assert diff.baseline.row["client"] == "toy" and diff.other.row["client"] == "toyslow"
+    assert 20 < diff.diff[0] < 35 and diff.significant
+    table = tables.stacks(a)
+    assert sorted((r[0], r[1]) for r in table.rows) == [("toy", "toy"), ("toy", "toyslow")]
+
+
+def test_stack_axes_cross_or_pair_and_keep_old_cell_ids():
+    from pqbench.experiment import cells as cellmod
+    base = '[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\n'
+    crossed = specmod.parse(base + 'server = ["openssl"]\nclient = ["openssl"]\n', "x.toml")
+    assert crossed.stacks == (("openssl", "openssl"),)
+    plain = specmod.parse(base, "x.toml")
+    # the default pair keeps the cell id of stores from before stacks existed
+    (a,), (b,) = cellmod.expand(plain), cellmod.expand(crossed)
+    assert a.cell_id == b.cell_id and a.stack == "openssl"
+    with pytest.raises(Exception) as e:
+        specmod.parse(base + 'stack = ["openssl"]\nclient = ["openssl"]\n', "x.toml")
+    assert e.value.field == "axes.client"
+    with pytest.raises(Exception) as e:
+        specmod.parse(base + 'stack = ["openssl/a/b"]\n', "x.toml")
+    assert e.value.field == "axes.stack[0]"

@@ -35,9 +35,11 @@ def test_opening_an_old_store_read_write_applies_every_migration_once(old_store)
     con = store.connect(old_store)
     assert store.schema_version(con) == store.LATEST
     assert {"stack", "detector", "wire"} <= set(store.columns(con, "cells"))
-    assert {"local_port", "wire_ms", "stack", "protocol"} <= set(store.columns(con, "samples"))
+    assert {"local_port", "wire_ms", "stack", "protocol", "server", "wire_server_flight_pushes"} <= set(
+        store.columns(con, "samples"))
     assert store.migrate(con) == []  # nothing left to apply
-    assert {r["stack"] for r in store.cell_rows(con, "quick-old")} == {"openssl"}  # what they were measured with
+    rows = store.cell_rows(con, "quick-old")  # what they were measured with, in both roles
+    assert {(r["stack"], r["server"], r["client"]) for r in rows} == {("openssl", "openssl", "openssl")}
     con.close()
 
 

@@ -74,6 +74,7 @@ int flow_parse(const uint8_t *pkt, size_t len, int dir, struct flow_pkt *out)
         out->syn = flags & 0x02;
         out->rst = flags & 0x04;
         out->ack = flags & 0x10;
+        out->psh = flags & 0x08;
     } else if (proto == IPPROTO_UDP) {
         if (l4 + 8 > end)
             return -1;
@@ -239,7 +240,7 @@ static void note_sender(struct flow_side *s, const struct flow_pkt *p)
 }
 
 /* Pure ACKs neither start nor end a flight; payload going the other way ends it. */
-static void note_flight(struct flow *f, int dir, uint32_t payload, int64_t now)
+static void note_flight(struct flow *f, int dir, uint32_t payload, bool push, int64_t now)
 {
     if (f->flight_dir != dir) {
         f->flight_dir = (int8_t)dir;
@@ -254,6 +255,7 @@ static void note_flight(struct flow *f, int dir, uint32_t payload, int64_t now)
     struct flight *fl = &f->flights[f->nflights - 1];
     fl->last_ns = now;
     fl->packets++;
+    fl->pushes += push;
     fl->bytes += payload;
 }
 
@@ -278,7 +280,7 @@ static void note_client_side(struct flow *f, int dir, const struct flow_pkt *p, 
             f->fin_ns = now;
     }
     if (p->payload)
-        note_flight(f, dir, p->payload, now);
+        note_flight(f, dir, p->payload, p->psh, now);
 }
 
 void flows_note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now)
@@ -361,9 +363,9 @@ static void put_flow(FILE *out, const struct flow *f)
     fputs(",\"flights\":[", out);
     for (uint32_t i = 0; i < f->nflights; i++) {
         const struct flight *fl = &f->flights[i];
-        fprintf(out, "%s{\"dir\":\"%s\",\"first_ns\":%lld,\"last_ns\":%lld,\"packets\":%u,\"bytes\":%llu}",
-                i ? "," : "", dir_names[fl->dir], (long long)fl->first_ns, (long long)fl->last_ns, fl->packets,
-                (unsigned long long)fl->bytes);
+        fprintf(out, "%s{\"dir\":\"%s\",\"first_ns\":%lld,\"last_ns\":%lld,\"packets\":%u,\"pushes\":%u,"
+                "\"bytes\":%llu}", i ? "," : "", dir_names[fl->dir], (long long)fl->first_ns, (long long)fl->last_ns,
+                fl->packets, fl->pushes, (unsigned long long)fl->bytes);
     }
     fprintf(out, "],\"flights_overflow\":%llu}\n", (unsigned long long)f->flights_overflow);
 }

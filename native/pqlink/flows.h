@@ -45,7 +45,7 @@ struct flow_pkt {
     uint32_t ip_len;  /* bytes of IP packet */
     uint32_t payload; /* TCP or UDP payload bytes */
     uint32_t seq;     /* TCP only, like the flags */
-    bool syn, ack, fin, rst;
+    bool syn, ack, fin, rst, psh;
 };
 
 struct flow_side {
@@ -63,6 +63,8 @@ struct flight {
     int64_t first_ns, last_ns;
     uint64_t bytes; /* payload bytes */
     uint32_t packets;
+    uint32_t pushes; /* TCP segments with PSH: the sender's kernel sets it where a write ends, so it
+                        shows how the sender's library flushed the flight */
     uint8_t dir;
 };
 

@@ -18,7 +18,7 @@
 #define MS 1000000LL
 #define C2S DIR_C2S
 #define S2C DIR_S2C
-enum { F_FIN = 0x01, F_SYN = 0x02, F_RST = 0x04, F_ACK = 0x10 };
+enum { F_FIN = 0x01, F_SYN = 0x02, F_RST = 0x04, F_PSH = 0x08, F_ACK = 0x10 };
 
 /* ---- packets -------------------------------------------------------------------------------- */
 
@@ -255,9 +255,9 @@ static void test_flights_and_milestones(void)
     c2s(&t, tcp(CLIENT, SERVER, 101, F_ACK, 300), 1021 * MS); /* ClientHello */
     s2c(&t, tcp(SERVER, CLIENT, 901, F_ACK, 0), 1031 * MS, d); /* pure ACK: no flight */
     s2c(&t, tcp(SERVER, CLIENT, 901, F_ACK, 1448), 1032 * MS, d);
-    s2c(&t, tcp(SERVER, CLIENT, 2349, F_ACK, 1448), 1033 * MS, d);
+    s2c(&t, tcp(SERVER, CLIENT, 2349, F_ACK | F_PSH, 1448), 1033 * MS, d); /* the end of one write */
     c2s(&t, tcp(CLIENT, SERVER, 401, F_ACK, 0), 1043 * MS);      /* the client's pure ACK */
-    s2c(&t, tcp(SERVER, CLIENT, 3797, F_ACK, 500), 1034 * MS, d); /* delivered after that ACK */
+    s2c(&t, tcp(SERVER, CLIENT, 3797, F_ACK | F_PSH, 500), 1034 * MS, d); /* delivered after that ACK */
     c2s(&t, tcp(CLIENT, SERVER, 401, F_ACK, 80), 1050 * MS);     /* client Finished */
     s2c(&t, tcp(SERVER, CLIENT, 4297, F_ACK, 0), 1060 * MS, d);
     c2s(&t, tcp(CLIENT, SERVER, 481, F_ACK | F_FIN, 0), 1080 * MS);
@@ -276,10 +276,10 @@ static void test_flights_and_milestones(void)
     CHECK(fl[0].dir == C2S && fl[0].packets == 1 && fl[0].bytes == 300 && fl[0].first_ns == 1021 * MS,
           "ClientHello flight: dir %u, %u packets, %llu bytes", fl[0].dir, fl[0].packets,
           (unsigned long long)fl[0].bytes);
-    CHECK(fl[1].dir == S2C && fl[1].packets == 3 && fl[1].bytes == 3396 && fl[1].first_ns == 1042 * MS &&
-              fl[1].last_ns == 1044 * MS,
-          "server flight (delivery times, the client's ACK inside): %u packets, %llu bytes, %lld..%lld",
-          fl[1].packets, (unsigned long long)fl[1].bytes, (long long)fl[1].first_ns, (long long)fl[1].last_ns);
+    CHECK(fl[1].dir == S2C && fl[1].packets == 3 && fl[1].pushes == 2 && fl[1].bytes == 3396 &&
+              fl[1].first_ns == 1042 * MS && fl[1].last_ns == 1044 * MS,
+          "server flight (delivery times, the client's ACK inside): %u packets, %u pushes, %llu bytes, %lld..%lld",
+          fl[1].packets, fl[1].pushes, (unsigned long long)fl[1].bytes, (long long)fl[1].first_ns, (long long)fl[1].last_ns);
     CHECK(fl[2].dir == C2S && fl[2].packets == 1 && fl[2].bytes == 80 && fl[2].first_ns == 1050 * MS,
           "client Finished flight");
     const struct flow_side *c = &f->side[C2S], *s = &f->side[S2C];
@@ -508,7 +508,7 @@ static void test_json(void)
                          "\"retrans\":0,\"lost\":0,\"queue_drops\":0},"
                          "\"s2c\":{\"first_ns\":7,\"last_ns\":7,\"packets\":1,\"bytes\":40,\"payload_bytes\":0,"
                          "\"retrans\":0,\"lost\":0,\"queue_drops\":0},"
-                         "\"flights\":[{\"dir\":\"c2s\",\"first_ns\":8,\"last_ns\":8,\"packets\":1,\"bytes\":300}],"
+                         "\"flights\":[{\"dir\":\"c2s\",\"first_ns\":8,\"last_ns\":8,\"packets\":1,\"pushes\":0,\"bytes\":300}],"
                          "\"flights_overflow\":0}\n"),
           "TCP line:\n%s", d.text);
     CHECK(strstr(d.text, "{\"proto\":\"udp\",\"client\":\"[fd00::1]:5353\",\"server\":\"[fd00::2]:53\","

@@ -31,11 +31,20 @@ def condition(row: dict, *, short: bool = False) -> str:
         parts.append("resume" if short else "resumption")
     if row.get("pad"):
         parts.append(f"pad {row['pad']}")
-    if (row.get("stack") or DEFAULT_STACK) != DEFAULT_STACK:
-        parts.append(f"stack {row['stack']}")
     return ", ".join(parts)
 
 
+def stacks(row: dict) -> str | None:
+    """"server rustls, client gotls" (or "stack rustls" for one stack in both roles), None for the default."""
+    server = row.get("server") or row.get("stack") or DEFAULT_STACK
+    client = row.get("client") or row.get("stack") or DEFAULT_STACK
+    if server == client:
+        return None if server == DEFAULT_STACK else f"stack {server}"
+    return f"server {server}, client {client}"
+
+
 def describe(row: dict) -> str:
-    """The whole cell: "X25519 + ecdsap256, RTT 31.1 ms, loss 1 %"."""
-    return f"{row.get('kex')} + {row.get('sig')}, {condition(row)}"
+    """The whole cell: "X25519 + ecdsap256, RTT 31.1 ms, loss 1 %" (", server rustls, client openssl"
+    where the stacks are not the default)."""
+    pair = stacks(row)
+    return f"{row.get('kex')} + {row.get('sig')}, {condition(row)}" + (f", {pair}" if pair else "")

@@ -44,10 +44,12 @@ class HandshakeConfig:
     backend: str = "auto"
     emulator: EmulatorOptions = dataclasses.field(default_factory=EmulatorOptions)
     workers: int = DEFAULT_WORKERS  # server worker processes
-    stack: str = endpoints.DEFAULT_STACK
+    server: str = endpoints.DEFAULT_STACK  # server stack (pqbench.endpoints)
+    client: str = endpoints.DEFAULT_STACK  # client stack
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
+        d["stack"] = self.server if self.server == self.client else f"{self.server}/{self.client}"
         d["spec"] = self.spec.to_dict()
         d["tcp"] = self.tcp.to_dict()
         d["emulator"] = dataclasses.asdict(self.emulator)
@@ -57,16 +59,6 @@ class HandshakeConfig:
 def page_name(size_bytes: int) -> str:
     """Page names: 1000 -> 1k, 1000000 -> 1000k, others in bytes."""
     return f"{size_bytes // 1000}k" if size_bytes % 1000 == 0 else str(size_bytes)
-
-
-def resolve_tls(name: str, kind: str, field: str) -> catalog.Algorithm:
-    alg = catalog.find(name, kind, field=field)
-    avail = catalog.availability(alg)
-    if not avail.tls:
-        raise MissingCapability(f"{field} {alg.name} cannot be used in TLS 1.3 here: "
-                                f"{avail.reason or 'no TLS code point'}",
-                                "see `pqbench algorithms` for what this build offers")
-    return alg
 
 
 def new_run_dir(prefix: str = "handshake") -> Path:
@@ -82,23 +74,28 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     units.integer("-n", cfg.n, minimum=1)
     if cfg.parallel != "auto":
         units.integer("--parallel", cfg.parallel, minimum=1, maximum=256)
-    stack = endpoints.get(cfg.stack, "--server")
-    kex = resolve_tls(cfg.kex, "kem", "--kex")
-    sig = resolve_tls(cfg.sig, "sig", "--sig")
+    server, client = endpoints.get(cfg.server, "--server"), endpoints.get(cfg.client, "--client")
+    kex, sig = catalog.find(cfg.kex, "kem", field="--kex"), catalog.find(cfg.sig, "sig", field="--sig")
+    why = endpoints.unsupported(server.name, client.name, kex.name, sig.name, cfg.mode)
+    if why:
+        raise MissingCapability(f"cannot measure {kex.name} with {sig.name} here: {why}",
+                                "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")
     run_dir = run_dir or new_run_dir()
     say = progress or (lambda msg: None)
     say(f"certificates: {sig.name} chain")
     chain = certs.make_chain(sig.name, run_dir / "certs")
     pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
     serving = Serving(run_dir / "server", [Site(PORT, chain)], [kex.name], {**DEFAULT_PAGES, **pages}, cfg.workers)
-    with Rig(stack, serving, cfg.spec, cfg.tcp, backend=cfg.backend, emulator=cfg.emulator) as rig:
+    with Rig.pairs({server.name: serving}, [client.name], cfg.spec, cfg.tcp, backend=cfg.backend,
+                   emulator=cfg.emulator) as rig:
         say(f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
         job = rig.job(PORT, kex.name, chain, mode=cfg.mode, path=f"/{cfg.page}" if cfg.page else "/1k",
                       requests=cfg.requests, warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
         control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
                                      rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
         say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")
-        plan = cellmeasure.Plan(cfg.spec, cfg.tcp, job, Samples(cfg.n, cfg.n, None), cfg.max_bias)
+        plan = cellmeasure.Plan(cfg.spec, cfg.tcp, job, Samples(cfg.n, cfg.n, None), cfg.max_bias,
+                                client=client.name, server=server.name)
         record, samples, _ = cellmeasure.measure(rig, plan, control, run_dir)
         backend = rig.tb.backend_name
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))

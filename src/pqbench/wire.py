@@ -63,13 +63,23 @@ def summary(flow: dict, milestone: Milestone) -> dict:
     """The wire fields a sample keeps: its wire time, and what crossed and was lost each way."""
     c2s, s2c = flow.get("c2s") or {}, flow.get("s2c") or {}
     start, end = flow.get("syn_ns") or flow.get("open_ns"), end_ns(flow, milestone)
+    server_flight = next((f for f in flow.get("flights") or [] if f["dir"] == "s2c"), {})
+    since = lambda t: round((t - start) / 1e6, 4) if start is not None and t is not None else None  # noqa: E731
     return {"ms": (end - start) / 1e6 if start is not None and end is not None and end >= start else None,
+            # where the time went, as the capture shows it: SYN-ACK and each flight's first and last
+            # packet since the SYN (ms), so a slow sample can be split into client, link and server
+            "synack_ms": since(flow.get("synack_ns")),
+            # [dir, first, last, packets, pushes] per flight
+            "flights_ms": [[f["dir"], since(f["first_ns"]), since(f["last_ns"]), f.get("packets"), f.get("pushes")]
+                           for f in flow.get("flights") or []],
             "packets_c2s": c2s.get("packets"), "packets_s2c": s2c.get("packets"),
             "bytes_c2s": c2s.get("bytes"), "bytes_s2c": s2c.get("bytes"),
             "retrans_c2s": c2s.get("retrans", 0), "retrans_s2c": s2c.get("retrans", 0),
             "drops_c2s": c2s.get("lost", 0) + c2s.get("queue_drops", 0),
             "drops_s2c": s2c.get("lost", 0) + s2c.get("queue_drops", 0),
-            "flights": len(flow.get("flights") or [])}
+            "flights": len(flow.get("flights") or []),
+            # the server's first flight (TLS: ServerHello … Finished): segments, and writes (PSH) it came in
+            "server_flight_packets": server_flight.get("packets"), "server_flight_pushes": server_flight.get("pushes")}
 
 
 def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Milestone) -> int:

@@ -41,7 +41,7 @@ class Analysis:
         parts = []
         for f in self.variant_fields:
             v = c.row.get(f)
-            parts.append(f"pad {v}" if f == "pad" else str(v))
+            parts.append(f"{f} {v}" if f in ("pad", "server", "client") else str(v))
         return " + ".join(parts)
 
     def labels(self) -> list[str]:

@@ -26,7 +26,7 @@ SPLIT = (
     ("done→last byte", Phase.HANDSHAKE_DONE, Phase.LAST_BYTE),
 )
 # What tells two cells' algorithms apart, and what makes up their link/workload condition.
-ALG_FIELDS = ("kex", "sig", "pad")
+ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
 CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "mode", "page",
                     "requests")
 
@@ -47,6 +47,7 @@ class CellStats:
     bound: model.Bound | None
     bound_note: str  # why there is no bound, or what it rests on
     groups: list  # negotiated groups seen (distinct)
+    sigalgs: list  # negotiated signature algorithms seen (distinct)
     warnings: list = dataclasses.field(default_factory=list)
 
     def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
@@ -160,14 +161,19 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
     if not classes:
         for c in cd.error_classes:
             classes[c] = classes.get(c, 0) + 1
-    wire = {"bytes_c2s": _median(cd.ok_values("tcp_bytes_sent")),
-            "bytes_s2c": _median(cd.ok_values("tcp_bytes_received")),
-            "packets_c2s": _median(cd.ok_values("tcp_segs_out")),
-            "packets_s2c": _median(cd.ok_values("tcp_segs_in")),
-            "retransmits_mean": float(np.mean(r)) if (r := cd.ok_values("tcp_retransmits")).size else None}
+    # the client socket's TCP_INFO at handshake completion; the emulator's record where a client has none
+    first = lambda *fields: next((m for f in fields if (m := _median(cd.ok_values(f))) is not None), None)  # noqa: E731
+    wire = {"bytes_c2s": first("tcp_bytes_sent", "wire_bytes_c2s"),
+            "bytes_s2c": first("tcp_bytes_received", "wire_bytes_s2c"),
+            "packets_c2s": first("tcp_segs_out", "wire_packets_c2s"),
+            "packets_s2c": first("tcp_segs_in", "wire_packets_s2c"),
+            "retransmits_mean": float(np.mean(r)) if (r := cd.ok_values("tcp_retransmits")).size else None,
+            "server_flight_packets": _median(cd.ok_values("wire_server_flight_packets")),
+            "server_flight_pushes": _median(cd.ok_values("wire_server_flight_pushes"))}
     bound, note = cell_bound(cd, crypto) if ok else (None, "no successful sample")
     return CellStats(row=row, n=n, ok=ok, failures=n - ok, durations=durations, pct=pct,
                      mean=float(durations.mean()) if durations.size else math.nan,
                      failure_rate=stats.binomial_ci(n - ok, n, CONFIDENCE), failure_classes=classes, wire=wire,
                      phases=_phase_split(cd), bound=bound, bound_note=note,
-                     groups=sorted({str(g) for g in cd.groups if g}))
+                     groups=sorted({str(g) for g in cd.groups if g}),
+                     sigalgs=sorted({str(g) for g in cd.sigalgs if g}))

@@ -13,7 +13,7 @@ from pqbench import store
 SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in store.PHASES), "client_hello_bytes", "server_hello_bytes",
                  "certificate_bytes", "certificate_verify_bytes", "hs_bytes_sent", "hs_bytes_received",
                  "tcp_bytes_sent", "tcp_bytes_received", "tcp_segs_out", "tcp_segs_in", "tcp_retransmits",
-                 "body_bytes", "requests", *store.WIRE_COLUMNS)
+                 "body_bytes", "requests", *store.WIRE_COLUMNS, *store.WIRE_COLUMNS_V3)
 JSON_RUN_FIELDS = ("spec", "provenance", "calibration_start", "calibration_end", "cell_order", "warnings")
 JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters", "concurrency", "detector", "wire")
 
@@ -24,6 +24,7 @@ class CellData:
     ok: np.ndarray  # bool per sample
     values: dict  # field -> float array over all samples (NaN where NULL)
     groups: list  # negotiated group per successful sample (names as pqtimer reports them)
+    sigalgs: list  # negotiated signature algorithm per successful sample
     error_classes: list  # error class per failed sample
 
     def ok_values(self, field: str) -> np.ndarray:
@@ -73,12 +74,14 @@ def load(con, run_id: str) -> RunData:
     ok_all = _plain(res["ok"], False).astype(bool)
     values_all = {f: _plain(res[f], np.nan).astype(float) for f in SAMPLE_FIELDS}
     groups_all, errors_all = _plain(res["group"], None), _plain(res["error_class"], None)
+    sigalgs_all = _plain(res["sigalg"], None)
     cells = []
     for row in cell_rows:
         a, b = bounds.get(row["cell_id"], (0, 0))
         ok = ok_all[a:b]
         cells.append(CellData(row, ok, {f: v[a:b] for f, v in values_all.items()},
-                              [g for g in groups_all[a:b][ok]], [e or "unknown" for e in errors_all[a:b][~ok]]))
+                              [g for g in groups_all[a:b][ok]], [g for g in sigalgs_all[a:b][ok]],
+                              [e or "unknown" for e in errors_all[a:b][~ok]]))
     return RunData(run, cells, crypto_spread(store.crypto_rows(con, run_id)))
 
 
@@ -108,5 +111,5 @@ def cell_data(row: dict, samples: list[dict], metric: str) -> CellData:
     ok = np.array([r["ok"] for r in rows], dtype=bool)
     values = {f: np.array([np.nan if r.get(f) is None else float(r[f]) for r in rows], dtype=float)
               for f in SAMPLE_FIELDS}
-    return CellData(row, ok, values, [r["group"] for r in rows if r["ok"]],
+    return CellData(row, ok, values, [r["group"] for r in rows if r["ok"]], [r["sigalg"] for r in rows if r["ok"]],
                     [r["error_class"] or "unknown" for r in rows if not r["ok"]])

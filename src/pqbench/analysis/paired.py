@@ -1,8 +1,8 @@
 """Paired differences: algorithms measured under the same link condition and loss seed.
 
-Cells that are equal in everything but the key exchange (or but the signature) form a group; each
-algorithm is compared with the group's baseline (a classical algorithm when there is one) by the
-difference of medians and its bootstrap CI.
+Cells that are equal in everything but the key exchange (or the signature, the server stack, the
+client stack) form a group; each member is compared with the group's baseline (a classical algorithm
+when there is one; the openssl stack) by the difference of medians and its bootstrap CI.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from pqbench import catalog, stats
+from pqbench.endpoints import DEFAULT_STACK
 from pqbench.analysis.cells import ALG_FIELDS, CONDITION_FIELDS, CellStats
 from pqbench.errors import BadInput
 
@@ -18,7 +19,7 @@ CLASSICAL_FAMILIES = {"elliptic curve", "finite field", "RSA"}
 
 @dataclasses.dataclass
 class PairedDiff:
-    axis: str  # "kex" or "sig": what differs
+    axis: str  # "kex", "sig", "server" or "client": what differs
     baseline: CellStats
     other: CellStats
     diff: tuple  # (median(other) - median(baseline), lo, hi) in ms
@@ -38,9 +39,12 @@ def is_classical(name: str, kind: str) -> bool:
     return alg.family in CLASSICAL_FAMILIES and not alg.hybrid
 
 
-def baseline_name(names: list[str], kind: str) -> str:
-    """The classical algorithm among names (first by name), else the first name."""
+def baseline_name(names: list[str], kind: str | None) -> str:
+    """The classical algorithm among names (first by name), else the first name; for stacks
+    (kind None) the default stack when it is among them."""
     names = sorted(names)
+    if kind is None:
+        return DEFAULT_STACK if DEFAULT_STACK in names else names[0]
     classical = [n for n in names if is_classical(n, kind)]
     return (classical or names)[0]
 
@@ -52,7 +56,7 @@ def _key(c: CellStats, axis: str) -> tuple:
 
 def paired_differences(cells: list[CellStats], *, resamples: int = 1000, seed: int = 0) -> list[PairedDiff]:
     out = []
-    for axis, kind in (("kex", "kem"), ("sig", "sig")):
+    for axis, kind in (("kex", "kem"), ("sig", "sig"), ("server", None), ("client", None)):
         groups: dict[tuple, list[CellStats]] = {}
         for c in cells:
             if c.durations.size:

@@ -23,6 +23,8 @@ def register(sub):
     p.add_argument("--pad", default="0", help="ClientHello padding extension of this many bytes")
     p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
     p.add_argument("--timeout", default="10s", help="per-sample timeout (default 10s)")
+    p.add_argument("--server", default="openssl", help="server stack (default openssl: nginx); see `pqbench algorithms`")
+    p.add_argument("--client", default="openssl", help="client stack (default openssl: pqtimer)")
     p.add_argument("--samples", type=Path, help="also write the raw samples (JSON lines) to this file")
     p.add_argument("--json", action="store_true", help="print the result object (DESIGN.md contract)")
     add_linkspec_options(p)
@@ -46,7 +48,7 @@ def config_from_args(args) -> handshake.HandshakeConfig:
     if args.page or mode == "requests":
         page = handshake.page_name(units.size_bytes("--page", args.page or "1k", minimum=1))
     return handshake.HandshakeConfig(
-        kex=args.kex, sig=args.sig, spec=spec, tcp=tcp, emulator=emulator, backend=args.backend,
+        kex=args.kex, sig=args.sig, server=args.server, client=args.client, spec=spec, tcp=tcp, emulator=emulator, backend=args.backend,
         n=units.integer("-n", args.n, minimum=1, maximum=10_000_000),
         parallel="auto" if args.parallel == "auto" else units.integer("--parallel", args.parallel, minimum=1,
                                                                         maximum=256),

@@ -6,7 +6,10 @@ from pqbench.endpoints.base import Stack
 from pqbench.errors import BadInput
 
 DEFAULT_STACK = "openssl"
+# One folder per stack under pqbench/endpoints/, each exporting STACK.
+STACK_MODULES = ("openssl", "s2n", "rustls", "gotls")
 _STACKS: dict[str, Stack] = {}
+_loaded = False
 
 
 def register(stack: Stack) -> None:
@@ -25,7 +28,32 @@ def get(name: str, field: str = "stack") -> Stack:
     return _STACKS[name]
 
 
+def unsupported(server: str, client: str, kex: str, sig: str, mode: str) -> str | None:
+    """Why the server stack and the client stack, as built here, cannot measure kex with sig in this
+    mode, or None: each stack answers for its own role."""
+    for role, name in (("server", server), ("client", client)):
+        caps = get(name, role).capabilities()
+        if mode not in caps.modes:
+            return f"the {name} {role} has no {mode} mode"
+        why = caps.unsupported(kex, sig, role)
+        if why:
+            return f"{name} {role}: {why}"
+    if get(server).protocol != get(client).protocol:
+        return f"the {server} server and the {client} client speak different protocols"
+    return None
+
+
 def _load() -> None:
-    if DEFAULT_STACK not in _STACKS:
-        from pqbench.endpoints import openssl  # registers itself
-        register(openssl.STACK)
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+    for module in STACK_MODULES:
+        try:
+            mod = importlib.import_module(f"pqbench.endpoints.{module}")
+        except ModuleNotFoundError as e:
+            if e.name != f"pqbench.endpoints.{module}":
+                raise
+            continue  # a stack whose folder is not in this checkout
+        register(mod.STACK)

@@ -78,7 +78,9 @@ class Capabilities:
     transports: tuple[str, ...]
     modes: tuple[str, ...]
     versions: dict  # component -> version, for provenance
-    unsupported: Callable[[str, str], str | None]  # (kex, sig) -> why this build cannot, or None
+    # (kex, sig, role) -> why this build cannot, or None; role is "server" or "client", since a library
+    # can lack in one role what it has in the other (Go's client cannot verify an all-ML-DSA chain).
+    unsupported: Callable[[str, str, str], str | None]
 
 
 class Server(Protocol):

@@ -29,7 +29,13 @@ class Cell:
     page: str | None
     requests: int | None
     pad: int
-    stack: str = DEFAULT_STACK
+    server: str = DEFAULT_STACK
+    client: str = DEFAULT_STACK
+
+    @property
+    def stack(self) -> str:
+        """The pair as one label: the stack's name when it measures itself, else "server/client"."""
+        return self.server if self.server == self.client else f"{self.server}/{self.client}"
 
     def params(self) -> dict:
         """The cell's parameters as the store's cells columns."""
@@ -38,12 +44,15 @@ class Cell:
         return {"kex": self.kex, "sig": self.sig, "scenario": s.name, "rtt_ms": s.rtt_ms,
                 "loss": self.link_spec(0).client_to_server.loss.mean, "loss_model": loss_model,
                 "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
-                "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack}
+                "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
+                "server": self.server, "client": self.client}
 
     @property
     def cell_id(self) -> str:
-        """Stable across runs; the default stack is left out, so stores from before stacks resume."""
+        """Stable across runs: the default stack is left out, so stores from before stacks resume, and a
+        stack against itself is keyed as before server/client axes existed."""
         params = self.params()
+        del params["server"], params["client"]
         if params["stack"] == DEFAULT_STACK:
             del params["stack"]
         blob = json.dumps(params, sort_keys=True)
@@ -80,11 +89,11 @@ def _mode(spec: Spec, page, requests) -> tuple[str, str | None, int | None]:
 
 def expand(spec: Spec) -> list[Cell]:
     cells = []
-    for kex, sig, scen, mtu, cwnd, page, req, pad, stack in itertools.product(
+    for kex, sig, scen, mtu, cwnd, page, req, pad, (server, client) in itertools.product(
             spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.page, spec.requests, spec.pad,
-            spec.stack):
+            spec.stacks):
         mode, page_, req_ = _mode(spec, page, req)
-        cells.append(Cell(kex, sig, scen, mtu, cwnd, mode, page_, req_, pad, stack))
+        cells.append(Cell(kex, sig, scen, mtu, cwnd, mode, page_, req_, pad, server, client))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
 
@@ -97,8 +106,5 @@ def order(cells: list[Cell], seed: int) -> list[Cell]:
 
 
 def unavailable_reason(cell: Cell) -> str | None:
-    """Why the cell's stack, as built here, cannot run the cell, or None (the stack says)."""
-    caps = endpoints.get(cell.stack).capabilities()
-    if cell.mode not in caps.modes:
-        return f"the {cell.stack} stack has no {cell.mode} mode"
-    return caps.unsupported(cell.kex, cell.sig)
+    """Why the cell's server or client stack, as built here, cannot run the cell, or None."""
+    return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode)

@@ -23,6 +23,9 @@
     page = ["1k", "100k"]              # optional: fetch a page after the handshake
     requests = [1, 10]                 # optional: N GETs on the connection (page 1k unless page set)
     pad = [0, 1100]                    # optional: ClientHello padding bytes
+    server = ["openssl", "rustls"]     # optional: server stacks (pqbench.endpoints) × client stacks,
+    client = ["openssl", "gotls"]      #   each default openssl; or instead: stack = ["rustls",
+                                       #   "rustls/openssl"] (a stack against itself, server/client pairs)
     resume = false                     # optional: TLS 1.3 resumption instead of full handshakes
     [[scenario]]
     name = "5G-like"
@@ -39,7 +42,7 @@ from pqbench import units
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
 
-AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack")
+AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack", "server", "client")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
             "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes")
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "mtu", "initcwnd")
@@ -83,7 +86,7 @@ class Spec:
     page: tuple[str | None, ...]
     requests: tuple[int | None, ...]
     pad: tuple[int, ...]
-    stack: tuple[str, ...]     # endpoint stacks (pqbench.endpoints), the default alone: "openssl"
+    stacks: tuple[tuple[str, str], ...]  # (server, client) stack pairs (pqbench.endpoints); default openssl's
     resume: bool
     backend: str
     workers: int
@@ -189,9 +192,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
         if "requests" in axes else (None,)
     pad = tuple(units.integer(f"axes.pad[{i}]", v, minimum=0, maximum=60000)
                 for i, v in enumerate(_list("axes.pad", axes.get("pad", 0), "bytes")))
-    from pqbench import endpoints
-    stacks = tuple(endpoints.get(str(st), f"axes.stack[{i}]").name
-                   for i, st in enumerate(_list("axes.stack", axes.get("stack", endpoints.DEFAULT_STACK), "stacks")))
+    stacks = _stacks(axes)
     resume = axes.get("resume", False)
     if not isinstance(resume, bool):
         raise BadInput("axes.resume", "must be true or false")
@@ -212,12 +213,39 @@ def parse(text: str, origin: str = "spec") -> Spec:
         warmup=units.integer("warmup", data.get("warmup", 1), minimum=0, maximum=1000),
         samples=_samples(data.get("samples", {"min": 30, "max": 200, "ci": 0.05})),
         kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd, page=page, requests=requests,
-        pad=pad, stack=stacks, resume=resume, backend=backend,
+        pad=pad, stacks=stacks, resume=resume, backend=backend,
         workers=units.integer("workers", data.get("workers", DEFAULT_WORKERS), minimum=1, maximum=256),
         lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
                                           minimum=10, maximum=100_000),
         source=text)
+
+
+def _stacks(axes: dict) -> tuple[tuple[str, str], ...]:
+    """(server, client) pairs. `stack` lists pairs by name: "rustls" is rustls against itself,
+    "rustls/openssl" a rustls server measured by the openssl client; `server` × `client` crosses
+    stacks instead (each defaults to openssl)."""
+    from pqbench import endpoints
+
+    def name(axis: str, i: int, value: str) -> str:
+        return endpoints.get(value, f"axes.{axis}[{i}]").name
+
+    if "stack" in axes:
+        crossed = [a for a in ("server", "client") if a in axes]
+        if crossed:
+            raise BadInput(f"axes.{crossed[0]}", "use either stack (pairs by name) or server/client, not both")
+        pairs = []
+        for i, v in enumerate(_list("axes.stack", axes["stack"], "stack names, or server/client pairs")):
+            parts = str(v).split("/")
+            if len(parts) > 2:
+                raise BadInput(f"axes.stack[{i}]", f"{v!r} is neither a stack nor a server/client pair")
+            pairs.append((name("stack", i, parts[0]), name("stack", i, parts[-1])))
+        return tuple(dict.fromkeys(pairs))
+
+    def names(axis: str) -> list[str]:
+        return [name(axis, i, str(v))
+                for i, v in enumerate(_list(f"axes.{axis}", axes.get(axis, endpoints.DEFAULT_STACK), "stack names"))]
+    return tuple((srv, cli) for srv in names("server") for cli in names("client"))
 
 
 def _parallel(data: dict) -> dict:

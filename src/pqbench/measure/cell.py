@@ -25,6 +25,8 @@ class Plan:
     job: ClientJob
     samples: Samples
     max_bias: float  # the detector's margin (and Auto's bound)
+    client: str | None = None  # the rig's client stack that measures (None: its first)
+    server: str | None = None  # the server stack the job's port belongs to (None: the rig's first)
 
     @property
     def metric(self) -> str:
@@ -54,7 +56,8 @@ def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | 
     batch = rule.min
     while True:
         last = rule.ci is None or len(samples) + batch >= rule.max
-        new = rig.sample(plan.job, batch, control, scratch, tail=tail if last else None, stop=stop)
+        new = rig.sample(plan.job, batch, control, scratch, tail=tail if last else None, stop=stop,
+                         client=plan.client)
         for s in new:
             s["i"] = s.get("i", 0) + len(samples)  # indices unique across the cell's batches
         samples += new
@@ -76,7 +79,7 @@ def measure(rig, plan: Plan, control, scratch: Path, *, tail=None, stop=None) ->
     started = datetime.datetime.now()
     rig.begin_cell(plan.link, plan.tcp)
     samples, why = collect(rig, plan, control, scratch, tail=tail, stop=stop)
-    counters = rig.end_cell(samples, plan.job.mode, scratch)
+    counters = rig.end_cell(samples, plan.job.mode, scratch, client=plan.client, server=plan.server)
     ok = sum(1 for s in samples if s.get("ok"))
     record = {"status": "done" if ok else "failed", "reason": None if ok else why,
               "link": plan.link.to_dict(), "metric": plan.metric, "n": len(samples), "ok": ok,

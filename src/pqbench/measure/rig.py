@@ -1,10 +1,15 @@
-"""The rig: testbed + server + client + certificates for one lane, used by `pqbench handshake` (one
+"""The rig: testbed + servers + clients + certificates for one lane, used by `pqbench handshake` (one
 cell) and `pqbench run` (many cells, one rig per lane) alike.
 
-    with Rig(endpoints.get("openssl"), serving, link, tcp) as rig:
+A rig runs one server per server stack (each on its own ports, all inside the server namespace) and
+can sample with any of its client stacks, so every server × client pair of a run meets the same link
+and the same loss pattern (paired comparisons).
+
+    with Rig(endpoints.get("openssl"), serving, link, tcp) as rig:          # one stack, both roles
+    with Rig.pairs({"openssl": serving, "rustls": serving2}, ["openssl", "gotls"], link, tcp) as rig:
         rig.begin_cell(link, tcp)
-        samples = rig.sample(job, 100, 4, scratch)
-        wire = rig.end_cell(samples, job.mode, scratch)
+        samples = rig.sample(job, 100, 4, scratch, client="gotls")
+        wire = rig.end_cell(samples, job.mode, scratch, client="gotls")
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from pqbench import wire
+from pqbench import endpoints, wire
 from pqbench.endpoints import sampler
 from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
@@ -21,23 +26,37 @@ from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
 class Rig:
     def __init__(self, stack: Stack, serving: Serving, link: LinkSpec, tcp: TcpKnobs | None = None, *,
                  backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0):
-        self.stack, self.serving, self.index = stack, serving, index
-        self.link, self.tcp = link, tcp or TcpKnobs()
+        """One stack as server and client (the common case); Rig.pairs for several."""
+        self._init({stack.name: serving}, [stack.name], link, tcp, backend, emulator, index)
+
+    @classmethod
+    def pairs(cls, servers: dict[str, Serving], clients: list[str], link: LinkSpec, tcp: TcpKnobs | None = None, *,
+              backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0) -> "Rig":
+        """A server per stack named in `servers` (each serving on its own ports) and the named client stacks."""
+        rig = cls.__new__(cls)
+        rig._init(dict(servers), list(clients), link, tcp, backend, emulator, index)
+        return rig
+
+    def _init(self, servers, clients, link, tcp, backend, emulator, index) -> None:
+        self.servings = servers
+        self.client_names = clients
+        self.index, self.link, self.tcp = index, link, tcp or TcpKnobs()
         self._backend, self._emulator = backend, emulator
         self._opened = contextlib.ExitStack()
         self.tb: Testbed | None = None
-        self.client = None
+        self.clients: dict = {}
         self._offset_ns = 0
 
     def __enter__(self) -> "Rig":
         try:
             self.tb = self._opened.enter_context(Testbed(self.link, tcp=self.tcp, backend=self._backend,
                                                          emulator=self._emulator))
-            server = self.stack.server()
-            self._opened.callback(server.stop)
-            server.start(self.place("server"), self.serving)
-            server.ready(self.place("client"))
-            self.client = self.stack.client()
+            for name, serving in self.servings.items():
+                server = endpoints.get(name, "server").server()
+                self._opened.callback(server.stop)
+                server.start(self.place("server"), serving)
+                server.ready(self.place("client"))
+            self.clients = {name: endpoints.get(name, "client").client() for name in self.client_names}
         except BaseException:
             self._opened.close()
             raise
@@ -46,6 +65,11 @@ class Rig:
     def __exit__(self, *exc) -> bool:
         self._opened.close()
         return False
+
+    @property
+    def client(self):
+        """The first (in the one-stack form, the only) client."""
+        return self.clients[self.client_names[0]]
 
     def place(self, side: str) -> Place:
         tb = self.tb
@@ -71,19 +95,26 @@ class Rig:
         self.tb.reset_counters()
         self._offset_ns = wire.clock_offset_ns()
 
-    def sample(self, job: ClientJob, n: int, parallel, scratch: Path, *, tail=None, stop=None) -> list[dict]:
-        return sampler.run(self.client, job, n, parallel, self.place("client"), scratch, tail=tail, stop=stop)
+    def sample(self, job: ClientJob, n: int, parallel, scratch: Path, *, tail=None, stop=None,
+               client: str | None = None) -> list[dict]:
+        c = self.clients[client] if client else self.client
+        return sampler.run(c, job, n, parallel, self.place("client"), scratch, tail=tail, stop=stop)
 
-    def end_cell(self, samples: list[dict], mode: str, scratch: Path) -> dict:
+    def end_cell(self, samples: list[dict], mode: str, scratch: Path, *, client: str | None = None,
+                 server: str | None = None) -> dict:
         """Joins the emulator's per-connection record to the samples (sample["wire"]) and returns the
         link's counters; {"wire": None} in them when the backend keeps no record (netem)."""
+        client = client or self.client_names[0]
+        server = server or next(iter(self.servings))
         counters = self.tb.counters()
         flows = getattr(self.tb.backend, "flows", None)
         joined = None
         if flows is not None:
             records = flows(Path(scratch) / "flows.jsonl")
-            joined = wire.join(samples, records, self._offset_ns, self.client.milestones[mode])
+            joined = wire.join(samples, records, self._offset_ns, self.clients[client].milestones[mode])
+        protocol = endpoints.get(client).protocol
         for s in samples:
-            s.setdefault("stack", self.stack.name)
-            s.setdefault("protocol", self.stack.protocol)
+            s.setdefault("stack", client)
+            s.setdefault("server", server)
+            s.setdefault("protocol", protocol)
         return {**counters, "wire_joined": joined}

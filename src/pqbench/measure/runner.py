@@ -1,7 +1,7 @@
 """`pqbench run`: a spec's cells measured in a randomised order on a few lanes, each a rig (testbed
-with its own server) per stack.
+with a server per server stack of the run, and its client stacks).
 
-A lane's link is reconfigured live between its cells; its server serves one port per certificate
+A lane's link is reconfigured live between its cells; each server serves one port per certificate
 chain with every key exchange of the run. A cell starts on a free lane only while the cells in
 progress are in their tails (schedule.run_interleaved), and all cells draw their workers from one
 CPU budget (concurrency.Budget). Each cell collects samples until its stopping rule says enough
@@ -16,7 +16,7 @@ import dataclasses
 import datetime
 from pathlib import Path
 
-from pqbench import catalog, certs, concurrency, crypto, endpoints, paths, stats, store, units
+from pqbench import catalog, certs, concurrency, crypto, paths, stats, store, units
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
@@ -59,8 +59,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
         quiet: bool = False) -> str:
     con = store.connect(db_path)
     all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
-    stacks = sorted({c.stack for c in all_cells})
-    prov = provenance.of_run(spec, stacks)
+    prov = provenance.of_run(spec, sorted({n for c in all_cells for n in (c.server, c.client)}))
     if resume:
         run_id = find_resumable(con, spec, resume_run)
         store.update_run(con, run_id, status="running")
@@ -93,7 +92,8 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     _measure_crypto(con, run_id, progress, algs, "start")
     sigs = sorted({c.sig for _, c in todo})
     chains = {s: certs.make_chain(s, run_dir / "certs" / s) for s in sigs}
-    ports = {s: FIRST_PORT + i for i, s in enumerate(sigs)}
+    servers, clients = sorted({c.server for _, c in todo}), sorted({c.client for _, c in todo})
+    ports = {(srv, s): FIRST_PORT + i for i, (srv, s) in enumerate((srv, s) for srv in servers for s in sigs)}
     groups = list(dict.fromkeys(c.kex for _, c in todo))
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for _, c in todo if c.page}}
     budget = concurrency.Budget()
@@ -103,10 +103,10 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
             first = todo[0][1]
             lanes = []
             for k in range(min(spec.lanes, len(todo))):
-                serving = Serving(run_dir / f"server-{k}", [Site(ports[s], chains[s]) for s in sigs], groups, pages,
-                                  spec.workers)
-                rig = opened.enter_context(Rig(endpoints.get(first.stack), serving, first.link_spec(spec.seed),
-                                               first.tcp(), backend=spec.backend, index=k))
+                servings = {srv: Serving(run_dir / f"server-{k}" / srv, [Site(ports[srv, s], chains[s]) for s in sigs],
+                                         groups, pages, spec.workers) for srv in servers}
+                rig = opened.enter_context(Rig.pairs(servings, clients, first.link_spec(spec.seed), first.tcp(),
+                                                     backend=spec.backend, index=k))
                 scratch = run_dir / f"lane-{k}"
                 scratch.mkdir(exist_ok=True)
                 lanes.append(Lane(k, rig, scratch))
@@ -128,7 +128,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                                                  f"{f', {late} late' if late else ''} ({why})")
 
             def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
-                plan = _plan(cell, spec, lane.rig, chains[cell.sig], ports[cell.sig])
+                plan = _plan(cell, spec, lane.rig, chains[cell.sig], ports[cell.server, cell.sig])
                 control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
                                              max_bias=spec.max_bias, maximum=spec.parallel,
                                              rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
@@ -156,7 +156,8 @@ def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, chain, port: int) -> cellmea
     job = rig.job(port, cell.kex, chain, mode=cell.mode, path=f"/{cell.page or '1k'}", requests=cell.requests or 1,
                   warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad)
     return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
-                            spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS)
+                            spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
+                            client=cell.client, server=cell.server)
 
 
 def _record(cell: cellmod.Cell, position: int, fields: dict) -> dict:

@@ -61,8 +61,9 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000) -> dict:
     title = f"pqbench report: {a.run.get('name') or run_id}"
     summary = tables.summary(a)
     warnings = tables.warnings(a)
-    body = [tables.paired(a), tables.cells(a), tables.quality(a), tables.wire(a), tables.model(a), tables.not_run(a), tables.crypto(a),
-            tables.calibration(a), tables.provenance(a)]
+    body = [t for t in (tables.paired(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.wire(a),
+                        tables.model(a), tables.not_run(a), tables.crypto(a), tables.calibration(a),
+                        tables.provenance(a)) if t is not None]
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,
                                                a.run.get("spec_toml")))
     md_figs = [(fid, t, f"figures/{fid}.png", cap) for fid, t, _, cap in rendered]

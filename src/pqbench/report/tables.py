@@ -91,8 +91,33 @@ def paired(a: Analysis) -> Table:
     return Table("paired", "Paired differences (same link condition and loss seed)",
                  ["differs in", "condition", "baseline", "algorithm", "baseline p50", "p50", "Δ median ms [95 % CI]",
                   "Δ %", "CI excludes 0"], rows,
-                 "Cells equal in everything but the key exchange (or the signature) are compared with the "
-                 "group's classical baseline; the CI is a bootstrap of the difference of medians.")
+                 "Cells equal in everything but the key exchange (or the signature, the server stack, the client "
+                 "stack) are compared with the group's classical baseline (for stacks: openssl); the CI is a "
+                 "bootstrap of the difference of medians.")
+
+
+def stacks(a: Analysis) -> Table | None:
+    """Per cell of a run that measures other stacks than openssl's: what each server × client pair
+    negotiated, and how the server's first flight crossed the link (segments; PSH segments = the
+    writes the server's library flushed it in: the buffering effect)."""
+    pairs = {(c.row.get("server") or "openssl", c.row.get("client") or "openssl") for c in a.cells}
+    if pairs <= {("openssl", "openssl")}:
+        return None
+    rows = []
+    for c in ordered(a):
+        w = c.wire
+        rows.append([str(c.row.get("server") or "openssl"), str(c.row.get("client") or "openssl"),
+                     f"{c.row.get('kex')} + {c.row.get('sig')}", cell_condition(c.row, short=True),
+                     ", ".join(c.groups) or "–", ", ".join(c.sigalgs) or "–",
+                     f"{w['server_flight_packets']:.0f}" if w.get("server_flight_packets") is not None else "–",
+                     f"{w['server_flight_pushes']:.0f}" if w.get("server_flight_pushes") is not None else "–",
+                     ms(c.p50)])
+    return Table("stacks", "Stacks: what each server × client pair negotiated, and the server's first flight",
+                 ["server", "client", "asked", "condition", "negotiated group", "negotiated signature",
+                  "server flight segments", "… in writes (PSH)", "p50"], rows,
+                 "Segments and writes are medians over the cell's samples, from the emulator's record at the "
+                 "client side of the link (no record with netem). A library that writes its flight in more "
+                 "pieces than needed can spread it over more segments and round trips.")
 
 
 def cells(a: Analysis) -> Table:
@@ -127,7 +152,8 @@ def wire(a: Analysis) -> Table:
         rows.append([a.label(c), condition(c)] + [f"{w[k]:,.0f}" if w.get(k) is not None else "–"
                                                   for k in ("bytes_c2s", "bytes_s2c", "packets_c2s", "packets_s2c")]
                     + [f"{w['retransmits_mean']:.2f}" if w.get("retransmits_mean") is not None else "–"])
-    return Table("wire-table", "Bytes and packets per handshake (medians, client TCP_INFO at completion)",
+    return Table("wire-table", "Bytes and packets per handshake (medians, client TCP_INFO at completion; "
+                 "the emulator's record for clients without TCP_INFO)",
                  ["algorithm", "condition", "bytes c→s", "bytes s→c", "packets c→s", "packets s→c",
                   "retransmits (mean)"], rows)
 

@@ -9,11 +9,17 @@ CELL_PARAMS = {
     "kex": "VARCHAR", "sig": "VARCHAR", "scenario": "VARCHAR", "rtt_ms": "DOUBLE", "loss": "DOUBLE",
     "loss_model": "VARCHAR", "rate_mbit": "DOUBLE", "mtu": "INTEGER", "initcwnd": "INTEGER",
     "mode": "VARCHAR", "page": "VARCHAR", "requests": "INTEGER", "pad": "INTEGER", "stack": "VARCHAR",
+    "server": "VARCHAR", "client": "VARCHAR",
 }
+# Added by later migrations, not in migration 1's table.
+_LATER_PARAMS = ("stack", "server", "client")
 # Sample columns from the emulator's record of the connection (pqbench.wire.summary keys, prefixed).
 WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
                 "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
                 "wire_packets_s2c": "INTEGER", "wire_bytes_c2s": "BIGINT", "wire_bytes_s2c": "BIGINT"}
+
+# … added by migration 3: the server's first flight (TLS: ServerHello … Finished) as it crossed the link.
+WIRE_COLUMNS_V3 = {"wire_server_flight_packets": "INTEGER", "wire_server_flight_pushes": "INTEGER"}
 
 _V1 = f"""
 CREATE TABLE IF NOT EXISTS runs (
@@ -23,7 +29,7 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE TABLE IF NOT EXISTS cells (
     run_id VARCHAR, cell_id VARCHAR, position INTEGER, status VARCHAR, reason VARCHAR,
-    {", ".join(f"{k} {v}" for k, v in CELL_PARAMS.items() if k != "stack")},
+    {", ".join(f"{k} {v}" for k, v in CELL_PARAMS.items() if k not in _LATER_PARAMS)},
     link JSON, metric VARCHAR, n INTEGER, ok INTEGER, failures INTEGER, failure_classes JSON,
     link_counters JSON, started TIMESTAMP, finished TIMESTAMP, stop_reason VARCHAR, concurrency JSON,
     PRIMARY KEY (run_id, cell_id)
@@ -60,9 +66,21 @@ ALTER TABLE samples ADD COLUMN protocol VARCHAR DEFAULT 'tls';
 {"".join(f"ALTER TABLE samples ADD COLUMN {k} {v};" for k, v in WIRE_COLUMNS.items())}
 """
 
+# Server and client stacks apart (a cell's `stack` is now the pair's label); cells from before measured
+# one stack in both roles.
+_V3 = f"""
+ALTER TABLE cells ADD COLUMN server VARCHAR DEFAULT 'openssl';
+ALTER TABLE cells ADD COLUMN client VARCHAR DEFAULT 'openssl';
+UPDATE cells SET server = stack, client = stack;
+ALTER TABLE samples ADD COLUMN server VARCHAR DEFAULT 'openssl';
+UPDATE samples SET server = stack;
+{"".join(f"ALTER TABLE samples ADD COLUMN {k} {v};" for k, v in WIRE_COLUMNS_V3.items())}
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
+    (3, "server and client stacks, the server's first flight on the wire", _V3),
 )
 LATEST = MIGRATIONS[-1][0]
 

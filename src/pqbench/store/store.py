@@ -21,7 +21,7 @@ from pathlib import Path
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.sample import PHASES
 from pqbench.store import schema
-from pqbench.store.schema import WIRE_COLUMNS
+from pqbench.store.schema import WIRE_COLUMNS, WIRE_COLUMNS_V3
 
 try:
     import duckdb
@@ -101,8 +101,8 @@ def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dic
             "tcp_retransmits": tcp.get("retransmits"), "tcp_rtt_us": tcp.get("rtt_us"), "tcp_cwnd": tcp.get("cwnd"),
             "http_status": s.get("http_status"), "body_bytes": s.get("body_bytes"), "requests": s.get("requests"),
             "raw": json.dumps(s), "local_port": s.get("local_port"), "stack": s.get("stack") or "openssl",
-            "protocol": s.get("protocol") or "tls",
-            **{k: wire.get(k.removeprefix("wire_")) for k in WIRE_COLUMNS}}
+            "server": s.get("server") or s.get("stack") or "openssl", "protocol": s.get("protocol") or "tls",
+            **{k: wire.get(k.removeprefix("wire_")) for k in (*WIRE_COLUMNS, *WIRE_COLUMNS_V3)}}
 
 
 def _insert_rows(con, table: str, rows: list[dict]) -> None:
@@ -255,10 +255,10 @@ def crypto_rows(con, run_id: str) -> list[dict]:
 
 
 def sample_columns(con, run_id: str, numeric: tuple[str, ...]) -> dict:
-    """A run's samples as numpy columns (cell_id, ok, group, error_class and the numeric fields as
+    """A run's samples as numpy columns (cell_id, ok, group, sigalg, error_class and the numeric fields as
     doubles), ordered by cell and sequence. Fields an older store lacks come back as NULL."""
     have = set(columns(con, "samples"))
     cols = ", ".join(f'CAST("{f}" AS DOUBLE) AS "{f}"' if f in have else f'CAST(NULL AS DOUBLE) AS "{f}"'
                      for f in numeric)
-    return con.execute(f'SELECT cell_id, ok, "group", error_class, {cols} FROM samples WHERE run_id = ? '
+    return con.execute(f'SELECT cell_id, ok, "group", sigalg, error_class, {cols} FROM samples WHERE run_id = ? '
                        "ORDER BY cell_id, seq", [run_id]).fetchnumpy()  # columnar: a million rows in a second

@@ -13,8 +13,8 @@ from pqbench.endpoints.openssl.pqtimer import Pqtimer
 __all__ = ["STACK"]
 
 
-def unsupported(kex: str, sig: str) -> str | None:
-    """Why this build of OpenSSL + pqprov cannot run kex with sig in TLS 1.3, or None."""
+def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
+    """Why this build of OpenSSL + pqprov cannot run kex with sig in TLS 1.3 (either role), or None."""
     for name, kind in ((kex, "kem"), (sig, "sig")):
         alg = catalog.find(name, kind)
         avail = catalog.availability(alg)
