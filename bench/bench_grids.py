@@ -7,6 +7,8 @@ The spec of issue "trustworthy grids" (secp256r1, p256_mlkem512, p256_frodo640ae
   ref      parallel = 1, lanes = 1: no concurrency at all, the reference
   lanes1   parallel = "auto", lanes = 1
   lanes4   parallel = "auto", lanes = 4 (the default)
+  noprio4  parallel = "auto", lanes = 4, without the CPU priority of measured processes
+           (PQBENCH_PRIORITY=0: the kernel's default slice and nice, pqbench's session not raised)
   base4    (with --baseline COMMIT) that commit's code, lanes = 4, same build
 Printed per cell and run: the share of successful samples between the clean mode and the first
 RTO (above the reference cell's clean time + BAND_MS and below 250 ms), the late-sample detector's
@@ -49,11 +51,12 @@ rate = ["1000mbit"]
 """
 
 
-def run(tag: str, d: Path, src: Path, *, parallel: str, n: int, lanes: int, kex: list) -> tuple[float, Path]:
+def run(tag: str, d: Path, src: Path, *, parallel: str, n: int, lanes: int, kex: list,
+        env: dict | None = None) -> tuple[float, Path]:
     spec = d / f"{tag}.toml"
     spec.write_text(SPEC.format(tag=tag, parallel=parallel, n=n, lanes=lanes, kex=json.dumps(kex)))
     db = d / f"{tag}.duckdb"
-    env = {**os.environ, "PYTHONPATH": str(src), "PQBENCH_BUILD": str(ROOT / "build")}
+    env = {**os.environ, "PYTHONPATH": str(src), "PQBENCH_BUILD": str(ROOT / "build"), **(env or {})}
     t0 = time.monotonic()
     subprocess.run([sys.executable, "-m", "pqbench", "run", str(spec), "--db", str(db), "--quiet"], env=env,
                    check=True, stdout=subprocess.DEVNULL)
@@ -87,27 +90,31 @@ def main() -> int:
     ap.add_argument("--ref-n", type=int, default=400, help="samples per cell of the parallel = 1 reference")
     ap.add_argument("--baseline", metavar="COMMIT", help="also run this commit's code with 4 lanes")
     ap.add_argument("--kex", nargs="+", default=["secp256r1", "p256_mlkem512", "p256_frodo640aes"])
-    ap.add_argument("--skip", nargs="*", default=[], choices=["ref", "lanes1", "lanes4"], help="runs to leave out")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["ref", "lanes1", "lanes4", "noprio4"],
+                    help="runs to leave out")
     ap.add_argument("--ref-db", type=Path, help="the reference from an earlier --keep run (with --skip ref)")
     ap.add_argument("--keep", type=Path, help="keep the runs' stores in this directory")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         d = args.keep or Path(tmp)
         d.mkdir(parents=True, exist_ok=True)
-        plan = [("ref", ROOT / "src", "1", args.ref_n, 1), ("lanes1", ROOT / "src", '"auto"', args.n, 1),
-                ("lanes4", ROOT / "src", '"auto"', args.n, 4)]
+        plan = [("ref", ROOT / "src", "1", args.ref_n, 1, {}), ("lanes1", ROOT / "src", '"auto"', args.n, 1, {}),
+                ("lanes4", ROOT / "src", '"auto"', args.n, 4, {}),
+                ("noprio4", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PRIORITY": "0"})]
         plan = [p for p in plan if p[0] not in args.skip]
+        if "ref" in args.skip and not args.ref_db:
+            ap.error("--skip ref needs --ref-db (the shifts are against a reference)")
         if args.baseline:
             tree = d / "baseline"
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(tree), args.baseline],
                            check=True)
-            plan.append(("base4", tree / "src", '"auto"', args.n, 4))
+            plan.append(("base4", tree / "src", '"auto"', args.n, 4, {}))
         results = {}
         if args.ref_db:
             results["ref"] = (float("nan"), cells(args.ref_db))
         try:
-            for tag, src, parallel, n, lanes in plan:
-                wall, db = run(tag, d, src, parallel=parallel, n=n, lanes=lanes, kex=args.kex)
+            for tag, src, parallel, n, lanes, env in plan:
+                wall, db = run(tag, d, src, parallel=parallel, n=n, lanes=lanes, kex=args.kex, env=env)
                 results[tag] = (wall, cells(db))
                 print(f"[bench] {tag}: {wall:.0f} s", file=sys.stderr, flush=True)
         finally:

@@ -1,7 +1,7 @@
 """The late-sample detector: CPU queueing seen in a cell's own samples.
 
-A sample that no retransmission touched (none by the client, as its TCP_INFO says, none by the
-server and no drop by the emulator, as the wire record says) should take the cell's clean time. One
+A sample that no retransmission touched (none by the client, as its TCP_INFO says, none by either
+sender as the wire record says) should take the cell's clean time. One
 that took clearly longer waited for something the link did not cause: a CPU busy with other
 handshakes, or a CPU that ran slower for a while. Counted per cell and stored; the report warns
 when the share is high.
@@ -18,12 +18,16 @@ LATE_SHARE = 0.03  # the report warns above this share of late samples among the
 
 
 def touched(s: dict) -> bool:
-    """A retransmission or a drop on this sample's connection (client's view, and the wire's)."""
+    """A retransmission on this sample's connection, either way (the client's TCP_INFO, and the wire's
+    record of both senders). A drop alone is not one: a lost packet that held the sample up was sent
+    again before the sample ended, and one never resent (a pure ACK, the client's Finished, a
+    session ticket, the teardown) did not hold it up; counting those as touched hid CPU-late samples
+    (at 10 % loss a third of the clean ones)."""
     tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
     if (tcp.get("retransmits") or 0) > 0:
         return True
     w = s.get("wire")
-    return bool(w) and any(w.get(k) for k in ("retrans_c2s", "retrans_s2c", "drops_c2s", "drops_s2c"))
+    return bool(w) and any(w.get(k) for k in ("retrans_c2s", "retrans_s2c"))
 
 
 def detect(samples: list[dict], metric: str, max_bias: float) -> dict:

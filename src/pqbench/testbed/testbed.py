@@ -24,7 +24,7 @@ import threading
 import time
 
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
-from pqbench.testbed import addressing, netns, registry
+from pqbench.testbed import addressing, netns, registry, sched
 from pqbench.testbed.backend_netem import NetemBackend, VethBackend, kernel_has_netem
 from pqbench.testbed.backend_pqlink import EmulatorOptions, PqlinkBackend
 from pqbench.testbed.linkspec import LinkSpec, TcpKnobs
@@ -139,7 +139,9 @@ class Testbed:
         return subprocess.run(self.exec_argv(side, argv), **kwargs)
 
     def popen(self, side: str, argv: list[str], **kwargs) -> subprocess.Popen:
-        return subprocess.Popen(self.exec_argv(side, argv), **kwargs)
+        """A process inside the namespace, with the CPU priority of measured processes (sched)."""
+        with sched.measured():
+            return subprocess.Popen(self.exec_argv(side, argv), **kwargs)
 
     def socket(self, side: str, family=socket.AF_INET, type=socket.SOCK_STREAM, proto: int = 0) -> socket.socket:
         return netns.socket_in(self.ns(side), family, type, proto)
@@ -151,6 +153,7 @@ class Testbed:
     # --- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> "Testbed":
         self._install_signal_handlers()
+        sched.boost_session()  # what runs in the testbed comes before other sessions' work
         try:
             self.up()
         except BaseException:
@@ -166,6 +169,7 @@ class Testbed:
         try:
             self.down()
         finally:
+            sched.release_session()
             deferred = self._deferred_signal
             self._restore_signal_handlers()
             if deferred is not None and not raising:
@@ -332,7 +336,9 @@ class Testbed:
                 "spec": self.spec.to_dict(), "tcp": self.tcp.to_dict(), "link": self.spec.describe(),
                 "run_dir": str(self.run_dir),
                 # how the emulator ran is part of the provenance (real-time priority, spin, keep-awake)
-                "emulator": dataclasses.asdict(self.emulator) if self.backend_name == "pqlink" else None}
+                "emulator": dataclasses.asdict(self.emulator) if self.backend_name == "pqlink" else None,
+                # the CPU priority of what runs in it (slice, nice; the session's against others)
+                "scheduling": sched.settings()}
 
     # --- signals -----------------------------------------------------------------------------
     def _install_signal_handlers(self) -> None:

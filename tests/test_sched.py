@@ -1,0 +1,44 @@
+"""CPU priority of measured processes: what a process spawned for a testbed gets, and that pqbench's
+own thread and session get their settings back."""
+
+import subprocess
+import sys
+
+import pytest
+
+from pqbench.testbed import sched
+
+pytestmark = pytest.mark.root  # raising priority needs CAP_SYS_NICE
+
+SHOW = "import os; print(os.getpriority(os.PRIO_PROCESS, 0)); print(open('/proc/self/sched').read())"
+
+
+def _child() -> tuple[int, int | None]:
+    out = subprocess.run([sys.executable, "-c", SHOW], capture_output=True, text=True, check=True).stdout
+    nice = int(out.split("\n", 1)[0])
+    slice_ns = next((int(line.split(":")[1]) for line in out.splitlines() if line.startswith("se.slice")), None)
+    return nice, slice_ns
+
+
+def test_a_process_spawned_for_a_testbed_runs_ahead_and_the_spawning_thread_is_restored():
+    before = sched.thread_sched()
+    plain = _child()
+    with sched.measured():
+        boosted = _child()
+    assert sched.thread_sched() == before
+    assert plain[0] == before["nice"] and boosted[0] == sched.MEASURED_NICE
+    if plain[1] is not None and plain[1] != sched.SLICE_NS:  # a kernel that reports slices (>= 6.6)
+        assert boosted[1] == sched.SLICE_NS, "the kernel took the short slice (Linux >= 6.12)"
+
+
+def test_the_session_is_boosted_while_a_testbed_is_up_and_restored_after_the_last():
+    before = sched._session_nice()
+    if before is None:
+        pytest.skip("no autogroups here (kernel without them, or pqbench in a cgroup)")
+    sched.boost_session()
+    sched.boost_session()  # a second testbed (lanes)
+    assert sched._session_nice() == sched.SESSION_NICE
+    sched.release_session()
+    assert sched._session_nice() == sched.SESSION_NICE  # one testbed still up
+    sched.release_session()
+    assert sched._session_nice() == before
