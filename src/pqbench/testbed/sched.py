@@ -133,6 +133,15 @@ def release_session() -> None:
         _saved_session_nice = None
 
 
+def lowest_group(pid: int) -> None:
+    """The autogroup of pid's session (a session of its own) at the lowest weight: for pqlink, whose
+    keep-awake spinners must only take time nobody else wants. Without autogroups they are idle anyway."""
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text("19")
+    except OSError:
+        pass
+
+
 def settings() -> dict:
     """What measured processes get on this machine (provenance)."""
     with measured():
