@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds everything pqbench needs into build/, one progress line per step, idempotent.
-#   scripts/build.sh [step ...]   steps: apt openssl liboqs venv native conf (default: all, in order)
+#   scripts/build.sh [step ...]   steps: the STEPS list at the end (default: all, in order)
 # Third-party builds are cached by version and recipe hash in build/ and, for fresh clones on the
 # same machine, in $PQBENCH_CACHE (default /var/cache/pqbench); they are built from nothing otherwise.
 set -euo pipefail
@@ -170,11 +170,16 @@ do_conf() {
     step conf "$BUILD/openssl.cnf written"
 }
 
+# The other TLS stacks' builds, each in a file of its own.
+# shellcheck source=build-rust.sh
+source "$ROOT/scripts/build-rust.sh"   # do_tlsrs: rustls and s2n-tls (native/tlsrs)
+
+STEPS=(apt openssl liboqs venv native tlsrs conf)
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(apt openssl liboqs venv native conf)
+[ ${#steps[@]} -gt 0 ] || steps=("${STEPS[@]}")
 for s in "${steps[@]}"; do
-    case $s in
-        apt|openssl|liboqs|venv|native|conf) "do_$s" ;;
-        *) die "unknown step '$s' (allowed: apt openssl liboqs venv native conf)" ;;
+    case " ${STEPS[*]} " in
+        *" $s "*) "do_$s" ;;
+        *) die "unknown step '$s' (allowed: ${STEPS[*]})" ;;
     esac
 done

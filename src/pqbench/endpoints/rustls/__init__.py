@@ -1,0 +1,70 @@
+"""The `rustls` stack: rustls 0.23 with the aws-lc-rs provider, as server and client (pqrustls, built
+from native/tlsrs by scripts/build-rust.sh), TLS 1.3 only.
+
+What it can do is asked of the built binary (`pqrustls --capabilities`): the provider's key exchange
+groups (x25519, secp256r1, secp384r1, X25519MLKEM768, SecP256r1MLKEM768, MLKEM768, MLKEM1024 in
+0.23.46), the signature schemes its verifier accepts and the key types its server signs with (ECDSA,
+Ed25519, RSA-PSS, ML-DSA-44/65/87; our OpenSSL's ML-DSA PKCS#8 keys load as they are). Everything
+else OpenSSL + pqprov offers (FrodoKEM, HQC, BIKE, X448, Falcon, SLH-DSA, MAYO, synthetic
+algorithms, ...) is a skipped cell with the reason.
+
+Its client cannot see individual handshake messages; it hands rustls one TLS record at a time, so
+server_hello_received and server_finished_received are the arrival of the record that held them.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pqbench.endpoints import tlsrs
+from pqbench.endpoints.base import Capabilities, Stack
+
+__all__ = ["STACK"]
+
+BINARY = "pqrustls"
+
+
+def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
+    """Why rustls (aws-lc-rs) as built here cannot run kex with sig in TLS 1.3 in this role, or None."""
+    caps = tlsrs.capabilities(BINARY)
+    if caps is None:
+        return f"{tlsrs.binary(BINARY)} is not built: {tlsrs.FIX}"
+    version = tlsrs.versions("rustls").get("rustls") or ""
+    lib = f"rustls {version} (aws-lc-rs)".replace("  ", " ")
+    if tlsrs.group_for(caps, kex) is None:
+        return f"{lib} has no TLS group {kex} (it has {', '.join(caps['groups'])})"
+    why = tlsrs.chain_problem(sig)
+    if why:
+        return why
+    name = tlsrs.sigalg_for(caps, sig)
+    if name is None:
+        return f"{lib} has no TLS signature scheme for {sig}"
+    if role == "server":
+        have = caps["server"]["sign_sigalgs"]
+        if name not in have:
+            return f"{lib} cannot sign with {sig} keys (it signs with {', '.join(have)})"
+    else:
+        have = caps["client"]["verify_sigalgs"]
+        if name not in have:
+            return f"{lib} cannot verify {sig} signatures (it verifies {', '.join(have)})"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def capabilities() -> Capabilities:
+    caps = tlsrs.capabilities(BINARY) or {}
+    return Capabilities(stack="rustls", protocol="tls", transports=("tcp",),
+                        modes=tuple(caps.get("modes") or ("handshake", "page", "requests")),
+                        versions=tlsrs.versions("rustls", "aws-lc-rs", "aws-lc-sys", "rustls-webpki"),
+                        unsupported=unsupported)
+
+
+class RustlsServer(tlsrs.NativeServer):
+    binary_name = BINARY
+
+
+class RustlsClient(tlsrs.NativeClient):
+    name = BINARY
+
+
+STACK = Stack(name="rustls", protocol="tls", server=RustlsServer, client=RustlsClient, capabilities=capabilities)

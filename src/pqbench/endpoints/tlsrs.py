@@ -1,0 +1,229 @@
+"""What the two Rust TLS stacks (`rustls`, `s2n`) share on the Python side: their binaries (built by
+scripts/build-rust.sh from native/tlsrs into build/tlsrs/bin), the capabilities each binary reports
+(`--capabilities`, JSON), the server process and the timing client's command line.
+
+The binaries mirror pqtimer: `PROG client` takes pqtimer's options and prints pqtimer's sample, `PROG
+server --addr A --site PORT,CHAIN,KEY ... --groups G:G --page NAME=BYTES ...` serves one port per
+chain with a thread per connection. Group and signature names are matched to the catalog by TLS code
+point, as the binary reports them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from pqbench import catalog, paths, wire
+from pqbench.endpoints.base import ClientJob, Place, Serving, tcp_probe
+from pqbench.errors import MeasurementFailed, MissingCapability
+
+PREFIX = paths.BUILD / "tlsrs"
+FIX = "run `make` (scripts/build-rust.sh builds native/tlsrs)"
+PROBE_TIMEOUT_S = 15.0
+
+
+def binary(name: str) -> Path:
+    return PREFIX / "bin" / name
+
+
+def require(name: str) -> Path:
+    b = binary(name)
+    if not b.exists():
+        raise MissingCapability(f"{b} is not built", FIX)
+    return b
+
+
+@functools.lru_cache(maxsize=None)
+def capabilities(name: str) -> dict | None:
+    """What the built binary says it can do (`name --capabilities`), or None when it is not built."""
+    b = binary(name)
+    if not b.exists():
+        return None
+    out = subprocess.run([str(b), "--capabilities"], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise MeasurementFailed(f"{b} --capabilities failed ({out.returncode}): {out.stderr.strip()[-300:]}")
+    return json.loads(out.stdout)
+
+
+@functools.lru_cache(maxsize=None)
+def provenance() -> dict:
+    try:
+        return json.loads((PREFIX / "PROVENANCE.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def versions(*crates: str) -> dict:
+    v = provenance().get("versions") or {}
+    return {c: v.get(c) for c in crates}
+
+
+def group_for(caps: dict, kex: str) -> str | None:
+    """The binary's name for the catalog's key exchange (by TLS code point), or None if it has none."""
+    try:
+        alg = catalog.find(kex, "kem")
+    except Exception:
+        return None
+    for name, code in (caps.get("group_codepoints") or {}).items():
+        if alg.codepoint is not None and code == alg.codepoint:
+            return name
+    return None
+
+
+def sigalg_for(caps: dict, sig: str) -> str | None:
+    """The TLS signature scheme name of the catalog's signature algorithm, as the binary spells it."""
+    alg = catalog.find(sig, "sig")
+    for name, code in (caps.get("sigalg_codepoints") or {}).items():
+        if alg.codepoint is not None and code == alg.codepoint:
+            return name
+    return alg.sigalg
+
+
+def chain_problem(sig: str) -> str | None:
+    """Why no certificate chain for sig can be made here (our OpenSSL writes them), or None."""
+    s = catalog.find(sig, "sig")
+    avail = catalog.availability(s)
+    if not avail.available:
+        return f"no {s.name} certificates here: {avail.reason}"
+    if s.codepoint is None:
+        return f"{s.name} has no TLS signature scheme"
+    return None
+
+
+def group_names(caps: dict, groups: list[str], field: str = "groups") -> list[str]:
+    """serving/job groups (catalog names) as the binary names them; MissingCapability for one it lacks."""
+    out = []
+    for g in groups:
+        name = group_for(caps, g)
+        if name is None:
+            raise MissingCapability(f"{caps.get('stack')} has no TLS group {g}",
+                                    "see `pqbench algorithms` for what each stack offers")
+        out.append(name)
+    return out
+
+
+class NativeServer:
+    """A Rust stack's server: one process in the server namespace, a port per site, logs in run_dir."""
+    binary_name = ""
+    label = ""
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+        self.place: Place | None = None
+        self.serving: Serving | None = None
+        self.log: Path | None = None
+
+    def caps(self) -> dict:
+        require(self.binary_name)
+        return capabilities(self.binary_name)
+
+    def start(self, place: Place, serving: Serving) -> None:
+        b = require(self.binary_name)
+        self.place, self.serving = place, serving
+        serving.run_dir.mkdir(parents=True, exist_ok=True)
+        groups = group_names(self.caps(), serving.groups)
+        argv = [str(b), "server", "--addr", place.addr, "--groups", ":".join(groups), "--run-dir", str(serving.run_dir)]
+        for site in serving.sites:
+            argv += ["--site", f"{site.port},{site.chain.chain_file},{site.chain.leaf_key}"]
+        for name, size in serving.pages.items():
+            argv += ["--page", f"{name}={size}"]
+        argv += self.extra_server_args(serving)
+        self.log = serving.run_dir / f"{self.binary_name}-server.log"
+        with open(self.log, "ab") as log:
+            self.proc = place.popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0)
+
+    def extra_server_args(self, serving: Serving) -> list[str]:
+        return []
+
+    def probe_args(self) -> list[str]:
+        """Client options for the readiness handshake (default: the first group the server accepts)."""
+        return ["--groups", group_names(self.caps(), self.serving.groups)[0]]
+
+    def ready(self, client_place: Place) -> None:
+        """Every port accepts TCP, then completes one real TLS handshake with this stack's own client."""
+        deadline = time.monotonic() + 15.0
+        pending = {s.port for s in self.serving.sites}
+        while pending:
+            if self.proc.poll() is not None:
+                raise MeasurementFailed(f"{self.binary_name} server exited with {self.proc.returncode}: {self.error_text()}")
+            pending = {p for p in pending if not tcp_probe(client_place, self.place.addr, p)}
+            if pending and time.monotonic() > deadline:
+                self.stop()
+                raise MeasurementFailed(f"{self.binary_name} server did not listen on {sorted(pending)}: {self.error_text()}")
+            if pending:
+                time.sleep(0.05)
+        for site in self.serving.sites:
+            argv = [str(binary(self.binary_name)), "client", "--host", self.place.addr, "--port", str(site.port),
+                    "--cafile", str(site.chain.root_cert), "--servername", site.chain.server_name,
+                    "--count", "1", "--timeout-ms", "5000"] + self.probe_args()
+            why = run_probe(client_place, argv)
+            if why:
+                self.stop()
+                raise MeasurementFailed(f"{self.binary_name} server on port {site.port} does not complete a TLS "
+                                        f"handshake: {why}; {self.error_text()}")
+
+    def error_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-2000:].strip() or "no error output"
+        except (OSError, AttributeError):
+            return "no error output"
+
+    def stop(self) -> None:
+        if not self.proc or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        except ProcessLookupError:
+            pass
+
+
+def run_probe(place: Place, argv: list[str]) -> str | None:
+    """None when the one-sample client run succeeds, else why not."""
+    proc = place.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return f"no answer within {PROBE_TIMEOUT_S:g} s"
+    for line in out.decode(errors="replace").splitlines():
+        try:
+            sample = json.loads(line)
+        except ValueError:
+            continue
+        return None if sample.get("ok") else f"{sample.get('error_class')}: {sample.get('error')}"
+    return f"the client printed no sample (exit {proc.returncode}): {err.decode(errors='replace').strip()[-300:]}"
+
+
+class NativeClient:
+    """A Rust stack's timing client: pqtimer's command line and sample (see the module doc)."""
+    name = ""
+    milestones = wire.TLS_MILESTONES
+
+    def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
+        b = require(self.name)
+        if job.pad:
+            raise MissingCapability(f"{self.name} cannot pad its ClientHello (only pqtimer can)",
+                                    "measure ClientHello padding with the openssl client")
+        groups = group_names(capabilities(self.name), job.groups)
+        argv = [str(b), "client", "--host", job.host, "--port", str(job.port), "--mode", job.mode,
+                "--groups", ":".join(groups), "--cafile", job.cafile, "--servername", job.servername,
+                "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
+                "--worker", str(worker)] + (["--claim", str(claims)] if claims else [])
+        if job.mode in ("page", "requests"):
+            argv += ["--path", job.path]
+        if job.mode == "requests":
+            argv += ["--requests", str(job.requests)]
+        return argv
+
+    def env(self) -> dict:
+        return {}
