@@ -99,6 +99,8 @@ def format_report(rep: dict) -> str:
         ("nginx", f"{rep['nginx']['version']}, runs with OpenSSL {rep['nginx']['running_with_openssl']}"
          if rep["nginx"]["version"] else "NOT INSTALLED"),
         ("native programs", ", ".join(f"{k} {'built' if v else 'missing'}" for k, v in rep["build"].items())),
+        *((f"stack {name}", f"{st['protocol']}: " + ", ".join(f"{k} {str(v).split()[0]}" for k, v in st["versions"].items()
+                                                             if v and "/" not in k)) for name, st in rep["stacks"].items()),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
