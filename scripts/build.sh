@@ -170,11 +170,13 @@ do_conf() {
     step conf "$BUILD/openssl.cnf written"
 }
 
-# The other TLS stacks' builds, each in a file of its own.
+# The other stacks' builds, each in a file of its own.
 # shellcheck source=build-rust.sh
 source "$ROOT/scripts/build-rust.sh"   # do_tlsrs: rustls and s2n-tls (native/tlsrs)
+# shellcheck source=build-go.sh
+source "$ROOT/scripts/build-go.sh"     # do_gotls: Go 1.27's crypto/tls (native/tlsgo); go_build_module
 
-STEPS=(apt openssl liboqs venv native tlsrs conf)
+STEPS=(apt openssl liboqs venv native tlsrs gotls conf)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${STEPS[@]}")
 for s in "${steps[@]}"; do

@@ -27,8 +27,8 @@ class Pqtimer:
                 "--groups", ":".join(job.groups), "--cafile", job.cafile, "--servername", job.servername,
                 "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
                 "--worker", str(worker)] + (["--claim", str(claims)] if claims else [])
-        if job.mode in ("page", "requests"):
-            argv += ["--path", job.path]
+        if job.mode in ("page", "requests", "resume"):  # resume primes its ticket with a request for the page:
+            argv += ["--path", job.path]                 # an error page there left servers' single ticket unusable
         if job.mode == "requests":
             argv += ["--requests", str(job.requests)]
         if job.pad:

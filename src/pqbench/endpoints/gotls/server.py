@@ -1,0 +1,140 @@
+"""The `gotls` stack's server: `tlsgo server` (Go's crypto/tls behind net/http) in the server
+namespace, one port per chain, exactly the run's groups, TLS 1.3 only, pages by name.
+
+Go reads ML-DSA private keys only in the seed-only PKCS#8 form, while our OpenSSL writes seed and
+expanded key; such a leaf key is converted with our openssl into the run directory (0600) first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from pqbench import catalog, stack
+from pqbench.endpoints.base import ClientJob, Place, Serving, Site, tcp_probe
+from pqbench.endpoints.gotls import build
+from pqbench.endpoints.gotls.client import GoClient
+from pqbench.errors import MeasurementFailed
+
+READY_TIMEOUT_S = 15.0
+PROBE_TIMEOUT_S = 15.0
+
+
+def go_key(site: Site, run_dir: Path) -> Path:
+    """The leaf key as Go can read it: the chain's own key, or for ML-DSA a seed-only copy."""
+    alg = catalog.find(site.chain.sig, "sig")
+    if not (alg.keytype or "").upper().startswith("ML-DSA"):
+        return Path(site.chain.leaf_key)
+    out = run_dir / f"gotls-leaf-{site.port}.key"
+    old = os.umask(0o077)  # never readable by others, not even briefly
+    try:
+        out.unlink(missing_ok=True)
+        proc = stack.run_openssl(["pkey", "-in", str(site.chain.leaf_key), "-provparam",
+                                  "ml-dsa.output_formats=seed-only", "-out", str(out)], check=False)
+    finally:
+        os.umask(old)
+    if proc.returncode != 0:
+        raise MeasurementFailed(f"cannot convert {site.chain.leaf_key} to a seed-only ML-DSA key for Go: "
+                                f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
+    out.chmod(0o600)
+    return out
+
+
+class GoServer:
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+        self.serving: Serving | None = None
+        self.addr = ""
+        self.groups: list[str] = []
+
+    @property
+    def log_path(self) -> Path:
+        return self.serving.run_dir / "gotls-server.log"
+
+    def start(self, place: Place, serving: Serving) -> None:
+        b = build.require()
+        self.serving, self.addr = serving, place.addr
+        run_dir = Path(serving.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        # Only the run's groups this build has (a cell with another one is skipped before it gets here),
+        # by the names tlsgo uses.
+        self.groups = [n for n in map(build.group_name, serving.groups) if n]
+        if not self.groups:
+            raise MeasurementFailed(f"Go crypto/tls has none of the groups {serving.groups}")
+        argv = [str(b), "server", "--addr", place.addr, "--groups", ":".join(self.groups),
+                "--log", str(self.log_path)]
+        for site in serving.sites:
+            argv += ["--site", f"{site.port},{site.chain.chain_file},{go_key(site, run_dir)}"]
+        for name, size in serving.pages.items():
+            argv += ["--page", f"{name}={size}"]
+        self._stderr = open(run_dir / "gotls-server.stderr", "wb")
+        self.proc = place.popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=self._stderr, process_group=0)
+
+    def ready(self, client_place: Place) -> None:
+        """Every port accepts TCP, then completes one TLS handshake with the Go client (first group)."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        pending = {s.port for s in self.serving.sites}
+        while pending:
+            if self.proc.poll() is not None:
+                raise MeasurementFailed(f"tlsgo server exited with {self.proc.returncode}: {self.error_text()}")
+            pending = {p for p in pending if not tcp_probe(client_place, self.addr, p)}
+            if pending and time.monotonic() > deadline:
+                self.stop()
+                raise MeasurementFailed(f"tlsgo server did not listen on {sorted(pending)} within "
+                                        f"{READY_TIMEOUT_S:g} s: {self.error_text()}")
+            if pending:
+                time.sleep(0.05)
+        for site in self.serving.sites:
+            why = handshake(client_place, self.addr, site, self.groups[0])
+            if why:
+                self.stop()
+                raise MeasurementFailed(f"tlsgo server on port {site.port} does not complete a TLS handshake: "
+                                        f"{why}; {self.error_text()}")
+
+    def error_text(self) -> str:
+        parts = []
+        for p in (self.serving.run_dir / "gotls-server.stderr", self.log_path):
+            if p.exists():
+                parts.append(p.read_text(errors="replace")[-1500:])
+        return " | ".join(x.strip() for x in parts if x.strip()) or "no error output"
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+        if getattr(self, "_stderr", None):
+            self._stderr.close()
+            self._stderr = None
+
+
+def handshake(place: Place, addr: str, site: Site, group: str) -> str | None:
+    """None when one handshake with `group` against site succeeds from place (Go client), else why not."""
+    client = GoClient()
+    job = ClientJob(host=addr, port=site.port, groups=[group], cafile=str(site.chain.root_cert),
+                    servername=site.chain.server_name, timeout_ms=5000)
+    proc = place.popen(client.argv(job, 1, 0, claims=None), env=client.env(), stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return f"no answer within {PROBE_TIMEOUT_S:g} s"
+    for line in out.decode(errors="replace").splitlines():
+        try:
+            sample = json.loads(line)
+        except ValueError:
+            continue
+        return None if sample.get("ok") else f"{sample.get('error_class')}: {sample.get('error')}"
+    return f"tlsgo client printed no sample (exit {proc.returncode}): {err.decode(errors='replace').strip()[-300:]}"
