@@ -10,6 +10,9 @@ cannot measure is skipped with the reason instead of being emulated.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Callable, Protocol
@@ -125,3 +128,39 @@ def tcp_probe(place: Place, addr: str, port: int) -> bool:
         return False
     finally:
         s.close()
+
+
+PROBE_TIMEOUT_S = 15.0
+
+
+def probe(place: Place, argv: list[str], env: dict | None = None) -> str | None:
+    """Runs a client for one sample (argv), from place: None when it succeeded, else why not. What a
+    server's ready() uses to check that it completes a real handshake."""
+    proc = place.popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return f"no answer within {PROBE_TIMEOUT_S:g} s"
+    for line in out.decode(errors="replace").splitlines():
+        try:
+            sample = json.loads(line)
+        except ValueError:
+            continue
+        return None if sample.get("ok") else f"{sample.get('error_class')}: {sample.get('error')}"
+    return f"{Path(argv[0]).name} printed no sample (exit {proc.returncode}): {err.decode(errors='replace').strip()[-300:]}"
+
+
+def stop_group(proc: subprocess.Popen | None) -> None:
+    """Stops a server started in a process group of its own (its workers follow) and waits for it."""
+    if not proc or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass

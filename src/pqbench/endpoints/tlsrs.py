@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 from pqbench import catalog, paths, wire
-from pqbench.endpoints.base import ClientJob, Place, Serving, tcp_probe
+from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group, tcp_probe
 from pqbench.errors import MeasurementFailed, MissingCapability
 
 PREFIX = paths.BUILD / "tlsrs"
 FIX = "run `make` (scripts/build-rust.sh builds native/tlsrs)"
-PROBE_TIMEOUT_S = 15.0
 
 
 def binary(name: str) -> Path:
@@ -161,7 +158,7 @@ class NativeServer:
             argv = [str(binary(self.binary_name)), "client", "--host", self.place.addr, "--port", str(site.port),
                     "--cafile", str(site.chain.root_cert), "--servername", site.chain.server_name,
                     "--count", "1", "--timeout-ms", "5000"] + self.probe_args()
-            why = run_probe(client_place, argv)
+            why = probe(client_place, argv)
             if why:
                 self.stop()
                 raise MeasurementFailed(f"{self.binary_name} server on port {site.port} does not complete a TLS "
@@ -174,34 +171,7 @@ class NativeServer:
             return "no error output"
 
     def stop(self) -> None:
-        if not self.proc or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        except ProcessLookupError:
-            pass
-
-
-def run_probe(place: Place, argv: list[str]) -> str | None:
-    """None when the one-sample client run succeeds, else why not."""
-    proc = place.popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return f"no answer within {PROBE_TIMEOUT_S:g} s"
-    for line in out.decode(errors="replace").splitlines():
-        try:
-            sample = json.loads(line)
-        except ValueError:
-            continue
-        return None if sample.get("ok") else f"{sample.get('error_class')}: {sample.get('error')}"
-    return f"the client printed no sample (exit {proc.returncode}): {err.decode(errors='replace').strip()[-300:]}"
+        stop_group(self.proc)
 
 
 class NativeClient:

@@ -7,21 +7,18 @@ expanded key; such a leaf key is converted with our openssl into the run directo
 
 from __future__ import annotations
 
-import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 from pqbench import catalog, stack
-from pqbench.endpoints.base import ClientJob, Place, Serving, Site, tcp_probe
+from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group, tcp_probe
 from pqbench.endpoints.gotls import build
 from pqbench.endpoints.gotls.client import GoClient
 from pqbench.errors import MeasurementFailed
 
 READY_TIMEOUT_S = 15.0
-PROBE_TIMEOUT_S = 15.0
 
 
 def go_key(site: Site, run_dir: Path) -> Path:
@@ -104,15 +101,7 @@ class GoServer:
         return " | ".join(x.strip() for x in parts if x.strip()) or "no error output"
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-            except ProcessLookupError:
-                pass
+        stop_group(self.proc)
         if getattr(self, "_stderr", None):
             self._stderr.close()
             self._stderr = None
@@ -123,18 +112,4 @@ def handshake(place: Place, addr: str, site: Site, group: str) -> str | None:
     client = GoClient()
     job = ClientJob(host=addr, port=site.port, groups=[group], cafile=str(site.chain.root_cert),
                     servername=site.chain.server_name, timeout_ms=5000)
-    proc = place.popen(client.argv(job, 1, 0, claims=None), env=client.env(), stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return f"no answer within {PROBE_TIMEOUT_S:g} s"
-    for line in out.decode(errors="replace").splitlines():
-        try:
-            sample = json.loads(line)
-        except ValueError:
-            continue
-        return None if sample.get("ok") else f"{sample.get('error_class')}: {sample.get('error')}"
-    return f"tlsgo client printed no sample (exit {proc.returncode}): {err.decode(errors='replace').strip()[-300:]}"
+    return probe(place, client.argv(job, 1, 0, claims=None), env=client.env())

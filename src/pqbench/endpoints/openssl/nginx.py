@@ -10,13 +10,12 @@ import os
 import pwd
 import re
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 from pqbench import stack
-from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Place, Serving, Site, tcp_probe
+from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Place, Serving, Site, stop_group, tcp_probe
 from pqbench.errors import MeasurementFailed, MissingCapability
 
 
@@ -154,17 +153,8 @@ class NginxServer:
         return " | ".join(p.strip() for p in parts if p.strip()) or "no error output"
 
     def stop(self) -> None:
-        """Stops the master by PID (its workers follow) and waits for it."""
-        if not self.proc or self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        except ProcessLookupError:
-            pass
+        """Stops the master (its workers follow) and waits for it."""
+        stop_group(self.proc)
 
     def __enter__(self):
         return self

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 
 from pqbench.endpoints import tlsrs
-from pqbench.endpoints.base import Capabilities, Serving, Stack
+from pqbench.endpoints.base import Capabilities, Stack
 
 __all__ = ["STACK"]
 
