@@ -19,6 +19,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pqbench import late
+from pqbench.sample import END_PHASE
+
 
 SCHED_IDLE = 5
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -33,6 +36,13 @@ LATE_CONNECT_SHARE = 0.01  # more such connects than this since the last step st
 LATE_CONNECT_MIN = 100  # connects since the last step before a late one's share is judged
 STEP = 0.5  # a step adds at most this fraction of the workers running
 SYN_RETRY_MS = 500.0  # a connect this far beyond the RTT lost its SYN or SYN-ACK (the first retry comes after 1 s)
+# Whole handshakes: more than this share of those since the last step came late (no retransmission by
+# the client, later than the cell's clean time by max_bias + late.MARGIN_MS, yet sooner than a
+# recovery could make them) stops the growth: the wait of a server or a client after its connect,
+# which connect times do not show. Judged among at least LATE_HANDSHAKE_MIN once one is late.
+LATE_HANDSHAKE_SHARE = 0.02
+LATE_HANDSHAKE_MIN = 50
+CLEAN_MIN = 20  # samples before their p5 stands for the clean time
 
 
 def _cpu_ticks() -> tuple[int, int]:
@@ -139,6 +149,25 @@ class Budget:
             self._targets.pop(id(member), None)
 
 
+def late_handshakes(samples: list[dict], recent: list[dict], metric: str, rtt_ms: float,
+                    max_bias: float) -> tuple[int, int]:
+    """(late, judged) among `recent`: the handshakes no client retransmission touched that ended
+    sooner than a loss recovery could make them (a retransmission costs at least a round trip over the
+    clean time), and of those, the ones later than the clean time (p5 of samples) by the detector's
+    margin. Server retransmissions are invisible here, but they too cost a round trip or more."""
+    def clean_ms(s: dict) -> float | None:
+        tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
+        t = (s.get("t_ns") or {}).get(metric)
+        return t / 1e6 if s.get("ok") and t is not None and not tcp.get("retransmits") else None
+    base = sorted(d for s in samples if (d := clean_ms(s)) is not None)
+    if len(base) < CLEAN_MIN:
+        return 0, 0
+    clean = base[len(base) * late.CLEAN_QUANTILE // 100]
+    threshold, ceiling = clean * (1 + max_bias) + late.MARGIN_MS, clean + max(rtt_ms, 1.0)
+    judged = [d for s in recent if (d := clean_ms(s)) is not None and d < ceiling]
+    return sum(1 for d in judged if d > threshold), len(judged)
+
+
 def connect_excess_ms(samples: list[dict], rtt_ms: float) -> list[float]:
     """TCP connect time beyond the RTT, per sample whose SYN and SYN-ACK went through at once: the
     kernel answers the SYN, so the excess is the emulator's floor plus the time the client waited
@@ -163,6 +192,8 @@ class Auto:
     - fewer than LATE_CONNECT_SHARE of the connects since the last step waited LATE_CONNECT_MS longer
       than the cell's first ones: a mean wait within bounds can hide a tail of handshakes delayed by
       milliseconds, which is what moves the clean mode's upper quantiles.
+    - no more than LATE_HANDSHAKE_SHARE of the whole handshakes since the last step came late
+      (late_handshakes): the server's wait and the client's after its connect, which connects miss.
     A step is taken only once as many samples finished since the last one as workers run (at least
     LATE_CONNECT_MIN once a late connect was seen), so its effect is measured before the next; a step
     adds at most half the workers running.
@@ -186,6 +217,8 @@ class Auto:
     clean_ms: float | None = None
     wait_ms: float | None = None  # the latest estimate of the CPU wait per handshake
     late_share: float = 0.0  # connects since the last step that waited LATE_CONNECT_MS longer than the first
+    metric: str = "handshake_done"  # the phase that ends a sample's time
+    late_handshake_share: float = 0.0  # handshakes since the last step that came late (late_handshakes)
     _base_excess: float | None = None
     _stepped_at: int = 0  # samples finished when the last step was taken
     _stepped_samples: int = 0  # … and samples read by then
@@ -246,9 +279,13 @@ class Auto:
         since = connect_excess_ms(samples[self._stepped_samples:], self.rtt_ms)
         late = sum(1 for e in since if e > self._base_excess + LATE_CONNECT_MS)
         self.late_share = late / len(since) if since else 0.0
+        late_hs, judged = late_handshakes(samples, samples[self._stepped_samples:], self.metric, self.rtt_ms,
+                                          self.max_bias)
+        self.late_handshake_share = late_hs / judged if judged else 0.0
         # one late connect is judged only among LATE_CONNECT_MIN (a 1 % share needs them); none lets a step go
         return self.wait_ms > self.max_bias * self.clean_ms or (
-            late > 0 and (len(since) < LATE_CONNECT_MIN or self.late_share > LATE_CONNECT_SHARE))
+            late > 0 and (len(since) < LATE_CONNECT_MIN or self.late_share > LATE_CONNECT_SHARE)) or (
+            late_hs > 0 and (judged < LATE_HANDSHAKE_MIN or self.late_handshake_share > LATE_HANDSHAKE_SHARE))
 
     def finish(self) -> None:
         if self.budget is not None:
@@ -260,7 +297,8 @@ class Auto:
         return {"policy": "auto", "max_bias": self.max_bias, "maximum": self.maximum, "workers": self.peak,
                 "load_mean": mean(self.loads), "load_max": round(max(self.loads), 3) if self.loads else None,
                 "load_target": mean(self.targets), "clean_ms": rnd(self.clean_ms), "cpu_wait_ms": rnd(self.wait_ms),
-                "late_connects": rnd(self.late_share), "held": self.held}
+                "late_connects": rnd(self.late_share), "late_handshakes": rnd(self.late_handshake_share),
+                "held": self.held}
 
 
 def policy(parallel: int | str, *, max_bias: float | None, maximum: int, rtt_ms: float, mode: str,
@@ -272,4 +310,4 @@ def policy(parallel: int | str, *, max_bias: float | None, maximum: int, rtt_ms:
         return Fixed(parallel)
     round_trips = 2 + {"page": 1, "requests": requests or 1}.get(mode, 0)
     return Auto(max_bias=max_bias, maximum=maximum, network_ms=rtt_ms * round_trips, rtt_ms=rtt_ms,
-                meter=BusyMeter(idle_spinners()), budget=budget)
+                meter=BusyMeter(idle_spinners()), budget=budget, metric=END_PHASE.get(mode, "handshake_done"))
