@@ -84,7 +84,11 @@ def paired(a: Analysis) -> Table:
     rank = {id(c): i for i, c in enumerate(ordered(a))}
     for p in sorted(a.paired, key=lambda p: (p.axis, rank.get(id(p.other), 0))):
         sig = "yes" if p.significant else "no"
-        rows.append([p.axis, condition(p.other),
+        where = condition(p.other)
+        if p.axis in ("server", "client"):  # what the stacks were compared on
+            other_side = "client" if p.axis == "server" else "server"
+            where = f"{p.other.row.get('kex')} + {p.other.row.get('sig')} ({other_side} {p.other.row.get(other_side)}), {where}"
+        rows.append([p.axis, where,
                      str(p.baseline.row[p.axis]), str(p.other.row[p.axis]), ms(p.baseline.p50), ms(p.other.p50),
                      f"{'+' if p.diff[0] >= 0 else ''}{ms(p.diff[0])} [{ms(p.diff[1])}, {ms(p.diff[2])}]",
                      f"{100 * p.relative:+.1f} %" if math.isfinite(p.relative) else "–", sig])
