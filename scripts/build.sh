@@ -175,8 +175,10 @@ do_conf() {
 source "$ROOT/scripts/build-rust.sh"   # do_tlsrs: rustls and s2n-tls (native/tlsrs)
 # shellcheck source=build-go.sh
 source "$ROOT/scripts/build-go.sh"     # do_gotls: Go 1.27's crypto/tls (native/tlsgo); go_build_module
+# shellcheck source=build-ssh.sh
+source "$ROOT/scripts/build-ssh.sh"    # do_openssh: OpenSSH 10 from Debian's archive; do_sshgo: native/sshgo
 
-STEPS=(apt openssl liboqs venv native tlsrs gotls conf)
+STEPS=(apt openssl liboqs venv native tlsrs gotls openssh sshgo conf)
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=("${STEPS[@]}")
 for s in "${steps[@]}"; do

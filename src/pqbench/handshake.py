@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pqbench import catalog, certs, concurrency, endpoints, paths, units
+from pqbench.endpoints import sshkeys
 from pqbench.analysis import cells as cellstats
 from pqbench.analysis.load import cell_data
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
@@ -19,7 +20,7 @@ from pqbench.errors import BadInput, MissingCapability
 from pqbench.experiment.spec import Samples
 from pqbench.measure import cell as cellmeasure
 from pqbench.measure.rig import Rig
-from pqbench.sample import END_PHASE, PHASES
+from pqbench.sample import END_PHASE, PHASES, SSH_PHASES
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
 PORT = 4433
@@ -46,6 +47,7 @@ class HandshakeConfig:
     workers: int = DEFAULT_WORKERS  # server worker processes
     server: str = endpoints.DEFAULT_STACK  # server stack (pqbench.endpoints)
     client: str = endpoints.DEFAULT_STACK  # client stack
+    protocol: str = "tls"  # or "ssh" (`pqbench ssh`: kex and sig take SSH names, sig is the host key)
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -68,6 +70,13 @@ def new_run_dir(prefix: str = "handshake") -> Path:
     return d
 
 
+def _names(cfg: HandshakeConfig) -> tuple[str, str]:
+    """The key exchange and signature (SSH: host key) by their canonical names, checked."""
+    if cfg.protocol == "ssh":
+        return sshkeys.check_kex(cfg.kex, "--kex"), sshkeys.check_hostkey(cfg.sig, "--hostkey")
+    return catalog.find(cfg.kex, "kem", field="--kex").name, catalog.find(cfg.sig, "sig", field="--sig").name
+
+
 def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dict:
     if cfg.mode not in END_PHASE:
         raise BadInput("mode", f"{cfg.mode!r} is not one of {', '.join(END_PHASE)}")
@@ -75,21 +84,25 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     if cfg.parallel != "auto":
         units.integer("--parallel", cfg.parallel, minimum=1, maximum=256)
     server, client = endpoints.get(cfg.server, "--server"), endpoints.get(cfg.client, "--client")
-    kex, sig = catalog.find(cfg.kex, "kem", field="--kex"), catalog.find(cfg.sig, "sig", field="--sig")
-    why = endpoints.unsupported(server.name, client.name, kex.name, sig.name, cfg.mode)
+    for role, st in (("--server", server), ("--client", client)):
+        if st.protocol != cfg.protocol:
+            raise BadInput(role, f"{st.name} speaks {st.protocol}, not {cfg.protocol} (stacks: "
+                                 f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol)})")
+    kex, sig = _names(cfg)
+    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode)
     if why:
-        raise MissingCapability(f"cannot measure {kex.name} with {sig.name} here: {why}",
+        raise MissingCapability(f"cannot measure {kex} with {sig} here: {why}",
                                 "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")
     run_dir = run_dir or new_run_dir()
     say = progress or (lambda msg: None)
-    say(f"certificates: {sig.name} chain")
-    chain = certs.make_chain(sig.name, run_dir / "certs")
+    say(f"{'host key' if cfg.protocol == 'ssh' else 'certificates'}: {sig}")
+    chain = sshkeys.make_keys(sig, run_dir / "keys") if cfg.protocol == "ssh" else certs.make_chain(sig, run_dir / "certs")
     pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
-    serving = Serving(run_dir / "server", [Site(PORT, chain)], [kex.name], {**DEFAULT_PAGES, **pages}, cfg.workers)
+    serving = Serving(run_dir / "server", [Site(PORT, chain)], [kex], {**DEFAULT_PAGES, **pages}, cfg.workers)
     with Rig.pairs({server.name: serving}, [client.name], cfg.spec, cfg.tcp, backend=cfg.backend,
                    emulator=cfg.emulator) as rig:
         say(f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
-        job = rig.job(PORT, kex.name, chain, mode=cfg.mode, path=f"/{cfg.page}" if cfg.page else "/1k",
+        job = rig.job(PORT, kex, chain, mode=cfg.mode, path=f"/{cfg.page}" if cfg.page else "/1k",
                       requests=cfg.requests, warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
         control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
                                      rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
@@ -101,7 +114,8 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     result = summarise(cfg, samples, record)
     result["config"]["backend"] = backend
-    result["chain"] = {"sig": chain.sig, "bytes_sent_by_server": chain.sent_bytes, "der_sizes": chain.der_sizes}
+    result["chain"] = {"sig": chain.sig, "bytes_sent_by_server": chain.sent_bytes,
+                       **({"der_sizes": chain.der_sizes} if hasattr(chain, "der_sizes") else {})}
     result["run_dir"] = str(run_dir)
     (run_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
@@ -109,6 +123,11 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
 
 def _round(v, digits=3):
     return None if v is None or (isinstance(v, float) and np.isnan(v)) else round(float(v), digits)
+
+
+def _median_phase(samples: list[dict], phase: str) -> float | None:
+    v = [s["t_ns"][phase] / 1e6 for s in samples if s.get("ok") and (s.get("t_ns") or {}).get(phase) is not None]
+    return _round(np.median(v)) if v else None
 
 
 def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = None) -> dict:
@@ -129,7 +148,7 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
         "negotiated": {"group": groups.pop() if len(groups) == 1 else sorted(map(str, groups)) or None,
                        "sigalg": sigalgs.pop() if len(sigalgs) == 1 else sorted(map(str, sigalgs)) or None},
         # Median time of each phase since the start (the Sosnowski-style split follows from these).
-        "phases_ms": {p: _round(np.median(v)) if (v := cd.ok_values(f"{p}_ms")).size else None for p in PHASES},
+        "phases_ms": {p: _median_phase(samples, p) for p in (SSH_PHASES if cfg.protocol == "ssh" else PHASES)},
     }
     for key in ("concurrency", "detector", "wire"):
         if key in record:

@@ -25,8 +25,25 @@ class Phase(str, enum.Enum):
     LAST_BYTE = "last_byte"
 
 
-# The phases a sample reports a time for (START is their zero).
+class SshPhase(str, enum.Enum):
+    """The milestones of an SSH connection, as sshtimer (native/sshgo) prints them; handshake_done is
+    the client's NEWKEYS (newkeys_sent), where TLS's handshake_done is its Finished."""
+    START = "start"
+    TCP_CONNECTED = "tcp_connected"
+    SERVER_IDENT_RECEIVED = "server_ident_received"
+    KEXINIT_EXCHANGED = "kexinit_exchanged"
+    KEX_REPLY_RECEIVED = "kex_reply_received"
+    NEWKEYS_SENT = "newkeys_sent"
+    NEWKEYS_RECEIVED = "newkeys_received"
+    HANDSHAKE_DONE = "handshake_done"
+    USERAUTH_DONE = "userauth_done"
+    COMMAND_DONE = "command_done"
+
+
+# The phases a sample reports a time for (START is their zero); the store has a column for each TLS
+# phase, SSH's own stay in the raw sample.
 PHASES = tuple(p.value for p in Phase if p is not Phase.START)
+SSH_PHASES = tuple(p.value for p in SshPhase if p is not SshPhase.START)
 # What a sample's headline duration measures, per mode.
 END_PHASE = {"handshake": Phase.HANDSHAKE_DONE.value, "resume": Phase.HANDSHAKE_DONE.value,
              "page": Phase.LAST_BYTE.value, "requests": Phase.LAST_BYTE.value}

@@ -82,8 +82,25 @@ def summary(flow: dict, milestone: Milestone) -> dict:
             "server_flight_packets": server_flight.get("packets"), "server_flight_pushes": server_flight.get("pushes")}
 
 
+def sample_milestone(s: dict, flow: dict) -> Milestone | None:
+    """The milestone a sample names itself (`wire_milestone`: the direction and how many payload bytes
+    that direction sent before it), where a protocol's flights vary from connection to connection (SSH:
+    the server's identification and KEXINIT come as one flight or two); None if it names none or the
+    record has no flight starting there."""
+    m = s.get("wire_milestone")
+    if not isinstance(m, dict) or m.get("offset") is None:
+        return None
+    sent = 0
+    for k, f in enumerate(f for f in flow.get("flights") or [] if f["dir"] == m.get("dir")):
+        if sent == m["offset"]:
+            return Milestone(m["dir"], k, m.get("edge", "first"))
+        sent += f.get("bytes") or 0
+    return None
+
+
 def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Milestone) -> int:
-    """Adds s["wire"] to every sample whose connection the recorder saw; returns how many."""
+    """Adds s["wire"] to every sample whose connection the recorder saw; returns how many. The wire
+    time ends at `milestone`, or at the one a sample names itself (sample_milestone)."""
     by_port: dict[int, list] = {}
     for f in flows:
         if f.get("open_ns") is not None:  # a record without a packet at the client has no time to match
@@ -101,7 +118,8 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
         k = bisect.bisect_left(opens, t)
         best = min((j for j in (k - 1, k) if 0 <= j < len(candidates)), key=lambda j: abs(opens[j] - t))
         if abs(opens[best] - t) <= MATCH_WINDOW_NS:
-            s["wire"] = summary(candidates.pop(best), milestone)
+            flow = candidates.pop(best)
+            s["wire"] = summary(flow, sample_milestone(s, flow) or milestone)
             joined += 1
     return joined
 

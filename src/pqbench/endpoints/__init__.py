@@ -7,7 +7,7 @@ from pqbench.errors import BadInput
 
 DEFAULT_STACK = "openssl"
 # One folder per stack under pqbench/endpoints/, each exporting STACK.
-STACK_MODULES = ("openssl", "s2n", "rustls", "gotls")
+STACK_MODULES = ("openssl", "s2n", "rustls", "gotls", "openssh", "gossh")
 _STACKS: dict[str, Stack] = {}
 _loaded = False
 

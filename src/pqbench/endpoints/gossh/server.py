@@ -1,0 +1,80 @@
+"""The `gossh` stack's server: sshserver (native/sshgo/cmd/sshserver, golang.org/x/crypto/ssh) in the
+server namespace, one process per site (each with that site's host key), exactly the run's key
+exchanges, the site's one host key algorithm, the site's user key authorized; "exec" answers exit 0.
+Log: run_dir/gossh-server-PORT.log, one line per connection with what was negotiated."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from pqbench.endpoints import sshkeys
+from pqbench.endpoints.base import Place, Serving, tcp_probe
+from pqbench.endpoints.gossh import build
+from pqbench.endpoints.gossh.client import probe
+from pqbench.errors import MeasurementFailed
+
+READY_TIMEOUT_S = 15.0
+
+
+class GoSshServer:
+    def __init__(self):
+        self.procs: dict[int, subprocess.Popen] = {}
+        self.serving: Serving | None = None
+        self.addr = ""
+
+    def log_path(self, port: int) -> Path:
+        return self.serving.run_dir / f"gossh-server-{port}.log"
+
+    def start(self, place: Place, serving: Serving) -> None:
+        b = build.require("sshserver")
+        self.serving, self.addr = serving, place.addr
+        serving.run_dir.mkdir(parents=True, exist_ok=True)
+        for site in serving.sites:
+            keys = site.chain
+            argv = [str(b), "--listen", f"{place.addr}:{site.port}", "--hostkey", str(keys.leaf_key),
+                    "--hostkey-alg", sshkeys.split_hostkey(keys.sig)[0], "--kex", ",".join(serving.groups),
+                    "--authorized-key", str(keys.user_pub), "--log", str(self.log_path(site.port))]
+            self.procs[site.port] = place.popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.PIPE, process_group=0)
+
+    def ready(self, client_place: Place) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        for site in self.serving.sites:
+            while not tcp_probe(client_place, self.addr, site.port):
+                proc = self.procs[site.port]
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise MeasurementFailed(f"sshserver on port {site.port} did not listen: {self.error_text(site.port)}")
+                time.sleep(0.05)
+            why, _ = probe(client_place, self.addr, site.port, site.chain, self.serving.groups[0])
+            if why:
+                self.stop()
+                raise MeasurementFailed(f"sshserver on port {site.port} does not complete an SSH connection: {why}; "
+                                        f"{self.error_text(site.port)}")
+
+    def error_text(self, port: int) -> str:
+        parts = []
+        proc = self.procs.get(port)
+        if proc and proc.stderr and proc.poll() is not None:
+            parts.append(proc.stderr.read().decode(errors="replace"))
+        log = self.log_path(port)
+        if log.exists():
+            parts.append(log.read_text(errors="replace")[-2000:])
+        return " | ".join(p.strip() for p in parts if p.strip()) or "no error output"
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is not None:
+                continue
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            except ProcessLookupError:
+                pass

@@ -1,0 +1,286 @@
+"""The SSH stacks through a real testbed: OpenSSH 10's sshd (stack `openssh`) and Go's x/crypto/ssh
+server (stack `gossh`) side by side in the server namespace, sshtimer (Go) as the client, at 10 ms RTT.
+Each supported key exchange x host key negotiates what was asked; the client's phases are in order
+and its handshake time agrees with the wire record; what a stack lacks is a reason, not a failure;
+private keys are 0600; nothing is left running after."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from pqbench import endpoints, wire
+from pqbench.endpoints import sshkeys
+from pqbench.errors import BadInput
+from pqbench.endpoints.base import Serving, Site
+from pqbench.measure.rig import Rig
+from pqbench.testbed import LinkSpec
+
+RTT_MS = 10
+KEX = ["mlkem768x25519-sha256", "sntrup761x25519-sha512", "curve25519-sha256", "ecdh-sha2-nistp256",
+       "ecdh-sha2-nistp384", "ecdh-sha2-nistp521", "diffie-hellman-group14-sha256", "diffie-hellman-group16-sha512",
+       "diffie-hellman-group18-sha512"]
+HOSTKEYS = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "rsa-sha2-256-2048",
+            "rsa-sha2-512", "ssh-mldsa-44", "ssh-mldsa-65", "ssh-mldsa-87"]
+SERVERS = {"openssh": 2200, "gossh": 2300}  # first port; one port per host key
+CLIENT = "gossh"  # sshtimer with x/crypto/ssh
+CLIENTS = ["gossh", "openssh"]  # the second: OpenSSH's ssh, timed by sshtimer's relay
+
+
+def port(server, hostkey):
+    return SERVERS[server] + HOSTKEYS.index(hostkey)
+
+
+def stack(name):
+    endpoints.names()  # the registry loads its own list first
+    if name not in endpoints.names():  # until STACK_MODULES names the SSH stacks
+        import importlib
+        endpoints.register(importlib.import_module(f"pqbench.endpoints.{name}").STACK)
+    return endpoints.get(name)
+
+
+def why_not(server, kex, hostkey, client=CLIENT):
+    return (stack(server).capabilities().unsupported(kex, hostkey, "server")
+            or stack(client).capabilities().unsupported(kex, hostkey, "client"))
+
+
+def _sshd_processes() -> list[str]:
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(sshkeys.openssh_root()) in cmd or "sshd-session" in cmd or "sshd-auth" in cmd \
+                or "/sshgo/bin/" in cmd:
+            out.append(f"{pid}: {cmd[:120]}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def bed(built_stack, tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network and mount namespaces)")
+    for name in ("openssh", "gossh"):
+        why = stack(name).capabilities().unsupported("curve25519-sha256", "ssh-ed25519", "server")
+        assert why is None, f"{name} is not built: {why}"
+    before = set(_sshd_processes())
+    run_dir = tmp_path_factory.mktemp("ssh")
+    keys = {h: sshkeys.make_keys(h, run_dir / "keys" / h) for h in HOSTKEYS}
+    servings = {}
+    for server in SERVERS:
+        hostkeys = [h for h in HOSTKEYS if not stack(server).capabilities().unsupported("curve25519-sha256", h, "server")]
+        kexes = [k for k in KEX if not stack(server).capabilities().unsupported(k, "ssh-ed25519", "server")]
+        servings[server] = Serving(run_dir / server, [Site(port(server, h), keys[h]) for h in hostkeys], kexes, {}, 1)
+    with Rig.pairs(servings, CLIENTS, LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
+        yield {"rig": rig, "keys": keys, "dir": run_dir, "servings": servings}
+    left = [p for p in _sshd_processes() if p not in before]
+    assert not left, f"processes left after the rig closed: {left}"
+
+
+def job(bed, server, kex, hostkey, **kw):
+    return bed["rig"].job(port(server, hostkey), kex, bed["keys"][hostkey], **kw)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("server", list(SERVERS))
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("kex", KEX)
+@pytest.mark.parametrize("hostkey", HOSTKEYS)
+def test_each_kex_and_host_key_negotiates_what_was_asked(bed, server, client, kex, hostkey):
+    reason = why_not(server, kex, hostkey, client)
+    if reason:
+        pytest.skip(reason)
+    samples = bed["rig"].sample(job(bed, server, kex, hostkey), 2, 1, bed["dir"], client=client)
+    assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
+    alg, _ = sshkeys.split_hostkey(hostkey)
+    assert {(s["group"], s["sigalg"]) for s in samples} == {(kex, alg)}
+    if client == "gossh":  # x/crypto reports the server's identification
+        want = "OpenSSH_10" if server == "openssh" else "pqbench_sshserver"
+        assert all(want in s["server_version"] for s in samples)
+
+
+@pytest.mark.root
+def test_the_go_server_logs_what_it_negotiated(bed):
+    rig = bed["rig"]
+    samples = rig.sample(job(bed, "gossh", "mlkem768x25519-sha256", "ssh-mldsa-65"), 2, 1, bed["dir"], client=CLIENT)
+    assert all(s["ok"] for s in samples)
+    log = (bed["servings"]["gossh"].run_dir / f"gossh-server-{port('gossh', 'ssh-mldsa-65')}.log").read_text()
+    for s in samples:
+        line = next(x for x in log.splitlines() if f":{s['local_port']} " in x)
+        assert "kex=mlkem768x25519-sha256 hostkey=ssh-mldsa-65" in line and line.endswith(" ok"), line
+
+
+@pytest.mark.root
+def test_sshd_accepts_the_client_in_its_own_log(bed):
+    rig = bed["rig"]
+    samples = rig.sample(job(bed, "openssh", "mlkem768x25519-sha256", "ssh-ed25519"), 2, 1, bed["dir"], client=CLIENT)
+    assert all(s["ok"] for s in samples)
+    log = (bed["servings"]["openssh"].run_dir / f"sshd-{port('openssh', 'ssh-ed25519')}" / "sshd.log").read_text()
+    for s in samples:
+        assert f"Accepted publickey for {sshkeys.USER} from" in log and f"port {s['local_port']} ssh2" in log
+
+
+def test_what_a_stack_lacks_is_a_reason():
+    why = stack("openssh").capabilities().unsupported("mlkem768x25519-sha256", "ssh-mldsa-44", "server")
+    assert why and "ML-DSA" in why and "gossh" in why
+    why = stack("gossh").capabilities().unsupported("sntrup761x25519-sha512", "ssh-ed25519", "client")
+    assert why and "sntrup761x25519-sha512" in why
+    assert stack("openssh").capabilities().unsupported("sntrup761x25519-sha512", "ssh-ed25519", "server") is None
+
+
+PHASES = ["tcp_connected", "server_ident_received", "kexinit_exchanged", "kex_reply_received", "newkeys_sent",
+          "userauth_done", "command_done"]
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("server,client,kex,hostkey", [
+    ("openssh", "gossh", "mlkem768x25519-sha256", "ssh-ed25519"),
+    ("openssh", "gossh", "curve25519-sha256", "rsa-sha2-512"),
+    ("gossh", "gossh", "mlkem768x25519-sha256", "ssh-mldsa-44"),
+    ("openssh", "openssh", "sntrup761x25519-sha512", "ssh-ed25519"),
+    ("gossh", "openssh", "mlkem768x25519-sha256", "ecdsa-sha2-nistp256")])
+def test_client_phases_are_in_order_and_agree_with_the_wire(bed, server, client, kex, hostkey):
+    """The client's NEWKEYS (handshake_done) against the wire: the first packet of the client flight
+    that begins at the byte offset sshtimer reports for it (wire_milestone.offset; its flight index
+    can be one off when a server flight arrives within microseconds of a client write). The
+    client's zero is just before its SYN, so it runs a few tens of µs ahead of the wire; more than
+    wire.TOLERANCE_MS apart is a disagreement. The OpenSSH client is timed by sshtimer's relay, which
+    writes to the socket itself, so the same holds for it."""
+    rig = bed["rig"]
+    rig.begin_cell(rig.link)
+    samples = rig.sample(job(bed, server, kex, hostkey), 12, 2, bed["dir"], client=client)
+    flows = {int(f["client"].rsplit(":", 1)[1]): f for f in rig.tb.backend.flows(bed["dir"] / "flows-agree.jsonl")}
+    rig.end_cell(samples, "handshake", bed["dir"], client=client, server=server)
+    assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
+    diffs, index_right = [], 0
+    for s in samples:
+        t = s["t_ns"]
+        assert (t["userauth_done"] is None) == (client == "openssh"), t  # encrypted: the relay cannot see it
+        times = [t[p] for p in PHASES if t[p] is not None]
+        assert times == sorted(times) and t["handshake_done"] == t["newkeys_sent"], t
+        # physics: TCP connect, identification, KEXINIT and key exchange are at least 2 round trips
+        # before the client can send NEWKEYS; authentication and the command at least 2 more
+        assert t["newkeys_sent"] / 1e6 >= 2 * RTT_MS and t["command_done"] - t["newkeys_sent"] >= 2 * RTT_MS * 1e6
+        m, flow = s["wire_milestone"], flows[s["local_port"]]
+        c2s = [f for f in flow["flights"] if f["dir"] == "c2s"]
+        starts = [sum(f["bytes"] for f in c2s[:k]) for k in range(len(c2s))]
+        k = starts.index(m["offset"])  # NEWKEYS leads its flight
+        index_right += k == m["index"]
+        # the runner's join ends the wire time at the sample's own milestone (wire.sample_milestone)
+        assert s["wire"]["ms"] == pytest.approx((c2s[k]["first_ns"] - flow["syn_ns"]) / 1e6)
+        diffs.append(t["handshake_done"] / 1e6 - s["wire"]["ms"])
+        assert s["msg_bytes_received"]["kexinit"] > 0 and s["tcp_handshake"]["bytes_received"] > 0
+    diffs.sort()
+    within = sum(abs(d) <= wire.TOLERANCE_MS for d in diffs)
+    # a busy machine delays a client process now and then; the median and most samples must agree
+    assert abs(diffs[len(diffs) // 2]) <= wire.TOLERANCE_MS and within >= 0.75 * len(diffs), diffs
+    assert index_right >= len(samples) // 2, index_right
+
+
+@pytest.mark.root
+def test_private_keys_are_0600(bed):
+    paths = [k.leaf_key for k in bed["keys"].values()] + [k.user_key for k in bed["keys"].values()]
+    paths += list(Path(bed["servings"]["openssh"].run_dir).glob("sshd-*/host_key"))
+    assert len(paths) > 2 * len(HOSTKEYS)
+    for p in paths:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+
+
+@pytest.mark.root
+def test_sshd_runs_in_a_mount_namespace_of_its_own_and_changes_nothing_outside(bed):
+    assert not Path("/run/sshd").exists()
+    assert not any(line.startswith(f"{sshkeys.USER}:") for line in Path("/etc/passwd").read_text().splitlines())
+
+
+@pytest.mark.root
+def test_initcwnd_removes_the_extra_round_trip_of_a_host_key_flight_above_ten_segments(bed):
+    """ML-DSA-87's key exchange reply (about 8.4 kB) is more than 10 segments at MTU 600 (MSS 548):
+    with initcwnd 10 it takes one more round trip than ed25519's; with initcwnd 40 it does not."""
+    from pqbench.testbed import TcpKnobs
+    rig = bed["rig"]
+    kex = "curve25519-sha256"
+    got = {}
+    try:
+        for cwnd in (10, 40):
+            for hostkey in ("ssh-ed25519", "ssh-mldsa-87"):
+                rig.begin_cell(LinkSpec.symmetric(rtt_ms=RTT_MS, mtu=600), TcpKnobs(initcwnd=cwnd))
+                samples = rig.sample(job(bed, "gossh", kex, hostkey), 6, 1, bed["dir"], client=CLIENT)
+                assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
+                got[cwnd, hostkey] = sorted((s["t_ns"]["kex_reply_received"] - s["t_ns"]["kexinit_exchanged"]) / 1e6
+                                            for s in samples)[3]
+                if hostkey == "ssh-mldsa-87":
+                    assert samples[0]["msg_bytes_received"]["kex_31"] > 10 * 548
+    finally:
+        rig.begin_cell(LinkSpec.symmetric(rtt_ms=RTT_MS), TcpKnobs())
+    extra = {cwnd: got[cwnd, "ssh-mldsa-87"] - got[cwnd, "ssh-ed25519"] for cwnd in (10, 40)}
+    assert extra[10] >= 0.7 * RTT_MS and extra[40] <= 0.5 * RTT_MS, (extra, got)
+
+
+def test_an_unknown_ssh_algorithm_is_bad_input_with_the_closest_names():
+    with pytest.raises(BadInput) as e:
+        sshkeys.check_kex("mlkem768x25519-sha512")
+    assert e.value.field == "kex" and "mlkem768x25519-sha256" in str(e.value)
+    with pytest.raises(BadInput) as e:
+        sshkeys.check_hostkey("ssh-mldsa44")
+    assert e.value.field == "hostkey" and "ssh-mldsa-44" in str(e.value)
+    assert sshkeys.split_hostkey("rsa-sha2-512-4096") == ("rsa-sha2-512", 4096)
+    assert sshkeys.split_hostkey("rsa-sha2-256") == ("rsa-sha2-256", 3072)
+
+
+@pytest.mark.root
+def test_openssh_s_own_client_meets_the_same_cell_with_the_same_flights(bed):
+    """Cross-check: OpenSSH's ssh (started before its connection, so only the wire times it) against
+    the same sshd cell as sshtimer: it negotiates, and its connections cross the link in as many
+    flights as sshtimer's (the same protocol exchange, message for message)."""
+    import subprocess
+    rig, keys = bed["rig"], bed["keys"]["ssh-ed25519"]
+    kex, p = "mlkem768x25519-sha256", port("openssh", "ssh-ed25519")
+    known = bed["dir"] / "known_hosts"
+    known.write_text(f"[{rig.tb.server_addr}]:{p} " + " ".join(keys.root_cert.read_text().split()[:2]) + "\n")
+
+    def shapes(name):
+        out = []
+        for f in rig.tb.backend.flows(bed["dir"] / f"flows-{name}.jsonl"):
+            dirs = [x["dir"] for x in f.get("flights") or []]
+            if "s2c" in dirs:  # not a readiness probe's bare connect
+                out.append(len(dirs))
+        return out
+
+    rig.begin_cell(rig.link)
+    samples = rig.sample(job(bed, "openssh", kex, "ssh-ed25519"), 4, 1, bed["dir"], client=CLIENT)
+    assert all(s["ok"] for s in samples)
+    timer = shapes("sshtimer")
+    rig.begin_cell(rig.link)
+    ssh = sshkeys.openssh_root() / "usr" / "bin" / "ssh"
+    for _ in range(4):
+        proc = rig.place("client").popen(
+            [str(ssh), "-F", "none", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={known}",
+             "-o", f"KexAlgorithms={kex}", "-o", "HostKeyAlgorithms=ssh-ed25519", "-i", str(keys.user_key),
+             "-p", str(p), f"{sshkeys.USER}@{rig.tb.server_addr}", "true"],
+            env=sshkeys.openssh_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode(errors="replace")[-500:]
+    openssh = shapes("ssh")
+    assert len(timer) == len(openssh) == 4
+    assert sorted(timer) == sorted(openssh), (timer, openssh)
+
+
+@pytest.mark.root
+def test_pqbench_ssh_measures_like_pqbench_handshake(built_stack):
+    """The CLI: an SSH cell through one rig, the handshake contract's JSON, the server picked by what
+    it can do (ML-DSA host keys: the Go server), bad names exit 2 with the closest ones."""
+    from conftest import run_pqbench
+    r = run_pqbench("ssh", "--kex", "mlkem768x25519-sha256", "--hostkey", "ssh-mldsa-44", "--rtt", "10ms",
+                    "-n", "8", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["summary"]["ok"] == 8 and out["config"]["server"] == "gossh" and out["config"]["protocol"] == "ssh"
+    assert out["negotiated"] == {"group": "mlkem768x25519-sha256", "sigalg": "ssh-mldsa-44"}
+    assert out["phases_ms"]["kex_reply_received"] < out["phases_ms"]["handshake_done"]
+    bad = run_pqbench("ssh", "--kex", "mlkem768", "--hostkey", "ssh-ed25519", "-n", "1")
+    assert bad.returncode == 2 and "--kex" in bad.stderr and "mlkem768x25519-sha256" in bad.stderr
+    wrong = run_pqbench("ssh", "--kex", "curve25519-sha256", "--hostkey", "ssh-ed25519", "--server", "rustls", "-n", "1")
+    assert wrong.returncode == 2 and "--server" in wrong.stderr and "speaks tls" in wrong.stderr
