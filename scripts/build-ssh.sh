@@ -1,5 +1,5 @@
 # SSH parts of the build. Sourced by scripts/build.sh after its helpers (step, logged, die, recipe_hash,
-# is_done, restore_from_cache, save_to_cache, debian_mirror, ROOT, BUILD, CACHE) and after
+# is_done, restore_from_cache, save_to_cache, debian_fetch, ROOT, BUILD, CACHE) and after
 # scripts/build-go.sh (go_build_module); not run on its own.
 #   do_openssh   OpenSSH 10 binaries from Debian's archive (bookworm-backports) -> build/openssh
 #   do_sshgo     native/sshgo (sshtimer, sshserver) -> build/sshgo/bin
@@ -19,19 +19,6 @@ OPENSSH_DEBS=(  # pool path | sha256
 )
 OPENSSH_RECIPE=$(recipe_hash "$OPENSSH_DEB_VERSION" "${OPENSSH_DEBS[@]}" "layout-1")
 
-openssh_fetch() {  # pool_path sha256 -> prints the verified file
-    local pool=$1 sha=$2 dl=$BUILD/downloads name
-    name=$(basename "$pool")
-    mkdir -p "$dl"
-    if ! echo "$sha  $dl/$name" | sha256sum -c --status 2>/dev/null; then
-        logged openssh-fetch curl -fsSL --retry 3 -o "$dl/$name.part" "$(debian_mirror)/$pool"
-        echo "$sha  $dl/$name.part" | sha256sum -c --status \
-            || die "$name from Debian's archive does not have the sha256 pinned in scripts/build-ssh.sh"
-        mv "$dl/$name.part" "$dl/$name"
-    fi
-    echo "$dl/$name"
-}
-
 do_openssh() {
     local dest=$BUILD/openssh name=openssh-${OPENSSH_DEB_VERSION#*:}-$OPENSSH_RECIPE
     name=${name//\~/_}
@@ -42,7 +29,7 @@ do_openssh() {
     rm -rf "$dest" && mkdir -p "$dest/root"
     local entry deb sums=()
     for entry in "${OPENSSH_DEBS[@]}"; do
-        deb=$(openssh_fetch "${entry%%|*}" "${entry##*|}")
+        deb=$(debian_fetch "${entry%%|*}" "${entry##*|}" openssh-fetch scripts/build-ssh.sh)
         logged openssh dpkg-deb -x "$deb" "$dest/root"
         sums+=("{\"file\": \"$(basename "$deb")\", \"sha256\": \"${entry##*|}\"}")
     done

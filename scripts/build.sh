@@ -73,18 +73,22 @@ debian_mirror() {
     echo "${uri%/}"
 }
 
-openssl_fetch() {  # prints the path of the verified orig tarball
-    local name=openssl_$OPENSSL_VERSION.orig.tar.gz dl=$BUILD/downloads
+debian_fetch() {  # pool_path sha256 log where_pinned -> prints the path of the verified file
+    local pool=$1 sha=$2 log=$3 pinned=$4 dl=$BUILD/downloads name
+    name=$(basename "$pool")
     mkdir -p "$dl"
-    if ! echo "$OPENSSL_SHA256  $dl/$name" | sha256sum -c --status 2>/dev/null; then
-        local url
-        url="$(debian_mirror)/pool/main/o/openssl/$name"
-        logged openssl-fetch curl -fsSL --retry 3 -o "$dl/$name.part" "$url"
-        echo "$OPENSSL_SHA256  $dl/$name.part" | sha256sum -c --status \
-            || die "$name from Debian's archive does not have the sha256 pinned in third_party/versions.env"
+    if ! echo "$sha  $dl/$name" | sha256sum -c --status 2>/dev/null; then
+        logged "$log" curl -fsSL --retry 3 -o "$dl/$name.part" "$(debian_mirror)/$pool"
+        echo "$sha  $dl/$name.part" | sha256sum -c --status \
+            || die "$name from Debian's archive does not have the sha256 pinned in $pinned"
         mv "$dl/$name.part" "$dl/$name"
     fi
     echo "$dl/$name"
+}
+
+openssl_fetch() {  # prints the path of the verified orig tarball
+    debian_fetch "pool/main/o/openssl/openssl_$OPENSSL_VERSION.orig.tar.gz" "$OPENSSL_SHA256" openssl-fetch \
+        third_party/versions.env
 }
 
 do_openssl() {

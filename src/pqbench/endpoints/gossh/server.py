@@ -5,14 +5,12 @@ Log: run_dir/gossh-server-PORT.log, one line per connection with what was negoti
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 from pqbench.endpoints import sshkeys
-from pqbench.endpoints.base import Place, Serving, tcp_probe
+from pqbench.endpoints.base import Place, Serving, stop_group, tcp_probe
 from pqbench.endpoints.gossh import build
 from pqbench.endpoints.gossh.client import probe
 from pqbench.errors import MeasurementFailed
@@ -68,13 +66,4 @@ class GoSshServer:
 
     def stop(self) -> None:
         for proc in self.procs.values():
-            if proc.poll() is not None:
-                continue
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            except ProcessLookupError:
-                pass
+            stop_group(proc)

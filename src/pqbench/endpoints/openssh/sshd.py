@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from pqbench.endpoints import sshkeys
-from pqbench.endpoints.base import Place, Serving, Site, tcp_probe
+from pqbench.endpoints.base import Place, Serving, Site, stop_group, tcp_probe
 from pqbench.errors import MeasurementFailed, MissingCapability
 
 READY_TIMEOUT_S = 15.0
@@ -174,14 +174,7 @@ class SshdServer:
             if proc.poll() is not None:
                 continue
             ns = mount_ns(proc.pid)
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            except ProcessLookupError:
-                pass
+            stop_group(proc)
             if ns:
                 kill_namespace(ns)
 
