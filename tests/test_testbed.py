@@ -76,7 +76,14 @@ def test_emulator_threads_forward_at_fifo_and_keep_the_cpus_awake_at_idle_priori
     assert emulator["keep_awake"] == cpus and tb.info()["emulator"]["keep_awake"] == cpus
     policies = thread_policies(emulator["pid"])
     assert policies.count(1) == 2, policies  # the two forwarding threads
-    assert policies.count(5) == cpus, policies  # one spinner per CPU, never ahead of real work
+    keepers = [int(p) for p in subprocess.run(["pgrep", "-P", str(emulator["pid"])], capture_output=True,
+                                               text=True).stdout.split()]
+    # one spinner per CPU, never ahead of real work: an idle-priority process in a session of its own,
+    # whose CPU group has the lowest weight (SCHED_IDLE is idle only inside its group)
+    assert len(keepers) == cpus and all(thread_policies(k) == [5] for k in keepers), keepers
+    assert all(Path(f"/proc/{k}/autogroup").read_text().split()[-1] == "19" for k in keepers
+               if Path(f"/proc/{k}/autogroup").exists())
+    assert all(os.getsid(k) == k for k in keepers)
 
 
 # --- loss --------------------------------------------------------------------------------------------

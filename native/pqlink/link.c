@@ -4,12 +4,15 @@
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -192,27 +195,45 @@ static void *forward(void *arg)
 }
 
 /* A halted vCPU takes 50-150 us to wake for a timer or an IPI; every process on the path (the
- * client, the server, our own threads) pays that at each idle gap. A thread at SCHED_IDLE runs
- * only when nothing else can and yields at once to any waking task, so the CPUs never halt. */
-static void *keep_awake(void *arg)
+ * client, the server, our own threads) pays that at each idle gap. A task at SCHED_IDLE runs only
+ * when nothing else can and yields at once to any waking task, so the CPUs never halt.
+ * They are processes, not threads: with autogroup scheduling the kernel shares the CPU between
+ * sessions first, and SCHED_IDLE is idle only inside its own group. Each runs in a session of its
+ * own whose group has the lowest weight, so it takes no CPU that anyone else wants, while pqlink's
+ * own threads stay in the session that started it. A keeper dies with pqlink (PR_SET_PDEATHSIG). */
+static pid_t start_keeper(void)
 {
-    struct link *l = arg;
-    struct sched_param sp = {.sched_priority = 0};
-    int rc = pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp);
-    if (rc) {
-        errno = rc;
-        die_sys("pthread_setschedparam(SCHED_IDLE)", "keep-awake");
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(0);
+    close_range(3, ~0U, 0); /* not the TUN devices: a dead pqlink takes them along at once */
+    setsid();
+    FILE *ag = fopen("/proc/self/autogroup", "w");
+    if (ag) {
+        fputs("19", ag);
+        fclose(ag);
     }
+    struct sched_param sp = {.sched_priority = 0};
+    if (sched_setscheduler(0, SCHED_IDLE, &sp) != 0)
+        _exit(1);
     /* A plain loop, no `pause`: under KVM a pause loop can cause pause-loop exits, and the host
      * then deschedules the vCPU as if it spun on a lock. */
-    while (!atomic_load_explicit(&l->stop, memory_order_relaxed))
+    for (;;)
         ;
-    return NULL;
 }
 
 void link_start(struct link *l)
 {
     l->started_ns = mono_ns();
+    for (int i = 0; i < l->keep_awake; i++) { /* before any thread: fork a single-threaded process */
+        l->keepers[i] = start_keeper();
+        if (l->keepers[i] < 0)
+            die_sys("fork", "keep-awake");
+    }
     if (flows_init(&l->flows, l->flow_capacity) < 0)
         die_sys("calloc", "flow table");
     for (int i = 0; i < 2; i++) {
@@ -245,13 +266,6 @@ void link_start(struct link *l)
         }
         l->d[i].started = true;
     }
-    for (int i = 0; i < l->keep_awake; i++) {
-        int rc = pthread_create(&l->keepers[i], NULL, keep_awake, l);
-        if (rc) {
-            errno = rc;
-            die_sys("pthread_create", "keep-awake");
-        }
-    }
 }
 
 static void wake(struct direction *d)
@@ -264,8 +278,10 @@ static void wake(struct direction *d)
 void link_stop(struct link *l)
 {
     atomic_store(&l->stop, true);
-    for (int i = 0; i < l->keep_awake; i++)
-        pthread_join(l->keepers[i], NULL);
+    for (int i = 0; i < l->keep_awake; i++) {
+        kill(l->keepers[i], SIGKILL);
+        waitpid(l->keepers[i], NULL, 0);
+    }
     l->keep_awake = 0;
     for (int i = 0; i < 2; i++) {
         struct direction *d = &l->d[i];

@@ -50,7 +50,7 @@ struct link {
     int fifo_prio;   /* 0 = normal scheduling */
     int64_t spin_ns; /* busy-wait this long before each deadline */
     int keep_awake;  /* SCHED_IDLE spinning threads that keep the CPUs out of halt */
-    pthread_t keepers[KEEP_AWAKE_MAX];
+    pid_t keepers[KEEP_AWAKE_MAX]; /* keep-awake processes (see link.c) */
     int64_t started_ns;
     FILE *droplog;
     size_t flow_capacity;   /* connections the wire recorder keeps; 0 = off */

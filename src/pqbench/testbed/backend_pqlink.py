@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pqbench.errors import MeasurementFailed, MissingCapability
 from pqbench.paths import native_binary
-from pqbench.testbed import netns, registry, sched
+from pqbench.testbed import netns, registry
 from pqbench.testbed.linkspec import Direction, LinkSpec
 
 READY_TIMEOUT_S = 10.0
@@ -157,18 +157,15 @@ class PqlinkBackend:
         out = open(rd / "pqlink.out", "wb")
         err = open(rd / "pqlink.log", "wb")
         try:
-            # Own session (and so own process group: Ctrl-C reaches pqbench, which then stops pqlink in
-            # order). With autogroup scheduling a session is a CPU group, and the keep-awake spinners
-            # (SCHED_IDLE) are idle only inside their group: in pqbench's own (raised, see sched) they
-            # would take the CPU from other sessions' work, in a group of full weight from nginx and
-            # pqtimer (handshake p95 at 31.1 ms +4 ms). So their group runs at the lowest weight; the
-            # forwarding threads are SCHED_FIFO, which group weights do not touch.
+            # Own process group: Ctrl-C reaches pqbench, which then stops pqlink in order. Not an own
+            # session: with autogroup scheduling a session is a CPU group, and pqlink's control thread
+            # (not real-time) must not wait behind pqbench's raised session (sched). Its keep-awake
+            # spinners are processes in sessions of their own at the lowest weight (native/pqlink/link.c).
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                         start_new_session=True, close_fds=True)
+                                         process_group=0, close_fds=True)
         finally:
             out.close()
             err.close()
-        sched.lowest_group(self.proc.pid)
         self.pid = self.proc.pid
         tb.note_process(self.pid)
         self._wait_ready(rd)

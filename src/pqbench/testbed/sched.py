@@ -29,12 +29,12 @@ import struct
 import threading
 from pathlib import Path
 
-# The shortest slice Linux accepts. PQBENCH_MEASURED_SLICE_NS=0 / PQBENCH_PRIORITY=0 turn the
+# The shortest slice Linux accepts. PQBENCH_MEASURED_SLICE_NS=0, PQBENCH_SESSION_NICE=0 or PQBENCH_PRIORITY=0 turn
 # priorities off (for A/B benchmarks).
 SLICE_NS = int(os.environ.get("PQBENCH_MEASURED_SLICE_NS", 100_000))
 PRIORITY = os.environ.get("PQBENCH_PRIORITY", "1") != "0"
 MEASURED_NICE = -10
-SESSION_NICE = -20
+SESSION_NICE = int(os.environ.get("PQBENCH_SESSION_NICE", -20))
 _SYS_SCHED_SETATTR, _SYS_SCHED_GETATTR = 314, 315  # x86_64
 _ATTR = "IIQiIQQQII"  # struct sched_attr up to util_max (56 bytes)
 _ATTR_SIZE = struct.calcsize(_ATTR)
@@ -131,15 +131,6 @@ def release_session() -> None:
         except OSError:
             pass
         _saved_session_nice = None
-
-
-def lowest_group(pid: int) -> None:
-    """The autogroup of pid's session (a session of its own) at the lowest weight: for pqlink, whose
-    keep-awake spinners must only take time nobody else wants. Without autogroups they are idle anyway."""
-    try:
-        Path(f"/proc/{pid}/autogroup").write_text("19")
-    except OSError:
-        pass
 
 
 def settings() -> dict:
