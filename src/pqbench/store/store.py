@@ -246,6 +246,12 @@ def run_row(con, run_id: str) -> dict | None:
     return rows[0] if rows else None
 
 
+def sample_raw(con, run_id: str, cell_id: str) -> list[str]:
+    """A cell's samples as the clients printed them (JSON text, with the wire record joined), in order."""
+    return [r[0] for r in con.execute("SELECT raw FROM samples WHERE run_id = ? AND cell_id = ? ORDER BY seq",
+                                      [run_id, cell_id]).fetchall()]
+
+
 def cell_rows(con, run_id: str) -> list[dict]:
     return _dicts(con.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position, cell_id", [run_id]))
 
