@@ -159,11 +159,11 @@ def late_handshakes(samples: list[dict], recent: list[dict], metric: str, rtt_ms
         tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
         t = (s.get("t_ns") or {}).get(metric)
         return t / 1e6 if s.get("ok") and t is not None and not tcp.get("retransmits") else None
-    base = sorted(d for s in samples if (d := clean_ms(s)) is not None)
+    base = [d for s in samples if (d := clean_ms(s)) is not None]
     if len(base) < CLEAN_MIN:
         return 0, 0
-    clean = base[len(base) * late.CLEAN_QUANTILE // 100]
-    threshold, ceiling = clean * (1 + max_bias) + late.MARGIN_MS, clean + max(rtt_ms, 1.0)
+    clean, threshold = late.clean_and_threshold(base, max_bias)
+    ceiling = clean + max(rtt_ms, 1.0)
     judged = [d for s in recent if (d := clean_ms(s)) is not None and d < ceiling]
     return sum(1 for d in judged if d > threshold), len(judged)
 

@@ -30,6 +30,13 @@ def touched(s: dict) -> bool:
     return bool(w) and any(w.get(k) for k in ("retrans_c2s", "retrans_s2c"))
 
 
+def clean_and_threshold(untouched_ms: list[float], max_bias: float) -> tuple[float, float]:
+    """The clean time (CLEAN_QUANTILE of the untouched samples' times) and the time beyond which one is
+    late: what the detector judges with, and Auto while a cell runs (concurrency.late_handshakes)."""
+    clean = stats.percentile(sorted(untouched_ms), CLEAN_QUANTILE)
+    return clean, clean * (1 + max_bias) + MARGIN_MS
+
+
 def detect(samples: list[dict], metric: str, max_bias: float) -> dict:
     """{clean_ms, threshold_ms, untouched, late, wire}: how many untouched samples were late.
     wire says whether server-side retransmissions were visible (pqlink's record) or not (netem)."""
@@ -38,8 +45,7 @@ def detect(samples: list[dict], metric: str, max_bias: float) -> dict:
     wire = any("wire" in s for s in samples)
     if len(untouched) < MIN_UNTOUCHED:
         return {"clean_ms": None, "threshold_ms": None, "untouched": len(untouched), "late": None, "wire": wire}
-    clean = stats.percentile(sorted(untouched), CLEAN_QUANTILE)
-    threshold = clean * (1 + max_bias) + MARGIN_MS
+    clean, threshold = clean_and_threshold(untouched, max_bias)
     late = sum(1 for d in untouched if d > threshold)
     return {"clean_ms": round(clean, 3), "threshold_ms": round(threshold, 3), "untouched": len(untouched),
             "late": late, "wire": wire}

@@ -27,7 +27,8 @@ class Phase(str, enum.Enum):
 
 class SshPhase(str, enum.Enum):
     """The milestones of an SSH connection, as sshtimer (native/sshgo) prints them; handshake_done is
-    the client's NEWKEYS (newkeys_sent), where TLS's handshake_done is its Finished."""
+    the client's NEWKEYS (newkeys_sent), where TLS's handshake_done is its Finished. The server's NEWKEYS
+    (newkeys_received) may come before or after the client's."""
     START = "start"
     TCP_CONNECTED = "tcp_connected"
     SERVER_IDENT_RECEIVED = "server_ident_received"

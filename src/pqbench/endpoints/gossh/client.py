@@ -17,10 +17,7 @@ from pqbench import wire
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.gossh import build
-from pqbench.sample import SSH_PHASES
 
-# The SSH phases sshtimer reports, in order (t_ns keys); handshake_done repeats newkeys_sent.
-PHASES = SSH_PHASES
 SSH_MILESTONES = {"handshake": wire.Milestone("c2s", 3, "first")}
 
 
