@@ -109,3 +109,32 @@ def test_liboqs_has_hqc_and_every_family(built_stack):
     assert {"HQC-128", "BIKE-L1", "FrodoKEM-640-AES", "Classic-McEliece-348864", "sntrup761"} <= set(kems)
     sigs = liboqs.sig_names()
     assert {"Falcon-512", "SPHINCS+-SHA2-128f-simple", "MAYO-1", "cross-rsdp-128-balanced"} <= set(sigs)
+
+
+def test_ssh_names_are_unique_and_link_to_the_same_algorithm():
+    seen = collections.Counter(n.lower() for a in ALL for n in a.names() + a.ssh_names())
+    assert [n for n, c in seen.items() if c > 1] == []
+    assert catalog.find("mlkem768x25519-sha256", "kem").name == "X25519MLKEM768"
+    assert catalog.find("ssh-mldsa-65", "sig", protocol="ssh").name == "mldsa65"
+    hybrid = catalog.find("sntrup761x25519-sha512", "kem")
+    assert (hybrid.pk, hybrid.ct) == (1158 + 32, 1039 + 32)  # OpenSSH concatenates the shares
+    # Each protocol's names for one algorithm, both ways.
+    assert catalog.name_in("X25519", "kem", "ssh") == "curve25519-sha256"
+    assert catalog.name_in("curve25519-sha256", "kem", "tls") == "X25519"
+    assert catalog.name_in("rsa-sha2-512-4096", "sig", "ssh") == "rsa-sha2-512-4096"  # as given, when it is one
+    assert catalog.name_in("rsa4096", "sig", "ssh") == "rsa-sha2-256-4096"
+    # A signature SSH has no name for is a size-only host key, by name.
+    assert catalog.name_in("falcon512", "sig", "ssh") == "sizeonly-falcon512"
+    assert catalog.is_size_only("sizeonly-falcon512") and not catalog.is_size_only("ssh-ed25519")
+
+
+def test_a_name_of_the_other_protocol_is_bad_input_with_this_protocol_s_closest_names():
+    with pytest.raises(BadInput) as e:
+        catalog.find("curve25519-sha256", "kem", field="--kex", protocol="tls")
+    assert e.value.field == "--kex"
+    with pytest.raises(BadInput) as e:
+        catalog.find("mlkem768x25519", "kem", field="--kex", protocol="ssh")
+    assert "mlkem768x25519-sha256" in str(e.value) and "MLKEM768" not in str(e.value)
+    with pytest.raises(BadInput) as e:
+        catalog.name_in("frodo640aes", "kem", "ssh")
+    assert "no SSH name" in str(e.value)

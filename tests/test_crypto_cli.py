@@ -48,6 +48,21 @@ def test_algorithms_json_lists_enough_with_computed_availability(built_stack):
     assert kems and all(a["kind"] == "kem" for a in kems)
 
 
+def test_algorithms_show_ssh_names_beside_tls_ones_with_what_the_ssh_binaries_say(built_stack):
+    """One table: the SSH names sit on the algorithm's row; SSH's own groups have rows of their own;
+    whether an SSH stack has a name is asked of its binaries (OpenSSH has no ML-DSA host keys)."""
+    by_name = {a["name"]: a for a in json.loads(run_pqbench("algorithms", "--json", check=True).stdout)}
+    hybrid = by_name["X25519MLKEM768"]
+    assert hybrid["ssh"] == ["mlkem768x25519-sha256"]
+    assert hybrid["stacks"]["openssh"] == {"protocol": "ssh", "name": "mlkem768x25519-sha256", "server": True,
+                                           "client": True}
+    assert by_name["modp8192"]["available"] is False
+    assert by_name["modp8192"]["stacks"]["openssh"]["server"] and not by_name["modp8192"]["stacks"]["gossh"]["server"]
+    mldsa = by_name["mldsa44"]["stacks"]
+    assert mldsa["gossh"]["server"] and not mldsa["openssh"]["server"] and "ML-DSA" in mldsa["openssh"]["reason"]
+    assert by_name["sphincssha2128fsimple"]["stacks"]["gossh"]["name"] == "sizeonly-sphincssha2128fsimple"
+
+
 def test_doctor_json_reports_the_stack(built_stack):
     proc = run_pqbench("doctor", "--json")
     assert proc.returncode == 0, proc.stderr

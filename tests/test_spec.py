@@ -141,3 +141,68 @@ def test_unavailable_algorithms_give_a_reason(monkeypatch):
                         lambda alg: catalog.Availability(False, False, "not built here"))
     reasons = {cellmod.unavailable_reason(c) for c in cells}
     assert all(r and "not built here" in r for r in reasons)
+
+
+SSH = """
+[axes]
+protocol = "ssh"
+kex = ["curve25519-sha256", "mlkem768x25519-sha256"]
+sig = ["ssh-ed25519", "ssh-mldsa-44", "sizeonly-sphincssha2128fsimple", "rsa-sha2-512-4096"]
+rtt = ["10ms"]
+initcwnd = [10, 40]
+"""
+
+
+def test_an_ssh_spec_keeps_ssh_names_and_measures_openssh_or_go_for_ml_dsa():
+    spec = specmod.parse(SSH)
+    assert spec.protocols == ("ssh",) and spec.kex == ("curve25519-sha256", "mlkem768x25519-sha256")
+    cells = cellmod.expand(spec)
+    assert len(cells) == 2 * 4 * 2 and {c.protocol for c in cells} == {"ssh"}
+    pairs = {c.sig: (c.server, c.client) for c in cells}
+    assert pairs == {"ssh-ed25519": ("openssh", "gossh"), "ssh-mldsa-44": ("gossh", "gossh"),
+                     "sizeonly-sphincssha2128fsimple": ("openssh", "gossh"), "rsa-sha2-512-4096": ("openssh", "gossh")}
+    assert cells[0].params()["protocol"] == "ssh"
+    # A TLS cell keeps the id it had before protocols existed; an SSH one differs from its TLS twin.
+    tls = cellmod.Cell("X25519", "ed25519", cells[0].scenario, 1500, 10, "handshake", None, None, 0)
+    assert "protocol" not in str(tls.cell_id) and tls.cell_id != cellmod.Cell(
+        "X25519", "ed25519", cells[0].scenario, 1500, 10, "handshake", None, None, 0, "gossh", "gossh", "ssh").cell_id
+
+
+def test_tls_and_ssh_in_one_spec_name_each_algorithm_as_its_protocol_does():
+    spec = specmod.parse("""
+[axes]
+protocol = ["tls", "ssh"]
+kex = ["X25519", "mlkem768x25519-sha256", "frodo640aes"]
+sig = ["ed25519", "sphincssha2128fsimple"]
+""")
+    got = {(c.protocol, c.kex, c.sig) for c in cellmod.expand(spec)}
+    assert ("tls", "X25519MLKEM768", "ed25519") in got and ("ssh", "mlkem768x25519-sha256", "ssh-ed25519") in got
+    assert ("ssh", "curve25519-sha256", "sizeonly-sphincssha2128fsimple") in got  # labelled size-only by name
+    assert ("tls", "X25519", "sphincssha2128fsimple") in got
+    assert ("ssh", "frodo640aes", "ssh-ed25519") in got  # no SSH name: a cell the SSH stacks skip with a reason
+
+
+def test_stacks_give_the_protocol_and_must_agree_with_it():
+    spec = specmod.parse(GOOD + 'server = ["gossh"]\n')
+    assert spec.stacks == (("gossh", "gossh"),) and spec.protocols == ("ssh",)
+    crossed = specmod.parse(GOOD + 'server = ["openssl", "openssh"]\nclient = ["openssl", "gossh"]\n')
+    assert crossed.stacks == (("openssl", "openssl"), ("openssh", "gossh"))  # pairs across protocols drop out
+    with pytest.raises(BadInput) as e:
+        specmod.parse(GOOD + 'protocol = "tls"\nstack = ["gossh"]\n')
+    assert e.value.field == "axes.stack" and "speaks ssh" in str(e.value)
+    with pytest.raises(BadInput) as e:
+        specmod.parse(GOOD + 'stack = ["openssl/gossh"]\n')
+    assert "speaks tls" in str(e.value)
+
+
+@pytest.mark.parametrize("text,field,words", [
+    (SSH.replace('"curve25519-sha256"', '"curve25519-sha512"'), "axes.kex[0]", "curve25519-sha256"),
+    (SSH.replace('"ssh-mldsa-44"', '"ssh-mldsa44"'), "axes.sig[1]", "ssh-mldsa-44"),
+    (SSH.replace('"sizeonly-sphincssha2128fsimple"', '"sizeonly-sphincs128f"'), "axes.sig[2]", "sizeonly-"),
+    (SSH.replace('protocol = "ssh"', 'protocol = "quic"'), "axes.protocol", "tls, ssh"),
+    ('protocol = "ssh"\n' + SSH, "protocol", "once"),
+])
+def test_bad_ssh_specs_name_the_field_and_the_closest_names(text, field, words):
+    with pytest.raises(BadInput) as e:
+        specmod.parse(text)
+    assert e.value.field == field and words in str(e.value)

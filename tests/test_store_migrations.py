@@ -34,12 +34,12 @@ def test_an_old_store_reads_without_being_changed(old_store):
 def test_opening_an_old_store_read_write_applies_every_migration_once(old_store):
     con = store.connect(old_store)
     assert store.schema_version(con) == store.LATEST
-    assert {"stack", "detector", "wire"} <= set(store.columns(con, "cells"))
+    assert {"stack", "detector", "wire", "protocol"} <= set(store.columns(con, "cells"))
     assert {"local_port", "wire_ms", "stack", "protocol", "server", "wire_server_flight_pushes"} <= set(
         store.columns(con, "samples"))
     assert store.migrate(con) == []  # nothing left to apply
     rows = store.cell_rows(con, "quick-old")  # what they were measured with, in both roles
-    assert {(r["stack"], r["server"], r["client"]) for r in rows} == {("openssl", "openssl", "openssl")}
+    assert {(r["stack"], r["server"], r["client"], r["protocol"]) for r in rows} == {("openssl", "openssl", "openssl", "tls")}
     con.close()
 
 

@@ -14,6 +14,8 @@ from pqbench import paths, stack
 from pqbench.errors import BadInput
 
 KINDS = ("kem", "sig")
+PROTOCOLS = ("tls", "ssh")
+SIZE_ONLY_PREFIX = "sizeonly-"  # an SSH host key that only has an algorithm's sizes (see the TOML header)
 OQS_LENGTH_PREFIX = 4  # OQS hybrids carry a 4-byte length of the classical share
 
 
@@ -42,6 +44,7 @@ class Algorithm:
     oid: str | None = None
     tls_via: str | None = None  # "pqprov": OpenSSL's implementation, TLS signature scheme from pqprov
     timings_ms: tuple[tuple[str, float], ...] = ()  # synthetic algorithms' configured costs
+    ssh: tuple[str, ...] = ()  # SSH's names for it (key exchange methods, host key algorithms)
 
     @property
     def hybrid(self) -> bool:
@@ -49,6 +52,18 @@ class Algorithm:
 
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
+
+    def ssh_names(self) -> tuple[str, ...]:
+        """Its SSH names; a signature SSH has no name for gets its size-only host key's name."""
+        if self.ssh or self.kind == "kem":
+            return self.ssh
+        return (SIZE_ONLY_PREFIX + self.name,)
+
+    def names_in(self, protocol: str | None) -> tuple[str, ...]:
+        """What it is called in a protocol ("tls", "ssh"; None: either)."""
+        if protocol is None:
+            return self.names() + self.ssh_names()
+        return self.names() if protocol == "tls" else self.ssh_names()
 
     def to_json(self) -> dict:
         d = {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, (), "")}
@@ -69,7 +84,7 @@ def _algorithm(kind: str, entry: dict, where: str) -> Algorithm:
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
     fields = {k: v for k, v in entry.items() if k in _SIMPLE_KEYS}
-    for key in ("aliases", "components", "keyopt"):
+    for key in ("aliases", "components", "keyopt", "ssh"):
         if key in fields:
             fields[key] = tuple(fields[key])
     timings = tuple((k, float(entry[k])) for k in _TIMING_KEYS if k in entry)
@@ -134,22 +149,50 @@ def algorithms(kind: str | None = None) -> list[Algorithm]:
     return [a for a in catalog() if kind is None or a.kind == kind]
 
 
-def find(name: str, kind: str | None = None, field: str = "algorithm") -> Algorithm:
-    """Look an algorithm up by name or alias (case-insensitive); bad names list the closest."""
+def find(name: str, kind: str | None = None, field: str = "algorithm", protocol: str | None = None) -> Algorithm:
+    """Look an algorithm up by name or alias (case-insensitive), as the protocol calls it ("tls", "ssh";
+    None: either); bad names list the closest names of that protocol."""
     candidates = algorithms(kind)
     wanted = name.lower()
     for alg in candidates:
-        if wanted in (n.lower() for n in alg.names()):
+        if wanted in (n.lower() for n in alg.names_in(protocol)):
             return alg
-    by_lower = {n.lower(): a.name for a in candidates for n in a.names()}
-    close = []
-    for n in difflib.get_close_matches(wanted, by_lower, n=8, cutoff=0.3):
-        if by_lower[n] not in close:
-            close.append(by_lower[n])
-    close = close[:5]
+    by_lower = {n.lower(): n for a in candidates for n in a.names_in(protocol)}
+    close = [by_lower[n] for n in difflib.get_close_matches(wanted, by_lower, n=5, cutoff=0.3)]
     hint = f"closest: {', '.join(close)}" if close else "see `pqbench algorithms`"
-    what = {"kem": "key exchange", "sig": "signature algorithm"}.get(kind, "algorithm")
-    raise BadInput(field, f"unknown {what} {name!r} ({hint})")
+    what = {"kem": "key exchange", "sig": "signature algorithm" if protocol != "ssh" else "host key"}.get(kind, "algorithm")
+    raise BadInput(field, f"unknown {'SSH ' if protocol == 'ssh' else ''}{what} {name!r} ({hint})")
+
+
+def spelled(name: str, kind: str, field: str = "algorithm", protocol: str | None = None) -> str:
+    """The catalog's spelling of a name the protocol knows (BadInput with the closest names otherwise)."""
+    alg = find(name, kind, field=field, protocol=protocol)
+    return next(n for n in alg.names_in(protocol) if n.lower() == name.lower())
+
+
+def name_in(name: str, kind: str, protocol: str, field: str = "algorithm") -> str:
+    """The name a protocol gives the algorithm called name (in either protocol): the TLS name, or the SSH
+    name as written when it is one, else the algorithm's first SSH name (a size-only host key for a
+    signature SSH has no name for). Raises BadInput when the protocol has no name for it."""
+    alg = find(name, kind, field=field)
+    if protocol == "tls":
+        return alg.name
+    for n in alg.ssh_names():
+        if n.lower() == name.lower():
+            return n
+    if not alg.ssh_names():
+        raise BadInput(field, f"{alg.name} has no SSH name (SSH key exchanges: {', '.join(ssh_names('kem'))})")
+    return alg.ssh_names()[0]
+
+
+def ssh_names(kind: str) -> list[str]:
+    """Every SSH name of a kind, catalog order (size-only host keys last)."""
+    names = [n for a in algorithms(kind) for n in a.ssh_names()]
+    return sorted(names, key=is_size_only)
+
+
+def is_size_only(name: str) -> bool:
+    return name.lower().startswith(SIZE_ONLY_PREFIX)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +212,8 @@ def _needs_provider(alg: Algorithm) -> str:
 
 def availability(alg: Algorithm) -> Availability:
     """Computed from the real build by asking our OpenSSL what it offers — never hard-coded."""
+    if alg.source == "ssh":
+        return Availability(False, False, "SSH only")
     if alg.kind == "kem":
         groups = {g.lower() for g in stack.tls_groups()}
         in_tls = any(n.lower() in groups for n in alg.names())

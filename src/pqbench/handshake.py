@@ -11,15 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pqbench import catalog, certs, concurrency, endpoints, paths, units
-from pqbench.endpoints import sshkeys
+from pqbench import catalog, concurrency, endpoints, paths, units
 from pqbench.analysis import cells as cellstats
 from pqbench.analysis.load import cell_data
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.experiment.spec import Samples
 from pqbench.measure import cell as cellmeasure
-from pqbench.measure.rig import Rig
+from pqbench.measure.rig import Rig, credentials
 from pqbench.sample import END_PHASE, PHASES, SSH_PHASES
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
@@ -73,8 +72,10 @@ def new_run_dir(prefix: str = "handshake") -> Path:
 def _names(cfg: HandshakeConfig) -> tuple[str, str]:
     """The key exchange and signature (SSH: host key) by their canonical names, checked."""
     if cfg.protocol == "ssh":
-        return sshkeys.check_kex(cfg.kex, "--kex"), sshkeys.check_hostkey(cfg.sig, "--hostkey")
-    return catalog.find(cfg.kex, "kem", field="--kex").name, catalog.find(cfg.sig, "sig", field="--sig").name
+        return (catalog.spelled(cfg.kex, "kem", "--kex", protocol="ssh"),
+                catalog.spelled(cfg.sig, "sig", "--hostkey", protocol="ssh"))
+    return (catalog.find(cfg.kex, "kem", field="--kex", protocol="tls").name,
+            catalog.find(cfg.sig, "sig", field="--sig", protocol="tls").name)
 
 
 def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dict:
@@ -96,7 +97,7 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     run_dir = run_dir or new_run_dir()
     say = progress or (lambda msg: None)
     say(f"{'host key' if cfg.protocol == 'ssh' else 'certificates'}: {sig}")
-    chain = sshkeys.make_keys(sig, run_dir / "keys") if cfg.protocol == "ssh" else certs.make_chain(sig, run_dir / "certs")
+    chain = credentials(cfg.protocol, sig, run_dir / ("keys" if cfg.protocol == "ssh" else "certs"))
     pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
     serving = Serving(run_dir / "server", [Site(PORT, chain)], [kex], {**DEFAULT_PAGES, **pages}, cfg.workers)
     with Rig.pairs({server.name: serving}, [client.name], cfg.spec, cfg.tcp, backend=cfg.backend,

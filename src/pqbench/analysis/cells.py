@@ -129,6 +129,8 @@ def _flights(cd: CellData, row: dict, response: int) -> model.Flights | None:
 def cell_bound(cd: CellData, crypto: dict) -> tuple[model.Bound | None, str]:
     row = cd.row
     mode = row.get("mode") or "handshake"
+    if (row.get("protocol") or "tls") != "tls":
+        return None, f"the model knows TLS's flights, not {row['protocol'].upper()}'s"
     if mode not in ("handshake", "resume", "page", "requests"):
         return None, f"no model for mode {mode!r}"
     if row.get("rtt_ms") is None:

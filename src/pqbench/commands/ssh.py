@@ -2,7 +2,7 @@
 
 import sys
 
-from pqbench import handshake, units
+from pqbench import endpoints, handshake, units
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 
@@ -17,7 +17,7 @@ def register(sub):
     p.add_argument("--max-bias", dest="max_bias", default="0.02",
                    help="with --parallel auto: the most CPU queueing may add, as a fraction of the clean time")
     p.add_argument("--server", help="server stack: gossh (Go x/crypto/ssh, the only one with ML-DSA host keys) "
-                                    "or openssh (default: openssh where it has the algorithms, else gossh)")
+                                    "or openssh (default: openssh, gossh for ML-DSA host keys)")
     p.add_argument("--client", default="gossh", help="client stack: gossh (sshtimer) or openssh (ssh, timed by "
                                                      "sshtimer's relay); default gossh")
     p.add_argument("--timeout", default="10s", help="per-sample timeout (default 10s)")
@@ -28,7 +28,7 @@ def register(sub):
 
 def config_from_args(args) -> handshake.HandshakeConfig:
     spec, tcp, emulator = parse_link_options(args)
-    server = args.server or _default_server(args.kex, args.hostkey)
+    server = args.server or endpoints.default_pair("ssh", args.hostkey)[0]
     return handshake.HandshakeConfig(
         kex=args.kex, sig=args.hostkey, protocol="ssh", server=server, client=args.client, spec=spec, tcp=tcp,
         emulator=emulator, backend=args.backend, n=units.integer("-n", args.n, minimum=1, maximum=10_000_000),
@@ -36,11 +36,6 @@ def config_from_args(args) -> handshake.HandshakeConfig:
                                                                         maximum=256),
         max_bias=units.fraction("--max-bias", args.max_bias, minimum=0.001, maximum=0.5),
         timeout_ms=int(units.duration_ms("--timeout", args.timeout, allow_zero=False)))
-
-
-def _default_server(kex: str, hostkey: str) -> str:
-    from pqbench import endpoints
-    return "openssh" if endpoints.get("openssh").capabilities().unsupported(kex, hostkey, "server") is None else "gossh"
 
 
 def handle(args) -> int:

@@ -1,6 +1,7 @@
 """A spec expanded into cells (grid points), each with a stable id, in a randomised order.
 
-Cells whose algorithms this build cannot use in TLS are kept as skipped with the reason, never
+A cell names its algorithms as its protocol does (SSH cells: SSH names, pqbench.catalog links them).
+Cells whose algorithms this build cannot use are kept as skipped with the reason, never
 silently dropped. The link seed depends only on the link condition, not on the algorithms, so every
 algorithm at the same condition sees the same loss pattern (paired comparisons).
 """
@@ -11,9 +12,10 @@ import itertools
 import json
 import random
 
-from pqbench import endpoints
+from pqbench import catalog, endpoints
 from pqbench.condition import describe
 from pqbench.endpoints import DEFAULT_STACK
+from pqbench.errors import BadInput
 from pqbench.experiment.spec import Scenario, Spec
 from pqbench.testbed import LinkSpec, Loss, TcpKnobs
 
@@ -31,6 +33,7 @@ class Cell:
     pad: int
     server: str = DEFAULT_STACK
     client: str = DEFAULT_STACK
+    protocol: str = "tls"
 
     @property
     def stack(self) -> str:
@@ -45,14 +48,16 @@ class Cell:
                 "loss": self.link_spec(0).client_to_server.loss.mean, "loss_model": loss_model,
                 "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
                 "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
-                "server": self.server, "client": self.client}
+                "server": self.server, "client": self.client, "protocol": self.protocol}
 
     @property
     def cell_id(self) -> str:
         """Stable across runs: the default stack is left out, so stores from before stacks resume, and a
-        stack against itself is keyed as before server/client axes existed."""
+        stack against itself is keyed as before server/client axes existed (TLS, as before protocols)."""
         params = self.params()
         del params["server"], params["client"]
+        if params["protocol"] == "tls":
+            del params["protocol"]
         if params["stack"] == DEFAULT_STACK:
             del params["stack"]
         blob = json.dumps(params, sort_keys=True)
@@ -87,13 +92,26 @@ def _mode(spec: Spec, page, requests) -> tuple[str, str | None, int | None]:
     return "handshake", None, None
 
 
+def _named(name: str, kind: str, protocol: str) -> str:
+    """The protocol's name for an algorithm; where it has none, the catalog name (the stacks then
+    skip the cell with the reason)."""
+    try:
+        return catalog.name_in(name, kind, protocol)
+    except BadInput:
+        return catalog.find(name, kind).name
+
+
 def expand(spec: Spec) -> list[Cell]:
     cells = []
     for kex, sig, scen, mtu, cwnd, page, req, pad, (server, client) in itertools.product(
             spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.page, spec.requests, spec.pad,
             spec.stacks):
         mode, page_, req_ = _mode(spec, page, req)
-        cells.append(Cell(kex, sig, scen, mtu, cwnd, mode, page_, req_, pad, server, client))
+        protocol = endpoints.get(server).protocol
+        kex_, sig_ = _named(kex, "kem", protocol), _named(sig, "sig", protocol)
+        if not spec.stacks_named:
+            server, client = endpoints.default_pair(protocol, sig_)
+        cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
 

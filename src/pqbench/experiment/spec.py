@@ -27,6 +27,11 @@
     client = ["openssl", "gotls"]      #   each default openssl; or instead: stack = ["rustls",
                                        #   "rustls/openssl"] (a stack against itself, server/client pairs)
     resume = false                     # optional: TLS 1.3 resumption instead of full handshakes
+    protocol = "ssh"                   # optional: "tls" (default), "ssh" or both; kex and sig take
+                                       #   either protocol's names (the catalog links them: X25519 is
+                                       #   curve25519-sha256 in SSH; a signature SSH has no name for is
+                                       #   a size-only host key, sizeonly-NAME); SSH's default stacks:
+                                       #   OpenSSH's sshd measured by sshtimer, gossh for ML-DSA host keys
     [[scenario]]
     name = "5G-like"
     rtt = "44ms"
@@ -42,9 +47,11 @@ from pqbench import units
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
 
-AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack", "server", "client")
+AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack", "server", "client",
+        "protocol")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
-            "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes")
+            "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol")
+PROTOCOLS = ("tls", "ssh")
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "mtu", "initcwnd")
 DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
 
@@ -87,6 +94,8 @@ class Spec:
     requests: tuple[int | None, ...]
     pad: tuple[int, ...]
     stacks: tuple[tuple[str, str], ...]  # (server, client) stack pairs (pqbench.endpoints); default openssl's
+    protocols: tuple[str, ...]  # "tls", "ssh": the protocols of the stack pairs
+    stacks_named: bool  # False: each protocol's default pair (pqbench.endpoints.default_pair)
     resume: bool
     backend: str
     workers: int
@@ -157,10 +166,10 @@ def parse(text: str, origin: str = "spec") -> Spec:
         if required not in axes:
             raise BadInput(f"axes.{required}", "is required (a list of algorithm names)")
 
-    from pqbench import catalog  # names are checked against the catalog; availability at run time
-    kex = tuple(catalog.find(str(k), "kem", field=f"axes.kex[{i}]").name
+    stacks, protocols = _stacks(axes, _protocols(data, axes))
+    kex = tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
                 for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
-    sig = tuple(catalog.find(str(s), "sig", field=f"axes.sig[{i}]").name
+    sig = tuple(_algorithm(f"axes.sig[{i}]", s, "sig", protocols)
                 for i, s in enumerate(_list("axes.sig", axes["sig"], "signature names")))
 
     raw_scenarios = data.get("scenario", [])
@@ -192,7 +201,6 @@ def parse(text: str, origin: str = "spec") -> Spec:
         if "requests" in axes else (None,)
     pad = tuple(units.integer(f"axes.pad[{i}]", v, minimum=0, maximum=60000)
                 for i, v in enumerate(_list("axes.pad", axes.get("pad", 0), "bytes")))
-    stacks = _stacks(axes)
     resume = axes.get("resume", False)
     if not isinstance(resume, bool):
         raise BadInput("axes.resume", "must be true or false")
@@ -213,7 +221,8 @@ def parse(text: str, origin: str = "spec") -> Spec:
         warmup=units.integer("warmup", data.get("warmup", 1), minimum=0, maximum=1000),
         samples=_samples(data.get("samples", {"min": 30, "max": 200, "ci": 0.05})),
         kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd, page=page, requests=requests,
-        pad=pad, stacks=stacks, resume=resume, backend=backend,
+        pad=pad, stacks=stacks, protocols=protocols, stacks_named=any(a in axes for a in ("stack", "server", "client")),
+        resume=resume, backend=backend,
         workers=units.integer("workers", data.get("workers", DEFAULT_WORKERS), minimum=1, maximum=256),
         lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
@@ -221,14 +230,64 @@ def parse(text: str, origin: str = "spec") -> Spec:
         source=text)
 
 
-def _stacks(axes: dict) -> tuple[tuple[str, str], ...]:
-    """(server, client) pairs. `stack` lists pairs by name: "rustls" is rustls against itself,
-    "rustls/openssl" a rustls server measured by the openssl client; `server` × `client` crosses
-    stacks instead (each defaults to openssl)."""
+def _algorithm(field: str, value, kind: str, protocols: tuple[str, ...]) -> str:
+    """The catalog's spelling of an algorithm name: a TLS-only spec keeps catalog names as before; a
+    spec with SSH keeps the name as given (either protocol's: the catalog links them), each cell takes
+    its protocol's name for it. Unknown names list the closest names of the spec's protocol."""
+    from pqbench import catalog  # names are checked against the catalog; availability at run time
+    only = protocols[0] if len(protocols) == 1 else None
+    if protocols == ("tls",):
+        return catalog.find(str(value), kind, field=field, protocol="tls").name
+    try:
+        return catalog.spelled(str(value), kind, field=field)
+    except BadInput:
+        return catalog.spelled(str(value), kind, field=field, protocol=only)
+
+
+def _protocols(data: dict, axes: dict) -> tuple[str, ...] | None:
+    """The protocols asked for (axes.protocol, or a top-level protocol), None when neither is given."""
+    if "protocol" in data and "protocol" in axes:
+        raise BadInput("protocol", "give it once: at the top or in [axes]")
+    field = "axes.protocol" if "protocol" in axes else "protocol"
+    value = axes.get("protocol", data.get("protocol"))
+    if value is None:
+        return None
+    out = []
+    for i, v in enumerate(_list(field, value, " or ".join(PROTOCOLS))):
+        if v not in PROTOCOLS:
+            raise BadInput(f"{field}[{i}]" if isinstance(value, list) else field,
+                           f"{v!r} is not one of {', '.join(PROTOCOLS)}")
+        out.append(v)
+    return tuple(dict.fromkeys(out))
+
+
+def _stacks(axes: dict, protocols: tuple[str, ...] | None) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """(server, client) pairs and their protocols. `stack` lists pairs by name: "rustls" is rustls
+    against itself, "rustls/openssl" a rustls server measured by the openssl client; `server` × `client`
+    crosses stacks instead (pairs that speak one protocol; each axis defaults to the protocols' default
+    stacks). Without either, each protocol's default pair (endpoints.DEFAULT_PAIRS)."""
     from pqbench import endpoints
 
     def name(axis: str, i: int, value: str) -> str:
         return endpoints.get(value, f"axes.{axis}[{i}]").name
+
+    if not any(a in axes for a in ("stack", "server", "client")):
+        protocols = protocols or ("tls",)
+        return tuple(endpoints.DEFAULT_PAIRS[p] for p in protocols), protocols
+    pairs = _named_pairs(axes, name, protocols)
+    speaks = {pair: endpoints.get(pair[0]).protocol for pair in pairs}
+    for (server, client), p in speaks.items():
+        if endpoints.get(client).protocol != p:
+            raise BadInput("axes.stack", f"{server}/{client}: the {server} server speaks {p}, the {client} client "
+                                         f"{endpoints.get(client).protocol}")
+        if protocols and p not in protocols:
+            raise BadInput("axes.stack", f"{server if server == client else f'{server}/{client}'} speaks {p}, but "
+                                         f"protocol is {', '.join(protocols)}")
+    return pairs, protocols or tuple(dict.fromkeys(speaks.values()))
+
+
+def _named_pairs(axes: dict, name, protocols) -> tuple[tuple[str, str], ...]:
+    from pqbench import endpoints
 
     if "stack" in axes:
         crossed = [a for a in ("server", "client") if a in axes]
@@ -242,10 +301,17 @@ def _stacks(axes: dict) -> tuple[tuple[str, str], ...]:
             pairs.append((name("stack", i, parts[0]), name("stack", i, parts[-1])))
         return tuple(dict.fromkeys(pairs))
 
+    role = {"server": 0, "client": 1}
+    defaults = [endpoints.DEFAULT_PAIRS[p] for p in (protocols or PROTOCOLS)]  # pairs across protocols drop out below
+
     def names(axis: str) -> list[str]:
-        return [name(axis, i, str(v))
-                for i, v in enumerate(_list(f"axes.{axis}", axes.get(axis, endpoints.DEFAULT_STACK), "stack names"))]
-    return tuple((srv, cli) for srv in names("server") for cli in names("client"))
+        given = axes.get(axis, [pair[role[axis]] for pair in defaults])
+        return [name(axis, i, str(v)) for i, v in enumerate(_list(f"axes.{axis}", given, "stack names"))]
+    pairs = tuple((srv, cli) for srv in names("server") for cli in names("client")
+                  if endpoints.get(srv).protocol == endpoints.get(cli).protocol)
+    if not pairs:
+        raise BadInput("axes.server", "no server stack speaks the protocol of a client stack")
+    return pairs
 
 
 def _parallel(data: dict) -> dict:

@@ -23,6 +23,14 @@ from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
 
 
+def credentials(protocol: str, sig: str, directory: Path):
+    """What a server proves itself with, made in directory: a certificate chain (TLS) or a host key set
+    (SSH; pqbench.endpoints.sshkeys)."""
+    from pqbench import certs
+    from pqbench.endpoints import sshkeys
+    return sshkeys.make_keys(sig, directory) if protocol == "ssh" else certs.make_chain(sig, directory)
+
+
 class Rig:
     def __init__(self, stack: Stack, serving: Serving, link: LinkSpec, tcp: TcpKnobs | None = None, *,
                  backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0):

@@ -16,7 +16,7 @@ import dataclasses
 import datetime
 from pathlib import Path
 
-from pqbench import catalog, certs, concurrency, crypto, paths, stats, store, units
+from pqbench import catalog, concurrency, crypto, paths, stats, store, units
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
@@ -24,7 +24,7 @@ from pqbench.experiment.spec import Spec
 from pqbench.measure import cell as cellmeasure
 from pqbench.measure import provenance
 from pqbench.measure.progress import Progress
-from pqbench.measure.rig import Rig
+from pqbench.measure.rig import Rig, credentials
 from pqbench.measure.schedule import run_interleaved
 from pqbench.testbed import LinkSpec
 from pqbench.testbed.calibrate import measure_floor
@@ -87,14 +87,14 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
 
     run_dir = paths.BUILD / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    used = sorted({c.kex for _, c in todo}) + sorted({c.sig for _, c in todo})
-    algs = [catalog.find(n) for n in used]
+    algs = _crypto_algorithms([n for _, c in todo for n in (c.kex, c.sig)])
     _measure_crypto(con, run_id, progress, algs, "start")
-    sigs = sorted({c.sig for _, c in todo})
-    chains = {s: certs.make_chain(s, run_dir / "certs" / s) for s in sigs}
+    sigs = sorted({(c.protocol, c.sig) for _, c in todo})
+    chains = {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s) for p, s in sigs}
     servers, clients = sorted({c.server for _, c in todo}), sorted({c.client for _, c in todo})
-    ports = {(srv, s): FIRST_PORT + i for i, (srv, s) in enumerate((srv, s) for srv in servers for s in sigs)}
-    groups = list(dict.fromkeys(c.kex for _, c in todo))
+    protocol_of = {c.server: c.protocol for _, c in todo}
+    ports = {(srv, s): FIRST_PORT + i for i, (srv, s) in
+             enumerate((srv, s) for srv in servers for p, s in sigs if p == protocol_of[srv])}
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for _, c in todo if c.page}}
     budget = concurrency.Budget()
     status = "interrupted"
@@ -103,8 +103,10 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
             first = todo[0][1]
             lanes = []
             for k in range(min(spec.lanes, len(todo))):
-                servings = {srv: Serving(run_dir / f"server-{k}" / srv, [Site(ports[srv, s], chains[s]) for s in sigs],
-                                         groups, pages, spec.workers) for srv in servers}
+                servings = {srv: Serving(run_dir / f"server-{k}" / srv,
+                                         [Site(ports[srv, s], chains[p, s]) for p, s in sigs if p == protocol_of[srv]],
+                                         list(dict.fromkeys(c.kex for _, c in todo if c.server == srv)), pages,
+                                         spec.workers) for srv in servers}
                 rig = opened.enter_context(Rig.pairs(servings, clients, first.link_spec(spec.seed), first.tcp(),
                                                      backend=spec.backend, index=k))
                 scratch = run_dir / f"lane-{k}"
@@ -128,7 +130,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                                                  f"{f', {late} late' if late else ''} ({why})")
 
             def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
-                plan = _plan(cell, spec, lane.rig, chains[cell.sig], ports[cell.server, cell.sig])
+                plan = _plan(cell, spec, lane.rig, chains[cell.protocol, cell.sig], ports[cell.server, cell.sig])
                 control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
                                              max_bias=spec.max_bias, maximum=spec.parallel,
                                              rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
@@ -158,6 +160,19 @@ def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, chain, port: int) -> cellmea
     return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
                             spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
                             client=cell.client, server=cell.server)
+
+
+def _crypto_algorithms(names: list[str]) -> list:
+    """The catalog algorithms behind a run's names that this build can benchmark (not SSH's own
+    groups, not a size-only host key's stand-in: its cells never compute that algorithm)."""
+    algs = {}
+    for name in dict.fromkeys(names):
+        if catalog.is_size_only(name):
+            continue
+        alg = catalog.find(name)
+        if catalog.availability(alg).available:
+            algs.setdefault(alg.name, alg)
+    return sorted(algs.values(), key=lambda a: (a.kind, a.name))
 
 
 def _record(cell: cellmod.Cell, position: int, fields: dict) -> dict:

@@ -124,6 +124,46 @@ def stacks(a: Analysis) -> Table | None:
                  "pieces than needed can spread it over more segments and round trips.")
 
 
+def protocols(a: Analysis) -> Table | None:
+    """TLS and SSH side by side where a run measured both on the same link: each key exchange's time in
+    each protocol and what it costs over the protocol's classical baseline (the paired difference)."""
+    by_protocol = {c.row.get("protocol") or "tls" for c in a.cells}
+    if not {"tls", "ssh"} <= by_protocol:
+        return None
+    kex_diff = {id(p.other): p for p in a.paired if p.axis == "kex"}
+    groups: dict[tuple, dict] = {}
+    for c in ordered(a):
+        kex, sig = _catalog_name(c.row.get("kex"), "kem"), _catalog_name(c.row.get("sig"), "sig")
+        groups.setdefault((c.condition(), sig, kex), {})[c.row.get("protocol") or "tls"] = c
+    rows = []
+    for (_, sig, kex), per in groups.items():
+        if not {"tls", "ssh"} <= set(per):
+            continue
+        row = [condition(per["tls"]), sig, kex]
+        for proto in ("tls", "ssh"):
+            c = per[proto]
+            d = kex_diff.get(id(c))
+            delta = f"{'+' if d.diff[0] >= 0 else ''}{ms(d.diff[0])} [{ms(d.diff[1])}, {ms(d.diff[2])}]" if d else "baseline"
+            row += [f"{c.row.get('kex')} + {c.row.get('sig')}", ms(c.p50), delta]
+        rows.append(row)
+    return Table("protocols", "TLS vs SSH: the same key exchange and signature on the same link",
+                 ["condition", "signature (catalog)", "key exchange (catalog)", "TLS cell", "TLS p50",
+                  "TLS Δ vs classical [95 % CI]", "SSH cell", "SSH p50", "SSH Δ vs classical [95 % CI]"], rows,
+                 "TLS's time ends at the client's Finished, SSH's at the client's NEWKEYS (key exchange done, host "
+                 "key verified). The Δ columns are each protocol's paired difference against its classical key "
+                 "exchange at the same signature and link; a size-only host key (sizeonly-…) has only the "
+                 "signature's sizes.")
+
+
+def _catalog_name(name, kind: str) -> str:
+    from pqbench import catalog
+    from pqbench.errors import BadInput
+    try:
+        return catalog.find(str(name), kind).name
+    except BadInput:
+        return str(name)
+
+
 def cells(a: Analysis) -> Table:
     rows = []
     for c in ordered(a):
@@ -138,7 +178,18 @@ def cells(a: Analysis) -> Table:
                   "mean", "lower bound", "p50 / bound", "workers"], rows,
                  "Times are the cell's metric: handshake completion for handshakes, the last byte of the "
                  "(last) response for page and request cells, from before TCP connect. Workers: pqtimer "
-                 "processes at once (the most; with parallel = \"auto\" also the mean CPU load they made).")
+                 "processes at once (the most; with parallel = \"auto\" also the mean CPU load they made)."
+                 + SIZE_ONLY_NOTE * any(_size_only(c) for c in a.cells))
+
+
+SIZE_ONLY_NOTE = (" Size-only: an SSH host key named sizeonly-ALG has only ALG's sizes: an ed25519 host certificate "
+                  "padded so that host key and signature take ALG's public key + signature bytes on the wire; "
+                  "nothing computes ALG.")
+
+
+def _size_only(c: CellStats) -> bool:
+    from pqbench import catalog
+    return catalog.is_size_only(str(c.row.get("sig")))
 
 
 def workers(c: CellStats) -> str:

@@ -9,10 +9,10 @@ CELL_PARAMS = {
     "kex": "VARCHAR", "sig": "VARCHAR", "scenario": "VARCHAR", "rtt_ms": "DOUBLE", "loss": "DOUBLE",
     "loss_model": "VARCHAR", "rate_mbit": "DOUBLE", "mtu": "INTEGER", "initcwnd": "INTEGER",
     "mode": "VARCHAR", "page": "VARCHAR", "requests": "INTEGER", "pad": "INTEGER", "stack": "VARCHAR",
-    "server": "VARCHAR", "client": "VARCHAR",
+    "server": "VARCHAR", "client": "VARCHAR", "protocol": "VARCHAR",
 }
 # Added by later migrations, not in migration 1's table.
-_LATER_PARAMS = ("stack", "server", "client")
+_LATER_PARAMS = ("stack", "server", "client", "protocol")
 # Sample columns from the emulator's record of the connection (pqbench.wire.summary keys, prefixed).
 WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
                 "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
@@ -77,10 +77,16 @@ UPDATE samples SET server = stack;
 {"".join(f"ALTER TABLE samples ADD COLUMN {k} {v};" for k, v in WIRE_COLUMNS_V3.items())}
 """
 
+# The protocol a cell measures (SSH cells: kex and sig hold SSH names); every cell before was TLS.
+_V4 = """
+ALTER TABLE cells ADD COLUMN protocol VARCHAR DEFAULT 'tls';
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
     (3, "server and client stacks, the server's first flight on the wire", _V3),
+    (4, "the protocol of a cell (tls, ssh)", _V4),
 )
 LATEST = MIGRATIONS[-1][0]
 
