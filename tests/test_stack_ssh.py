@@ -2,7 +2,8 @@
 server (stack `gossh`) side by side in the server namespace, sshtimer (Go) as the client, at 10 ms RTT.
 Each supported key exchange x host key negotiates what was asked; the client's phases are in order
 and its handshake time agrees with the wire record; what a stack lacks is a reason, not a failure;
-private keys are 0600; nothing is left running after."""
+size-only host keys put their algorithm's bytes on the wire and say what they are; private keys are
+0600; nothing is left running after."""
 
 import json
 import os
@@ -23,8 +24,12 @@ RTT_MS = 10
 KEX = ["mlkem768x25519-sha256", "sntrup761x25519-sha512", "curve25519-sha256", "ecdh-sha2-nistp256",
        "ecdh-sha2-nistp384", "ecdh-sha2-nistp521", "diffie-hellman-group14-sha256", "diffie-hellman-group16-sha512",
        "diffie-hellman-group18-sha512"]
+SIZE_ONLY = ["sizeonly-sphincssha2128fsimple", "sizeonly-sphincssha2192fsimple"]  # ed25519 certificates, padded
 HOSTKEYS = ["ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "rsa-sha2-256-2048",
-            "rsa-sha2-512", "ssh-mldsa-44", "ssh-mldsa-65", "ssh-mldsa-87"]
+            "rsa-sha2-512", "ssh-mldsa-44", "ssh-mldsa-65", "ssh-mldsa-87", *SIZE_ONLY]
+# every key exchange with every real host key; a size-only one with a hybrid and a classical exchange
+CELLS = [(kex, h) for h in HOSTKEYS if not sshkeys.is_size_only(h) for kex in KEX] + \
+        [(kex, SIZE_ONLY[0]) for kex in ("mlkem768x25519-sha256", "curve25519-sha256")]
 SERVERS = {"openssh": 2200, "gossh": 2300}  # first port; one port per host key
 CLIENT = "gossh"  # sshtimer with x/crypto/ssh
 CLIENTS = ["gossh", "openssh"]  # the second: OpenSSH's ssh, timed by sshtimer's relay
@@ -83,15 +88,14 @@ def job(bed, server, kex, hostkey, **kw):
 @pytest.mark.root
 @pytest.mark.parametrize("server", list(SERVERS))
 @pytest.mark.parametrize("client", CLIENTS)
-@pytest.mark.parametrize("kex", KEX)
-@pytest.mark.parametrize("hostkey", HOSTKEYS)
+@pytest.mark.parametrize("kex,hostkey", CELLS)
 def test_each_kex_and_host_key_negotiates_what_was_asked(bed, server, client, kex, hostkey):
     reason = endpoints.unsupported(server, client, kex, hostkey, "handshake")
     if reason:
         pytest.skip(reason)
     samples = bed["rig"].sample(job(bed, server, kex, hostkey), 2, 1, bed["dir"], client=client)
     assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
-    alg, _ = sshkeys.split_hostkey(hostkey)
+    alg, _ = sshkeys.split_hostkey(hostkey)  # a size-only key: its certificate algorithm
     assert {(s["group"], s["sigalg"]) for s in samples} == {(kex, alg)}
     if client == "gossh":  # x/crypto reports the server's identification
         want = "OpenSSH_10" if server == "openssh" else "pqbench_sshserver"
@@ -180,8 +184,9 @@ def test_client_phases_are_in_order_and_agree_with_the_wire(bed, server, client,
 @pytest.mark.root
 def test_private_keys_are_0600(bed):
     paths = [k.leaf_key for k in bed["keys"].values()] + [k.user_key for k in bed["keys"].values()]
+    paths += [bed["keys"][h].ca_key for h in SIZE_ONLY]
     paths += list(Path(bed["servings"]["openssh"].run_dir).glob("sshd-*/host_key"))
-    assert len(paths) > 2 * len(HOSTKEYS)
+    assert len(paths) > 2 * len(HOSTKEYS) + len(SIZE_ONLY)
     for p in paths:
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
 
@@ -214,6 +219,98 @@ def test_initcwnd_removes_the_extra_round_trip_of_a_host_key_flight_above_ten_se
         rig.begin_cell(LinkSpec.symmetric(rtt_ms=RTT_MS), TcpKnobs())
     extra = {cwnd: got[cwnd, "ssh-mldsa-87"] - got[cwnd, "ssh-ed25519"] for cwnd in (10, 40)}
     assert extra[10] >= 0.7 * RTT_MS and extra[40] <= 0.5 * RTT_MS, (extra, got)
+
+
+def _median_received(samples, counter):
+    vals = sorted(counter(s) for s in samples)
+    return vals[len(vals) // 2]
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("server", list(SERVERS))
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_size_only_host_key_puts_the_configured_bytes_on_the_wire(bed, server, client):
+    """Against the same server, a size-only key's key exchange reply (kex_31: host key blob, ECDH
+    share, signature) and the bytes the client received by its NEWKEYS exceed ed25519's by the
+    certificate's extra bytes: size_only_bytes - (ed25519 key blob 51 + signature blob 83), up to
+    SSH packet padding (a few bytes each way) and, for the TCP count, where the server's NEWKEYS fell."""
+    kex = "curve25519-sha256"
+    got = {}
+    for hostkey in ["ssh-ed25519", *SIZE_ONLY]:
+        samples = bed["rig"].sample(job(bed, server, kex, hostkey), 3, 1, bed["dir"], client=client)
+        assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
+        got[hostkey] = (_median_received(samples, lambda s: s["msg_bytes_received"]["kex_31"]),
+                        _median_received(samples, lambda s: s["tcp_handshake"]["bytes_received"]))
+    for hostkey in SIZE_ONLY:
+        want = sshkeys.size_only_bytes(hostkey) - sshkeys.ED25519_KEY_BLOB - sshkeys.ED25519_SIG_BLOB
+        assert bed["keys"][hostkey].sent_bytes + sshkeys.ED25519_SIG_BLOB == sshkeys.size_only_bytes(hostkey)
+        kex_reply = got[hostkey][0] - got["ssh-ed25519"][0]
+        tcp = got[hostkey][1] - got["ssh-ed25519"][1]
+        assert abs(kex_reply - want) <= 16, (hostkey, kex_reply, want, got)
+        assert abs(tcp - want) <= 16 + 16, (hostkey, tcp, want, got)  # + the server's NEWKEYS (16 bytes)
+
+
+def _key_id(cert: Path) -> str:
+    import subprocess
+    keygen = sshkeys.openssh_root() / "usr" / "bin" / "ssh-keygen"
+    proc = subprocess.run([str(keygen), "-L", "-f", str(cert)], capture_output=True, text=True,
+                          env=sshkeys.openssh_env(), timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return next(line.split(":", 1)[1].strip() for line in proc.stdout.splitlines() if "Key ID:" in line)
+
+
+@pytest.mark.root
+def test_a_size_only_host_key_says_what_it_is(bed):
+    """The certificate's key id (as OpenSSH reads it) says size-only and names the algorithm; the
+    key set's JSON says so too; its private keys (host, CA, user) and sshd's copy are 0600."""
+    for hostkey in SIZE_ONLY:
+        keys = bed["keys"][hostkey]
+        alg = hostkey.removeprefix("sizeonly-")
+        key_id = _key_id(keys.host_cert)
+        assert "size-only" in key_id and alg in key_id, key_id[:200]
+        assert keys.to_json()["size_only"] == {"stands_for": alg, "bytes": sshkeys.size_only_bytes(hostkey)}
+        assert keys.root_cert.name == "ca_key.pub" and sshkeys.keys_of(keys.root_cert).sig == hostkey
+        site = bed["servings"]["openssh"].run_dir / f"sshd-{port('openssh', hostkey)}"
+        for p in (keys.leaf_key, keys.ca_key, keys.user_key, site / "host_key"):
+            assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+        assert "HostCertificate" in (site / "sshd_config").read_text()
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_size_only_host_key_from_another_ca_is_refused(bed, client):
+    """The client trusts the run's CA only: the 128f server's certificate against the 192f key set's
+    CA fails the host key check (a certificate is checked, not merely accepted)."""
+    rig, other = bed["rig"], bed["keys"][SIZE_ONLY[1]]
+    samples = rig.sample(rig.job(port("gossh", SIZE_ONLY[0]), "curve25519-sha256", other), 1, 1, bed["dir"],
+                         client=client)
+    assert [s["error_class"] for s in samples] == ["host_key"], [s.get("error") for s in samples]
+
+
+def test_size_only_host_key_names():
+    """sizeonly-<catalog signature>: the bytes are the catalog's pk + sig; the SSH algorithm is the
+    ed25519 certificate's; an unknown signature is bad input with the closest names."""
+    assert sshkeys.size_only_bytes("sizeonly-sphincssha2128fsimple") == 32 + 17088
+    assert sshkeys.size_only_bytes("sizeonly-sphincssha2192fsimple") == 48 + 35664
+    assert sshkeys.check_hostkey("sizeonly-sphincssha2128fsimple") == "sizeonly-sphincssha2128fsimple"
+    assert sshkeys.split_hostkey("sizeonly-falcon512") == ("ssh-ed25519-cert-v01@openssh.com", 0)
+    assert sshkeys.is_size_only("sizeonly-falcon512") and not sshkeys.is_size_only("ssh-ed25519")
+    with pytest.raises(BadInput) as e:
+        sshkeys.check_hostkey("sizeonly-foo", "--hostkey")
+    assert e.value.field == "--hostkey" and "closest" in str(e.value)
+    with pytest.raises(BadInput) as e:
+        sshkeys.check_hostkey("sizeonly-sphincssha2128f")
+    assert e.value.field == "hostkey" and "sphincssha2128fsimple" in str(e.value)
+
+
+def test_a_size_only_host_key_needs_more_bytes_than_a_bare_certificate(tmp_path):
+    if not sshkeys.go_keygen().exists():
+        pytest.skip(f"{sshkeys.go_keygen()} is not built")
+    with pytest.raises(BadInput) as e:
+        sshkeys.make_keys("sizeonly-ed448", tmp_path / "k")
+    assert e.value.field == "hostkey" and "at least" in str(e.value)
+    keys = sshkeys.make_keys("sizeonly-falcon512", tmp_path / "f")
+    assert keys.sent_bytes + sshkeys.ED25519_SIG_BLOB == 897 + 752
 
 
 def test_an_unknown_ssh_algorithm_is_bad_input_with_the_closest_names():

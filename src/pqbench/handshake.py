@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from pqbench import catalog, concurrency, endpoints, paths, units
+from pqbench.endpoints import sshkeys
 from pqbench.analysis import cells as cellstats
 from pqbench.analysis.load import cell_data
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
@@ -72,8 +73,7 @@ def new_run_dir(prefix: str = "handshake") -> Path:
 def _names(cfg: HandshakeConfig) -> tuple[str, str]:
     """The key exchange and signature (SSH: host key) by their canonical names, checked."""
     if cfg.protocol == "ssh":
-        return (catalog.spelled(cfg.kex, "kem", "--kex", protocol="ssh"),
-                catalog.spelled(cfg.sig, "sig", "--hostkey", protocol="ssh"))
+        return sshkeys.check_kex(cfg.kex, "--kex"), sshkeys.check_hostkey(cfg.sig, "--hostkey")
     return (catalog.find(cfg.kex, "kem", field="--kex", protocol="tls").name,
             catalog.find(cfg.sig, "sig", field="--sig", protocol="tls").name)
 
@@ -116,7 +116,8 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     result = summarise(cfg, samples, record)
     result["config"]["backend"] = backend
     result["chain"] = {"sig": chain.sig, "bytes_sent_by_server": chain.sent_bytes,
-                       **({"der_sizes": chain.der_sizes} if hasattr(chain, "der_sizes") else {})}
+                       **({"der_sizes": chain.der_sizes} if hasattr(chain, "der_sizes") else {}),
+                       **({"size_only": chain.to_json()["size_only"]} if getattr(chain, "size_only", False) else {})}
     result["run_dir"] = str(run_dir)
     (run_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     return result
@@ -169,6 +170,10 @@ def format_summary(result: dict) -> str:
              f"s→c {result['packets']['server_to_client']}; bytes c→s {result['bytes']['client_to_server']} "
              f"s→c {result['bytes']['server_to_client']}",
              f"  negotiated: group {result['negotiated']['group']}, signature {result['negotiated']['sigalg']}"]
+    so = (result.get("chain") or {}).get("size_only")
+    if so:
+        lines.append(f"  size-only host key: {so['bytes']} bytes on the wire like {so['stands_for']}'s key + signature; "
+                     "the computation is ed25519's")
     w = result.get("wire") or {}
     if w.get("n"):
         lines.append(f"  client vs wire time: median {w['median_diff_ms']:+.3f} ms "

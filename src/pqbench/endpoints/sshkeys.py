@@ -13,35 +13,57 @@ clients read (`root_cert` = the host public key a client trusts, `server_name`, 
 
 Host key names are SSH public key algorithm names; RSA names may end in the modulus size
 (rsa-sha2-256-2048; no suffix: 3072 bits).
+
+Size-only host keys, `sizeonly-<catalog signature>` (e.g. sizeonly-sphincssha2128fsimple), stand for
+signatures no SSH implementation has: an ed25519 host certificate (ssh-ed25519-cert-v01@openssh.com)
+whose key id is padded so that the certificate plus the ed25519 signature the server sends are that
+algorithm's public key + signature bytes. The bytes on the wire are the algorithm's, the computation
+is ed25519's, and everything that names them says "size-only". Their key set adds:
+    ca_key, ca_key.pub       the run's CA (ed25519; private 0600); a client trusts ca_key.pub
+    host_key-cert.pub        the padded host certificate, principal `server_name`
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import subprocess
 from pathlib import Path
 
-from pqbench import paths
+from pqbench import catalog, paths
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 
 PROTOCOL = "ssh"
-# The key exchanges of issue 18, in SSH's names.
-KEX = ("mlkem768x25519-sha256", "sntrup761x25519-sha512", "curve25519-sha256", "ecdh-sha2-nistp256",
-       "ecdh-sha2-nistp384", "ecdh-sha2-nistp521", "diffie-hellman-group14-sha256",
-       "diffie-hellman-group16-sha512", "diffie-hellman-group18-sha512")
-RSA_SIZES = (2048, 3072, 4096)
+# The key exchanges and (real) host keys pqbench knows by SSH names: the catalog's SSH names.
+KEX = tuple(catalog.ssh_names("kem"))
+HOSTKEYS = tuple(n for n in catalog.ssh_names("sig") if not catalog.is_size_only(n))
 DEFAULT_RSA_BITS = 3072
-HOSTKEYS = (("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
-            + tuple(f"{a}{s}" for a in ("rsa-sha2-256", "rsa-sha2-512") for s in ("", *(f"-{b}" for b in RSA_SIZES)))
-            + ("ssh-mldsa-44", "ssh-mldsa-65", "ssh-mldsa-87"))
 MLDSA = ("ssh-mldsa-44", "ssh-mldsa-65", "ssh-mldsa-87")
+SIZE_ONLY_PREFIX = catalog.SIZE_ONLY_PREFIX
+CERT_ALG = "ssh-ed25519-cert-v01@openssh.com"  # what a size-only host key negotiates
+ED25519_KEY_BLOB = 4 + len("ssh-ed25519") + 4 + 32  # 51: the bare ed25519 host key the server sends
+ED25519_SIG_BLOB = 4 + len("ssh-ed25519") + 4 + 64  # 83: its signature, sent with a certificate too
 USER = "pqbench"  # the login name clients use (sshd maps it to uid 0 in its own namespace; Go takes any)
+
+
+is_size_only = catalog.is_size_only
+
+
+def size_only_alg(name: str, field: str = "hostkey") -> catalog.Algorithm:
+    """The catalog signature a size-only host key stands for (BadInput naming field if unknown)."""
+    return catalog.find(name.removeprefix(SIZE_ONLY_PREFIX), "sig", field)
+
+
+def size_only_bytes(name: str, field: str = "hostkey") -> int:
+    """What a size-only host key puts on the wire for host key + signature: its algorithm's pk + sig."""
+    alg = size_only_alg(name, field)
+    return alg.pk + alg.sig
 
 
 def split_hostkey(name: str) -> tuple[str, int]:
     """(SSH signature algorithm, RSA bits or 0) of a host key name."""
+    if is_size_only(name):
+        return CERT_ALG, 0
     for base in ("rsa-sha2-256", "rsa-sha2-512"):
         if name == base:
             return base, DEFAULT_RSA_BITS
@@ -51,19 +73,15 @@ def split_hostkey(name: str) -> tuple[str, int]:
 
 
 def check_kex(name: str, field: str = "kex") -> str:
-    if name not in KEX:
-        close = difflib.get_close_matches(name, KEX, n=3, cutoff=0.4)
-        raise BadInput(field, f"{name!r} is not an SSH key exchange pqbench knows"
-                              + (f"; closest: {', '.join(close)}" if close else f" (known: {', '.join(KEX)})"))
-    return name
+    """The SSH key exchange by its catalog spelling (BadInput with the closest SSH names)."""
+    return catalog.spelled(name, "kem", field, protocol=PROTOCOL)
 
 
 def check_hostkey(name: str, field: str = "hostkey") -> str:
-    if name not in HOSTKEYS:
-        close = difflib.get_close_matches(name, HOSTKEYS, n=3, cutoff=0.4)
-        raise BadInput(field, f"{name!r} is not an SSH host key pqbench knows"
-                              + (f"; closest: {', '.join(close)}" if close else f" (known: {', '.join(HOSTKEYS)})"))
-    return name
+    """The host key by its catalog spelling; a size-only name's algorithm must be a catalog signature."""
+    if is_size_only(name):
+        size_only_alg(name, field)  # the closest signature names when it is not one
+    return catalog.spelled(name, "sig", field, protocol=PROTOCOL)
 
 
 def go_keygen() -> Path:
@@ -90,8 +108,26 @@ class SshKeys:
         return self.directory / "host_key"
 
     @property
-    def root_cert(self) -> Path:
+    def size_only(self) -> bool:
+        return is_size_only(self.sig)
+
+    @property
+    def host_pub(self) -> Path:
         return self.directory / "host_key.pub"
+
+    @property
+    def host_cert(self) -> Path:
+        """The padded host certificate of a size-only key set."""
+        return self.directory / "host_key-cert.pub"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca_key"
+
+    @property
+    def root_cert(self) -> Path:
+        """What a client trusts: the host public key, or for a size-only key set the CA's."""
+        return self.directory / ("ca_key.pub" if self.size_only else "host_key.pub")
 
     chain_file = root_cert
 
@@ -105,13 +141,17 @@ class SshKeys:
 
     @property
     def sent_bytes(self) -> int:
-        """Bytes of the host public key blob (what the server sends besides its signature)."""
+        """Bytes of the host public key blob, or certificate blob (what the server sends besides its signature)."""
         import base64
-        return len(base64.b64decode(self.root_cert.read_text().split()[1]))
+        sent = self.host_cert if self.size_only else self.host_pub
+        return len(base64.b64decode(sent.read_text().split()[1]))
 
     def to_json(self) -> dict:
-        return {"directory": str(self.directory), "sig": self.sig, "protocol": PROTOCOL,
-                "host_key_pub": str(self.root_cert), "sent_bytes": self.sent_bytes}
+        d = {"directory": str(self.directory), "sig": self.sig, "protocol": PROTOCOL,
+             "host_key_pub": str(self.root_cert), "sent_bytes": self.sent_bytes}
+        if self.size_only:
+            d["size_only"] = {"stands_for": size_only_alg(self.sig).name, "bytes": size_only_bytes(self.sig)}
+        return d
 
 
 def keys_of(cafile: str | Path) -> SshKeys:
@@ -149,13 +189,36 @@ def _keygen(kind: str, out: Path) -> None:
     out.chmod(0o600)
 
 
+def _size_only_cert(keys: SshKeys) -> None:
+    """The CA of the key set and the host certificate padded to the size-only bytes (the Go keygen)."""
+    g = go_keygen()
+    if not g.exists():
+        raise MissingCapability(f"size-only host keys need the Go keygen ({g} is missing)", "run `make`")
+    alg, total = size_only_alg(keys.sig), size_only_bytes(keys.sig)
+    _keygen("ssh-ed25519", keys.ca_key)
+    # the label: short, since every byte of it is a byte the smallest size-only key cannot go below
+    key_id = f"pqbench size-only host key for {alg.name} (pk {alg.pk} + sig {alg.sig} bytes), ed25519 padded: "
+    keys.host_cert.unlink(missing_ok=True)
+    proc = subprocess.run([str(g), "hostcert", "--ca", str(keys.ca_key), "--key", str(keys.host_pub),
+                           "--principal", keys.server_name, "--total-bytes", str(total), "--key-id", key_id,
+                           "--out", str(keys.host_cert)], capture_output=True, text=True, env={}, timeout=120)
+    if proc.returncode == 2:  # too few bytes for an ed25519 certificate
+        raise BadInput("hostkey", f"{keys.sig} stands for {total} bytes, fewer than an ed25519 host certificate "
+                                  f"needs: {proc.stderr.strip()[-300:]}")
+    if proc.returncode != 0:
+        raise MeasurementFailed(f"cannot make the {keys.sig} host certificate: {proc.stderr.strip()[-300:]}")
+
+
 def make_keys(hostkey: str, directory: Path) -> SshKeys:
-    """A host key of the named kind and an ed25519 user key in directory (private keys 0600)."""
+    """A host key of the named kind and an ed25519 user key in directory (private keys 0600); for a
+    size-only name an ed25519 host key, the run's CA and the padded host certificate."""
     check_hostkey(hostkey)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     keys = SshKeys(directory, hostkey)
-    _keygen(hostkey, keys.leaf_key)
+    _keygen("ssh-ed25519" if keys.size_only else hostkey, keys.leaf_key)
+    if keys.size_only:
+        _size_only_cert(keys)
     _keygen("ssh-ed25519", keys.user_key)
     (directory / "hostkey_alg").write_text(hostkey + "\n")
     return keys

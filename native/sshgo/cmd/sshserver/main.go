@@ -2,12 +2,16 @@
 // have (ssh-mldsa-44/65/87) and as a second server beside OpenSSH's sshd.
 //
 //	sshserver --listen ADDR:PORT [--listen ...] --hostkey FILE --hostkey-alg NAME --kex K1,K2
-//	          --authorized-key PUBFILE [--log FILE]
+//	          --authorized-key PUBFILE [--host-cert CERTFILE] [--log FILE]
 //	sshserver keygen --type NAME --out FILE     a private key (0600) and FILE.pub
+//	sshserver hostcert --ca CAKEY --key HOST.pub --principal NAME --total-bytes N [--key-id TEXT] --out FILE
+//	                                           a host certificate padded to N bytes (size-only host keys)
 //	sshserver --capabilities                   what this build implements (JSON)
 //
 // It accepts only the key exchanges of --kex and offers only the host key algorithm of --hostkey-alg;
-// a client authenticates with the one public key of --authorized-key (any user name). On a session
+// with --host-cert (a certificate of the host key, --hostkey-alg its certificate algorithm) the server
+// presents the certificate instead of the bare key. A client authenticates with the one public key of
+// --authorized-key (any user name). On a session
 // channel, "exec" (any command) and "shell" succeed at once with exit status 0 and the channel closes:
 // the command costs nothing, so a client's time is the protocol's. One log line per connection:
 //
@@ -18,6 +22,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,9 +69,72 @@ func keygen(args []string) {
 	}
 }
 
+// hostcert writes the host certificate of a size-only host key (sshkeys.PaddedHostCert): key id TEXT
+// then padding, so that the certificate and the ed25519 signature the server sends are N bytes.
+func hostcert(args []string) {
+	fs := flag.NewFlagSet("hostcert", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	caFile := fs.String("ca", "", "")
+	keyFile := fs.String("key", "", "")
+	principal := fs.String("principal", "", "")
+	total := fs.Int("total-bytes", 0, "")
+	keyID := fs.String("key-id", "pqbench size-only host key", "")
+	out := fs.String("out", "", "")
+	if err := fs.Parse(args); err != nil {
+		usage("hostcert", err.Error())
+	}
+	if *caFile == "" || *keyFile == "" || *principal == "" || *out == "" || *total <= 0 {
+		usage("hostcert", "--ca, --key, --principal, --total-bytes (> 0) and --out are required")
+	}
+	ca, err := sshkeys.Load(*caFile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sshserver: hostcert: --ca: %v\n", err)
+		os.Exit(3)
+	}
+	hostKey, err := sshkeys.LoadPublic(*keyFile)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sshserver: hostcert: --key: %v\n", err)
+		os.Exit(3)
+	}
+	cert, err := sshkeys.PaddedHostCert(ca, hostKey, *principal, *keyID, *total)
+	if errors.Is(err, sshkeys.ErrTooSmall) {
+		usage("--total-bytes", err.Error())
+	} else if err != nil {
+		usage("--key", err.Error())
+	}
+	if err := os.WriteFile(*out, ssh.MarshalAuthorizedKey(cert), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "sshserver: hostcert: --out: %v\n", err)
+		os.Exit(3)
+	}
+}
+
+// hostSigner is the server's host key: the key restricted to its algorithm, or its certificate.
+func hostSigner(keyFile, alg, certFile string) (ssh.Signer, error) {
+	key, err := sshkeys.Load(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if certFile == "" {
+		return sshkeys.HostSigner(key, alg)
+	}
+	cert, err := sshkeys.LoadHostCert(certFile)
+	if err != nil {
+		return nil, err
+	}
+	signer, err := ssh.NewCertSigner(cert, key)
+	if err == nil && cert.Type() != alg {
+		err = fmt.Errorf("the certificate is %s, not --hostkey-alg %s", cert.Type(), alg)
+	}
+	return signer, err
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "keygen" {
 		keygen(os.Args[2:])
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "hostcert" {
+		hostcert(os.Args[2:])
 		return
 	}
 	var listen listFlag
@@ -78,6 +146,7 @@ func main() {
 	hostkeyAlg := fs.String("hostkey-alg", "", "")
 	kex := fs.String("kex", "", "")
 	authorized := fs.String("authorized-key", "", "")
+	hostCert := fs.String("host-cert", "", "")
 	logFile := fs.String("log", "", "")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		usage("options", err.Error())
@@ -105,6 +174,9 @@ func main() {
 	if err := sshkeys.Supported("", *hostkeyAlg); err != nil {
 		usage("--hostkey-alg", err.Error())
 	}
+	if (*hostCert != "") != sshkeys.IsCert(*hostkeyAlg) {
+		usage("--host-cert", "goes with a certificate --hostkey-alg ("+sshkeys.CertAlg+"), and only with one")
+	}
 	if *logFile != "" {
 		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
@@ -114,12 +186,9 @@ func main() {
 		log.SetOutput(f)
 	}
 	log.SetFlags(log.LstdFlags | log.Lmicroseconds)
-	key, err := sshkeys.Load(*hostkeyFile)
-	if err == nil {
-		key, err = sshkeys.HostSigner(key, *hostkeyAlg)
-	}
+	key, err := hostSigner(*hostkeyFile, *hostkeyAlg, *hostCert)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "sshserver: --hostkey: %v\n", err)
+		fmt.Fprintf(os.Stderr, "sshserver: --hostkey/--host-cert: %v\n", err)
 		os.Exit(3)
 	}
 	userKey, err := sshkeys.LoadPublic(*authorized)

@@ -6,7 +6,7 @@
 //
 //	sshtimer --host ADDR --port N --kex NAME --hostkey NAME --user U --identity KEYFILE
 //	         --known-host-key PUBFILE [--command true] [--count N] [--warmup N] [--timeout-ms T]
-//	         [--worker K] [--claim FILE] [--mode handshake]
+//	         [--worker K] [--claim FILE] [--mode handshake] [--principal pqbench]
 //	sshtimer --capabilities      what this build implements (JSON)
 //	sshtimer --openssh PATH ...  the same samples from OpenSSH's ssh at PATH (see openssh.go)
 //
@@ -20,6 +20,10 @@
 //
 // --claim FILE: a 64-bit counter (native byte order) shared by the workers of a cell; each sample
 // claims the next index and the worker stops once it reaches --count.
+//
+// A host key name whose algorithm is a certificate (sizeonly-<signature>: ssh-ed25519-cert-v01@openssh.com)
+// makes --known-host-key the CA: the server's host certificate must be signed by it and valid for
+// --principal (the name the certificate gives the server, not the address connected to).
 //
 // Exit: 0 every sample succeeded, 1 some failed, 2 bad options, 3 setup impossible.
 package main
@@ -48,6 +52,7 @@ import (
 
 type options struct {
 	host, kex, hostkey, user, identity, knownHostKey, command, claim, mode string
+	principal                                                              string
 	port, count, warmup, timeoutMs, worker                                 int
 	openssh, out                                                           string
 	relay                                                                  bool
@@ -70,6 +75,7 @@ func parseOptions() options {
 	fs.StringVar(&o.user, "user", "root", "")
 	fs.StringVar(&o.identity, "identity", "", "")
 	fs.StringVar(&o.knownHostKey, "known-host-key", "", "")
+	fs.StringVar(&o.principal, "principal", "pqbench", "")
 	fs.StringVar(&o.command, "command", "true", "")
 	fs.StringVar(&o.mode, "mode", "handshake", "")
 	fs.IntVar(&o.count, "count", 1, "")
@@ -241,10 +247,10 @@ func classify(err error, during string) *failure {
 }
 
 type client struct {
-	o       options
-	signer  ssh.Signer
-	hostKey ssh.PublicKey
-	kexAlg  string
+	o         options
+	signer    ssh.Signer
+	checkHost ssh.HostKeyCallback
+	kexAlg    string
 }
 
 func (c *client) run(i int) (s sample) {
@@ -289,7 +295,7 @@ func (c *client) run(i int) (s sample) {
 			HostKeyAlgorithms: []string{c.hostKeyAlg()},
 			HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
 				hostKeyType = key.Type()
-				return ssh.FixedHostKey(c.hostKey)("", nil, key)
+				return c.checkHost("", nil, key)
 			},
 			BannerCallback: func(string) error { return nil },
 			ClientVersion:  "SSH-2.0-pqbench_sshtimer",
@@ -368,6 +374,20 @@ func (c *client) hostKeyAlg() string {
 	return alg
 }
 
+// certHost: the host key is a certificate and --known-host-key its CA.
+func certHost(o options) bool {
+	alg, _ := splitHostKey(o.hostkey)
+	return sshkeys.IsCert(alg)
+}
+
+// hostKeyCheck: the one known host key, or a certificate signed by the known CA for --principal.
+func hostKeyCheck(o options, known ssh.PublicKey) ssh.HostKeyCallback {
+	if certHost(o) {
+		return sshkeys.CAHostKeyCheck(known, o.principal)
+	}
+	return ssh.FixedHostKey(known)
+}
+
 func main() {
 	o := parseOptions()
 	clientName := "sshtimer"
@@ -397,7 +417,7 @@ func goClient(o options) func(int) sample {
 		fmt.Fprintf(os.Stderr, "sshtimer: --known-host-key: %v\n", err)
 		os.Exit(3)
 	}
-	c := &client{o: o, signer: signer, hostKey: hostKey, kexAlg: o.kex}
+	c := &client{o: o, signer: signer, checkHost: hostKeyCheck(o, hostKey), kexAlg: o.kex}
 	return c.run
 }
 

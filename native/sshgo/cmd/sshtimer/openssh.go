@@ -152,6 +152,9 @@ func newOpensshClient(o options, ssh string, hostKeyLine string) *opensshClient 
 	}
 	kh := filepath.Join(dir, "known_hosts")
 	line := fmt.Sprintf("[%s]:%d %s\n", o.host, o.port, hostKeyLine)
+	if certHost(o) { // the CA, for host certificates naming the server --principal (ssh -o HostKeyAlias)
+		line = fmt.Sprintf("@cert-authority %s %s\n", o.principal, hostKeyLine)
+	}
 	if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
 		fmt.Fprintf(os.Stderr, "sshtimer: %v\n", err)
 		os.Exit(3)
@@ -172,8 +175,11 @@ func (c *opensshClient) run(i int) (s sample) {
 	args := []string{"-F", "none", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
 		"-o", "UserKnownHostsFile=" + c.knownHost, "-o", "GlobalKnownHostsFile=/dev/null",
 		"-o", "KexAlgorithms=" + c.o.kex, "-o", "HostKeyAlgorithms=" + alg, "-o", "IdentitiesOnly=yes",
-		"-o", "ProxyCommand=" + proxy, "-o", "LogLevel=ERROR", "-i", c.o.identity,
-		"-p", strconv.Itoa(c.o.port), "-l", c.o.user, c.o.host, c.o.command}
+		"-o", "ProxyCommand=" + proxy, "-o", "LogLevel=ERROR", "-i", c.o.identity}
+	if certHost(c.o) { // ssh checks the certificate's principals against this name, not the address
+		args = append(args, "-o", "HostKeyAlias="+c.o.principal)
+	}
+	args = append(args, "-p", strconv.Itoa(c.o.port), "-l", c.o.user, c.o.host, c.o.command)
 	cmd := exec.Command(c.ssh, args...)
 	// a file, not a pipe: Wait then returns when ssh exits, not when the relay (which inherits
 	// ssh's stderr) closes it
@@ -237,7 +243,9 @@ func (c *opensshClient) run(i int) (s sample) {
 		msg := strings.TrimSpace(string(errText))
 		class := "ssh_error"
 		switch {
-		case strings.Contains(msg, "Host key verification failed"), strings.Contains(msg, "HOST IDENTIFICATION"):
+		case strings.Contains(msg, "Host key verification failed"), strings.Contains(msg, "HOST IDENTIFICATION"),
+			// a host certificate ssh refused falls back to its bare key, which HostKeyAlgorithms excludes
+			strings.Contains(msg, "not permitted by HostkeyAlgorithms"):
 			class = "host_key"
 		case strings.Contains(msg, "Permission denied"):
 			class = "auth"

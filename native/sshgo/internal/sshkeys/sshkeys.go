@@ -3,7 +3,8 @@
 //
 // A host key name is an SSH public key algorithm (ssh-ed25519, ecdsa-sha2-nistp256, rsa-sha2-256,
 // ssh-mldsa-44, ...). RSA names may carry the modulus size: rsa-sha2-256-2048, rsa-sha2-512-4096
-// (no suffix: 3072 bits).
+// (no suffix: 3072 bits). A size-only host key, sizeonly-<signature> (see cert.go), is an ed25519 host
+// certificate: its name negotiates CertAlg.
 package sshkeys
 
 import (
@@ -31,6 +32,12 @@ const DefaultRSABits = 3072
 
 // Split returns the SSH algorithm of a host key name and the RSA modulus size (0 for other keys).
 func Split(name string) (alg string, bits int, err error) {
+	if rest, ok := strings.CutPrefix(name, SizeOnlyPrefix); ok {
+		if rest == "" {
+			return "", 0, fmt.Errorf("%q: a size-only host key names the signature it stands for (sizeonly-ALG)", name)
+		}
+		return CertAlg, 0, nil
+	}
 	for _, base := range []string{ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSASHA512} {
 		if name == base {
 			return base, DefaultRSABits, nil
@@ -160,11 +167,13 @@ func KeyExchanges() []string {
 	return out
 }
 
-// HostKeys lists the host key algorithms this build implements (plain keys, no certificates).
+// HostKeys lists the host key algorithms this build implements: plain keys, and of the certificates
+// only CertAlg (what size-only host keys negotiate).
 func HostKeys() []string {
 	var out []string
 	for _, k := range ssh.SupportedAlgorithms().HostKeys {
-		if !strings.Contains(k, "-cert-") && !strings.HasPrefix(k, "sk-") {
+		plain := !strings.Contains(k, "-cert-") && !strings.HasPrefix(k, "sk-")
+		if plain || k == CertAlg {
 			out = append(out, k)
 		}
 	}

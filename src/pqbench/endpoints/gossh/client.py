@@ -2,6 +2,8 @@
 
 A job's `groups[0]` is the key exchange; its `cafile` is the host public key of an SSH key set
 (pqbench.endpoints.sshkeys), whose directory also names the host key algorithm and holds the user key.
+For a size-only key set `cafile` is the run's CA, and the host certificate must name the key set's
+server_name (--principal).
 
 On the wire, handshake_done is the client's NEWKEYS. Which client flight carries it depends on
 whether the server's identification and KEXINIT reached the client in one flight or two (a race of
@@ -34,6 +36,8 @@ class SshTimer:
                 "--user", sshkeys.USER, "--identity", str(identity), "--known-host-key", job.cafile,
                 "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
                 "--worker", str(worker), "--mode", job.mode]
+        if keys.size_only:
+            argv += ["--principal", keys.server_name]
         return argv + (["--claim", str(claims)] if claims else [])
 
     def env(self) -> dict:

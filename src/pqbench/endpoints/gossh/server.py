@@ -1,6 +1,7 @@
 """The `gossh` stack's server: sshserver (native/sshgo/cmd/sshserver, golang.org/x/crypto/ssh) in the
 server namespace, one process per site (each with that site's host key), exactly the run's key
-exchanges, the site's one host key algorithm, the site's user key authorized; "exec" answers exit 0.
+exchanges, the site's one host key algorithm (for a size-only key set its padded host certificate),
+the site's user key authorized; "exec" answers exit 0.
 Log: run_dir/gossh-server-PORT.log, one line per connection with what was negotiated."""
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class GoSshServer:
             argv = [str(b), "--listen", f"{place.addr}:{site.port}", "--hostkey", str(keys.leaf_key),
                     "--hostkey-alg", sshkeys.split_hostkey(keys.sig)[0], "--kex", ",".join(serving.groups),
                     "--authorized-key", str(keys.user_pub), "--log", str(self.log_path(site.port))]
+            if keys.size_only:
+                argv += ["--host-cert", str(keys.host_cert)]
             self.procs[site.port] = place.popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                                 stderr=subprocess.PIPE, process_group=0)
 
