@@ -9,6 +9,8 @@ The spec of issue "trustworthy grids" (secp256r1, p256_mlkem512, p256_frodo640ae
   lanes4   parallel = "auto", lanes = 4 (the default)
   noprio4  parallel = "auto", lanes = 4, without the CPU priority of measured processes
            (PQBENCH_PRIORITY=0: the kernel's default slice and nice, pqbench's session not raised)
+  spin0    parallel = "auto", lanes = 4, pqlink's forwarding threads not spinning before deadlines
+           (PQBENCH_PQLINK_SPIN_US=0: the CPU they hold at real-time priority, against its timing gain)
   base4    (with --baseline COMMIT) that commit's code, lanes = 4, same build
 Printed per cell and run: the share of successful samples between the clean mode and the first
 RTO (above the reference cell's clean time + BAND_MS and below 250 ms), the late-sample detector's
@@ -16,7 +18,7 @@ count, the shift of p25 and p50 against the reference with 95 % bootstrap CIs, a
 time with its ratio to lanes4.
 
     build/venv/bin/python bench/bench_grids.py [-n 1000] [--ref-n 400] [--baseline 2b3eaa1] [--kex secp256r1]
-        [--skip ref lanes1 lanes4] [--keep DIR] [--ref-db DIR/ref.duckdb]
+        [--skip ref lanes1 lanes4 noprio4 spin0] [--keep DIR] [--ref-db DIR/ref.duckdb]
 """
 
 import argparse
@@ -90,7 +92,7 @@ def main() -> int:
     ap.add_argument("--ref-n", type=int, default=400, help="samples per cell of the parallel = 1 reference")
     ap.add_argument("--baseline", metavar="COMMIT", help="also run this commit's code with 4 lanes")
     ap.add_argument("--kex", nargs="+", default=["secp256r1", "p256_mlkem512", "p256_frodo640aes"])
-    ap.add_argument("--skip", nargs="*", default=[], choices=["ref", "lanes1", "lanes4", "noprio4"],
+    ap.add_argument("--skip", nargs="*", default=[], choices=["ref", "lanes1", "lanes4", "noprio4", "spin0"],
                     help="runs to leave out")
     ap.add_argument("--ref-db", type=Path, help="the reference from an earlier --keep run (with --skip ref)")
     ap.add_argument("--keep", type=Path, help="keep the runs' stores in this directory")
@@ -100,7 +102,8 @@ def main() -> int:
         d.mkdir(parents=True, exist_ok=True)
         plan = [("ref", ROOT / "src", "1", args.ref_n, 1, {}), ("lanes1", ROOT / "src", '"auto"', args.n, 1, {}),
                 ("lanes4", ROOT / "src", '"auto"', args.n, 4, {}),
-                ("noprio4", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PRIORITY": "0"})]
+                ("noprio4", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PRIORITY": "0"}),
+                ("spin0", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PQLINK_SPIN_US": "0"})]
         plan = [p for p in plan if p[0] not in args.skip]
         if "ref" in args.skip and not args.ref_db:
             ap.error("--skip ref needs --ref-db (the shifts are against a reference)")

@@ -19,6 +19,22 @@ def run_pqbench(*args, check=False, timeout=600):
                           check=check)
 
 
+def processes_mentioning(*needles) -> list[str]:
+    """"PID: command line" of the running processes whose command line mentions any of needles."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(str(n) in cmd for n in needles):
+            out.append(f"{pid}: {cmd[:120]}")
+    return out
+
+
+SSH_PROCESS_MARKS = ("build/openssh/", "sshd-session", "sshd-auth", "/sshgo/bin/")  # the SSH stacks' programs
+
+
 @pytest.fixture(scope="session")
 def built_stack():
     """Our OpenSSL and native programs; `make test` builds them first, so missing is a failure."""

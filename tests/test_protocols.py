@@ -2,13 +2,12 @@
 its protocol's stacks on the same link, is stored with its protocol, and the report puts the two
 protocols side by side. A size-only host key is labelled as such in the store and the report."""
 
-import os
 import stat
 import textwrap
 
 import pytest
 
-from conftest import run_pqbench
+from conftest import SSH_PROCESS_MARKS, processes_mentioning, run_pqbench
 from pqbench import analysis, report, store
 
 pytestmark = pytest.mark.root
@@ -29,27 +28,15 @@ rtt = ["10ms"]
 """
 
 
-def _ssh_processes() -> list[str]:
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "build/openssh/" in cmd or "sshd-session" in cmd or "/sshgo/bin/" in cmd:
-            out.append(cmd[:120])
-    return out
-
-
 @pytest.fixture(scope="module")
 def mixed(built_stack, tmp_path_factory):
     d = tmp_path_factory.mktemp("protocols")
     spec, db = d / "tls-ssh.toml", d / "results.duckdb"
     spec.write_text(textwrap.dedent(SPEC))
-    before = set(_ssh_processes())
+    before = set(processes_mentioning(*SSH_PROCESS_MARKS))
     r = run_pqbench("run", spec, "--db", db, "--quiet", timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
-    left = [p for p in _ssh_processes() if p not in before]
+    left = [p for p in processes_mentioning(*SSH_PROCESS_MARKS) if p not in before]
     assert not left, f"SSH processes left after the run: {left}"
     run_id = r.stdout.strip().splitlines()[-1]
     con = store.connect(db, read_only=True)
@@ -81,6 +68,10 @@ def test_ssh_samples_negotiated_the_ssh_names(mixed):
         if c.row["protocol"] == "ssh":
             assert c.groups == [c.row["kex"]], (c.row["kex"], c.groups)
             assert c.bound is None and "SSH" in c.bound_note  # no TLS flight model for SSH
+            # SSH's own phases are stored: they add up to the handshake time (to the client's NEWKEYS).
+            assert set(c.phases) == {"TCP handshake", "server identification", "KEXINIT exchange",
+                                     "key exchange init→reply", "reply→client NEWKEYS"}
+            assert sum(c.phases.values()) == pytest.approx(c.p50, rel=0.1)
 
 
 def test_the_report_puts_tls_and_ssh_side_by_side(mixed):

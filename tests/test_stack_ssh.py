@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SSH_PROCESS_MARKS, processes_mentioning
+
 from pqbench import endpoints, wire
 from pqbench.endpoints import sshkeys
 from pqbench.errors import BadInput
@@ -47,19 +49,6 @@ def stack(name):
     return endpoints.get(name)
 
 
-def _sshd_processes() -> list[str]:
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if str(sshkeys.openssh_root()) in cmd or "sshd-session" in cmd or "sshd-auth" in cmd \
-                or "/sshgo/bin/" in cmd:
-            out.append(f"{pid}: {cmd[:120]}")
-    return out
-
-
 @pytest.fixture(scope="module")
 def bed(built_stack, tmp_path_factory):
     if os.geteuid() != 0:
@@ -67,7 +56,7 @@ def bed(built_stack, tmp_path_factory):
     for name in ("openssh", "gossh"):
         why = stack(name).capabilities().unsupported("curve25519-sha256", "ssh-ed25519", "server")
         assert why is None, f"{name} is not built: {why}"
-    before = set(_sshd_processes())
+    before = set(processes_mentioning(*SSH_PROCESS_MARKS))
     run_dir = tmp_path_factory.mktemp("ssh")
     keys = {h: sshkeys.make_keys(h, run_dir / "keys" / h) for h in HOSTKEYS}
     servings = {}
@@ -77,7 +66,7 @@ def bed(built_stack, tmp_path_factory):
         servings[server] = Serving(run_dir / server, [Site(port(server, h), keys[h]) for h in hostkeys], kexes, {}, 1)
     with Rig.pairs(servings, CLIENTS, LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
         yield {"rig": rig, "keys": keys, "dir": run_dir, "servings": servings}
-    left = [p for p in _sshd_processes() if p not in before]
+    left = [p for p in processes_mentioning(*SSH_PROCESS_MARKS) if p not in before]
     assert not left, f"processes left after the rig closed: {left}"
 
 

@@ -35,8 +35,8 @@ def test_opening_an_old_store_read_write_applies_every_migration_once(old_store)
     con = store.connect(old_store)
     assert store.schema_version(con) == store.LATEST
     assert {"stack", "detector", "wire", "protocol"} <= set(store.columns(con, "cells"))
-    assert {"local_port", "wire_ms", "stack", "protocol", "server", "wire_server_flight_pushes"} <= set(
-        store.columns(con, "samples"))
+    assert {"local_port", "wire_ms", "stack", "protocol", "server", "wire_server_flight_pushes",
+            "kex_reply_received_ms", "newkeys_sent_ms", "command_done_ms"} <= set(store.columns(con, "samples"))
     assert store.migrate(con) == []  # nothing left to apply
     rows = store.cell_rows(con, "quick-old")  # what they were measured with, in both roles
     assert {(r["stack"], r["server"], r["client"], r["protocol"]) for r in rows} == {("openssl", "openssl", "openssl", "tls")}

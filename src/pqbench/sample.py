@@ -45,6 +45,8 @@ class SshPhase(str, enum.Enum):
 # phase, SSH's own stay in the raw sample.
 PHASES = tuple(p.value for p in Phase if p is not Phase.START)
 SSH_PHASES = tuple(p.value for p in SshPhase if p is not SshPhase.START)
+# SSH's phases that TLS has no column for (the store adds theirs in migration 5).
+SSH_ONLY_PHASES = tuple(p for p in SSH_PHASES if p not in PHASES)
 # What a sample's headline duration measures, per mode.
 END_PHASE = {"handshake": Phase.HANDSHAKE_DONE.value, "resume": Phase.HANDSHAKE_DONE.value,
              "page": Phase.LAST_BYTE.value, "requests": Phase.LAST_BYTE.value}

@@ -11,7 +11,7 @@ import numpy as np
 from pqbench import catalog, model, stats, units
 from pqbench.analysis.load import CellData
 from pqbench.errors import BadInput
-from pqbench.sample import Phase
+from pqbench.sample import Phase, SshPhase
 
 QS = stats.PERCENTILES
 CONFIDENCE = 0.95
@@ -25,6 +25,15 @@ SPLIT = (
     ("server Finished→done", Phase.SERVER_FINISHED_RECEIVED, Phase.HANDSHAKE_DONE),
     ("done→last byte", Phase.HANDSHAKE_DONE, Phase.LAST_BYTE),
 )
+# SSH's: to the client's NEWKEYS (its handshake_done), by the messages that cross the link.
+SSH_SPLIT = (
+    ("TCP handshake", SshPhase.START, SshPhase.TCP_CONNECTED),
+    ("server identification", SshPhase.TCP_CONNECTED, SshPhase.SERVER_IDENT_RECEIVED),
+    ("KEXINIT exchange", SshPhase.SERVER_IDENT_RECEIVED, SshPhase.KEXINIT_EXCHANGED),
+    ("key exchange init→reply", SshPhase.KEXINIT_EXCHANGED, SshPhase.KEX_REPLY_RECEIVED),
+    ("reply→client NEWKEYS", SshPhase.KEX_REPLY_RECEIVED, SshPhase.NEWKEYS_SENT),
+)
+SPLITS = {"tls": SPLIT, "ssh": SSH_SPLIT}
 # What tells two cells' algorithms apart, and what makes up their link/workload condition.
 ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
 CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "mode", "page",
@@ -81,9 +90,9 @@ def _median(x: np.ndarray) -> float | None:
 
 def _phase_split(cd: CellData) -> dict:
     out = {}
-    for label, a, b in SPLIT:
+    for label, a, b in SPLITS.get(cd.row.get("protocol") or "tls", SPLIT):
         end = cd.values[f"{b.value}_ms"][cd.ok]
-        start = cd.values[f"{a.value}_ms"][cd.ok] if a is not Phase.START else np.zeros_like(end)
+        start = cd.values[f"{a.value}_ms"][cd.ok] if a.value != "start" else np.zeros_like(end)
         d = end - start
         d = d[~np.isnan(d)]
         if d.size:

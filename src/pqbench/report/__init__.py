@@ -27,7 +27,9 @@ CAPTIONS = {
     "cdf": "Empirical CDF of the cell's time, one panel per link condition.",
     "phases": "Medians of the connection's phases at each RTT's lowest loss: TCP handshake, ClientHello preparation "
               "(client key generation), ClientHello→ServerHello (1 RTT + server key exchange), ServerHello→server "
-              "Finished (certificate chain transfer + server signature), then client verification.",
+              "Finished (certificate chain transfer + server signature), then client verification. SSH cells: TCP handshake, "
+              "the server's identification, the KEXINIT exchange, key exchange init→reply (1 RTT + the server's key "
+              "exchange and host key signature, the host key flight), reply→client NEWKEYS (client verification).",
     "model": "Stacked bars: the lower bound (round trips, serialisation at the link rate, slow-start rounds, crypto "
              "on the critical path); dots: the measured median with p25–p75, at the lowest loss of each condition.",
     "failures": "Share of failed samples (timeouts, resets …) with Wilson 95 % intervals.",

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from pqbench.analysis import Analysis, CellStats, page_bytes
-from pqbench.analysis.cells import SPLIT
+from pqbench.analysis.cells import SPLITS
 from pqbench.condition import condition
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
@@ -360,8 +360,10 @@ def phase_split(a: Analysis) -> Figure | None:
         chosen = [c for c in members if (c.loss or 0) == low]
         panels.append((key, chosen))
     panels = panels[:MAX_PANELS // 2]
-    phase_labels = [p[0] for p in SPLIT if any(p[0] in c.phases for _, m in panels for c in m)]
-    shades = dict(zip(phase_labels, ("#c7c7c7", "#9edae5", "#1f77b4", "#ff7f0e", "#98df8a", "#c5b0d5")))
+    every = dict.fromkeys(p[0] for split in SPLITS.values() for p in split)  # TLS's, then SSH's own
+    phase_labels = [p for p in every if any(p in c.phases for _, m in panels for c in m)]
+    shades = dict(zip(phase_labels, ("#c7c7c7", "#9edae5", "#1f77b4", "#ff7f0e", "#98df8a", "#c5b0d5", "#f7b6d2",
+                                     "#dbdb8d", "#8c564b", "#bcbd22")))
     rows_per_panel = max(len(m) for _, m in panels)
     fig, axes = _grid(len(panels), width=6.5, height=0.9 + 0.42 * rows_per_panel, max_cols=2)
     for ax, (key, members) in zip(axes, panels):

@@ -2,7 +2,7 @@
 read-write applies the rest, each in one transaction. Stores from before the numbering (no
 schema_version table) get migration 1, which is written to bring any of them up to date."""
 
-from pqbench.sample import PHASES
+from pqbench.sample import PHASES, SSH_ONLY_PHASES
 
 # Cell parameters: name -> SQL type. The spec's axes map onto these one to one.
 CELL_PARAMS = {
@@ -82,11 +82,15 @@ _V4 = """
 ALTER TABLE cells ADD COLUMN protocol VARCHAR DEFAULT 'tls';
 """
 
+# SSH's own phases per sample (milliseconds since the start, like the TLS phases' columns).
+_V5 = "".join(f"ALTER TABLE samples ADD COLUMN {p}_ms DOUBLE;" for p in SSH_ONLY_PHASES)
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
     (3, "server and client stacks, the server's first flight on the wire", _V3),
     (4, "the protocol of a cell (tls, ssh)", _V4),
+    (5, "SSH's phases per sample", _V5),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -27,7 +27,8 @@ class EmulatorOptions:
     to ~1 us on a 2-core VM (bench/bench_pqlink.py) at the cost of <= 50 us busy-wait per deadline."""
 
     fifo_priority: int = 50
-    spin_us: int = 50
+    # PQBENCH_PQLINK_SPIN_US: for paired benchmarks of the spin's cost to the CPU (bench/bench_grids.py spin0)
+    spin_us: int = int(os.environ.get("PQBENCH_PQLINK_SPIN_US", 50))
     # one idle-priority spinner per CPU: a halted vCPU wakes 50-150 us late for every process on the
     # path; with them the handshake p95 at 31.1 ms fell from 67.4 to 65.4 ms (p50 -0.13 ms)
     keep_awake: int = os.cpu_count() or 1
