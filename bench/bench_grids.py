@@ -11,6 +11,7 @@ The spec of issue "trustworthy grids" (secp256r1, p256_mlkem512, p256_frodo640ae
            (PQBENCH_PRIORITY=0: the kernel's default slice and nice, pqbench's session not raised)
   spin0    parallel = "auto", lanes = 4, pqlink's forwarding threads not spinning before deadlines
            (PQBENCH_PQLINK_SPIN_US=0: the CPU they hold at real-time priority, against its timing gain)
+  awake0   parallel = "auto", lanes = 4, without pqlink's keep-awake spinners (PQBENCH_PQLINK_KEEP_AWAKE=0)
   base4    (with --baseline COMMIT) that commit's code, lanes = 4, same build
 Printed per cell and run: the share of successful samples between the clean mode and the first
 RTO (above the reference cell's clean time + BAND_MS and below 250 ms), the late-sample detector's
@@ -92,7 +93,7 @@ def main() -> int:
     ap.add_argument("--ref-n", type=int, default=400, help="samples per cell of the parallel = 1 reference")
     ap.add_argument("--baseline", metavar="COMMIT", help="also run this commit's code with 4 lanes")
     ap.add_argument("--kex", nargs="+", default=["secp256r1", "p256_mlkem512", "p256_frodo640aes"])
-    ap.add_argument("--skip", nargs="*", default=[], choices=["ref", "lanes1", "lanes4", "noprio4", "spin0"],
+    ap.add_argument("--skip", nargs="*", default=[], choices=["ref", "lanes1", "lanes4", "noprio4", "spin0", "awake0", "fifo4"],
                     help="runs to leave out")
     ap.add_argument("--ref-db", type=Path, help="the reference from an earlier --keep run (with --skip ref)")
     ap.add_argument("--keep", type=Path, help="keep the runs' stores in this directory")
@@ -103,7 +104,9 @@ def main() -> int:
         plan = [("ref", ROOT / "src", "1", args.ref_n, 1, {}), ("lanes1", ROOT / "src", '"auto"', args.n, 1, {}),
                 ("lanes4", ROOT / "src", '"auto"', args.n, 4, {}),
                 ("noprio4", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PRIORITY": "0"}),
-                ("spin0", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PQLINK_SPIN_US": "0"})]
+                ("spin0", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PQLINK_SPIN_US": "0"}),
+                ("awake0", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_PQLINK_KEEP_AWAKE": "0"}),
+                ("fifo4", ROOT / "src", '"auto"', args.n, 4, {"PQBENCH_MEASURED_FIFO": "10"})]
         plan = [p for p in plan if p[0] not in args.skip]
         if "ref" in args.skip and not args.ref_db:
             ap.error("--skip ref needs --ref-db (the shifts are against a reference)")

@@ -73,6 +73,17 @@ def test_the_detector_counts_only_untouched_samples_that_came_late():
     d = late.detect(clean + cpu_late + server_retrans + client_retrans + dropped_ack, "handshake_done", 0.02)
     assert d["untouched"] == 108 and d["late"] == 8 and d["wire"]
     assert 64.0 <= d["clean_ms"] < 64.1 and d["threshold_ms"] < 70.0
+    assert d["late_client_cpu"] is None  # these clients do not say how long they waited for a CPU
+
+
+def test_the_detector_says_which_late_samples_the_client_spent_waiting_for_a_cpu():
+    def waited(ms, wait_ms):
+        return {**sample(ms), "cpu_wait_ns": int(wait_ms * 1e6)}
+    on_time = [waited(64.0 + 0.01 * k, 0.05) for k in range(90)]
+    client_waited = [waited(68.0, 3.8) for _ in range(4)]  # 4 ms late, 3.8 of them on the run queue
+    elsewhere = [waited(68.0, 0.2) for _ in range(3)]  # late, but not for the client's CPU (the server's?)
+    d = late.detect(on_time + client_waited + elsewhere, "handshake_done", 0.02)
+    assert d["late"] == 7 and d["late_client_cpu"] == 4
 
 
 def test_without_a_wire_record_server_retransmissions_look_late():

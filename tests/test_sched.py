@@ -1,6 +1,7 @@
 """CPU priority of measured processes: what a process spawned for a testbed gets, and that pqbench's
 own thread and session get their settings back."""
 
+import os
 import subprocess
 import sys
 
@@ -10,25 +11,40 @@ from pqbench.testbed import sched
 
 pytestmark = pytest.mark.root  # raising priority needs CAP_SYS_NICE
 
-SHOW = "import os; print(os.getpriority(os.PRIO_PROCESS, 0)); print(open('/proc/self/sched').read())"
+SHOW = ("import os; print(os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), "
+        "os.sched_getparam(0).sched_priority); print(open('/proc/self/sched').read())")
 
 
-def _child() -> tuple[int, int | None]:
-    out = subprocess.run([sys.executable, "-c", SHOW], capture_output=True, text=True, check=True).stdout
-    nice = int(out.split("\n", 1)[0])
+def _child(env=None) -> tuple[int, int, int, int | None]:
+    """(nice, policy, real-time priority, slice) of a process spawned now."""
+    out = subprocess.run([sys.executable, "-c", SHOW], capture_output=True, text=True, check=True, env=env).stdout
+    nice, policy, prio = map(int, out.split("\n", 1)[0].split())
     slice_ns = next((int(line.split(":")[1]) for line in out.splitlines() if line.startswith("se.slice")), None)
-    return nice, slice_ns
+    return nice, policy, prio, slice_ns
 
 
-def test_a_process_spawned_for_a_testbed_runs_ahead_and_the_spawning_thread_is_restored():
+def test_a_process_spawned_for_a_testbed_runs_at_real_time_priority_and_the_spawning_thread_is_restored():
+    before = sched.thread_sched()
+    plain = _child()
+    with sched.measured():
+        boosted = _child()
+        assert sched.thread_sched()["policy"] == "fifo"
+    assert sched.thread_sched() == before and before["policy"] == "other"
+    assert plain[1:3] == (os.SCHED_OTHER, 0)
+    assert boosted[1:3] == (os.SCHED_FIFO, sched.MEASURED_FIFO), "a child inherits SCHED_FIFO across fork and exec"
+    assert 0 < sched.MEASURED_FIFO < 50  # below pqlink's forwarding threads: the link stays on time
+
+
+def test_without_real_time_a_spawned_process_gets_the_short_slice_and_nice(monkeypatch):
+    monkeypatch.setattr(sched, "MEASURED_FIFO", 0)
     before = sched.thread_sched()
     plain = _child()
     with sched.measured():
         boosted = _child()
     assert sched.thread_sched() == before
-    assert plain[0] == before["nice"] and boosted[0] == sched.MEASURED_NICE
-    if plain[1] is not None and plain[1] != sched.SLICE_NS:  # a kernel that reports slices (>= 6.6)
-        assert boosted[1] == sched.SLICE_NS, "the kernel took the short slice (Linux >= 6.12)"
+    assert plain[0] == before["nice"] and boosted[:2] == (sched.MEASURED_NICE, os.SCHED_OTHER)
+    if plain[3] is not None and plain[3] != sched.SLICE_NS:  # a kernel that reports slices (>= 6.6)
+        assert boosted[3] == sched.SLICE_NS, "the kernel took the short slice (Linux >= 6.12)"
 
 
 def test_the_session_is_boosted_while_a_testbed_is_up_and_restored_after_the_last():

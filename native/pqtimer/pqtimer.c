@@ -331,15 +331,23 @@ static int http_get(SSL *ssl, int fd, struct options *o, struct trace *tr, uint6
     return 1;
 }
 
+static void cpu_wait_since(struct trace *tr, uint64_t wait0) {
+    uint64_t now = cpu_wait_total_ns();
+    tr->cpu_wait_ns = wait0 == UINT64_MAX || now == UINT64_MAX ? UINT64_MAX : now - wait0;
+}
+
 static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, struct trace *tr, struct outcome *out,
                        SSL **kept) {
     trace_reset(tr);
+    uint64_t wait0 = cpu_wait_total_ns();
     uint64_t start = now_ns();
     uint64_t deadline = start + (uint64_t)o->timeout_ms * 1000000u;
     tr->t[PH_START] = start;
     int fd = tcp_connect(o, deadline, out);
-    if (fd < 0)
+    if (fd < 0) {
+        cpu_wait_since(tr, wait0);
         return;
+    }
     tr->t[PH_TCP_CONNECTED] = now_ns();
     SSL *ssl = SSL_new(ctx);
     SSL_set_fd(ssl, fd);
@@ -356,6 +364,7 @@ static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, str
     SSL_LOOP(SSL_connect(ssl), ssl, fd, deadline, out, "TLS handshake", ok);
     if (ok > 0) {
         tr->t[PH_HANDSHAKE_DONE] = now_ns();
+        cpu_wait_since(tr, wait0);
         tcp_counts_read(fd, &tr->tcp_handshake);
         if (resume && !SSL_session_reused(ssl))
             set_error(out, "not_resumed", "the server did not accept the session ticket");
@@ -364,6 +373,8 @@ static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, str
         if (tr->requests_done && !out->error_class)
             tr->t[PH_LAST_BYTE] = now_ns();
     }
+    if (ok <= 0)
+        cpu_wait_since(tr, wait0);
     tcp_counts_read(fd, &tr->tcp_end);
     tr->local_port = local_port(fd);
     if (kept && !out->error_class) {
@@ -470,7 +481,10 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     print_tcp(&tr->tcp_end);
     printf(", \"http_status\": ");
     tr->http_status ? (void)printf("%d", tr->http_status) : (void)printf("null");
-    printf(", \"body_bytes\": %llu, \"requests\": %d}\n", (unsigned long long)tr->body_bytes, tr->requests_done);
+    printf(", \"body_bytes\": %llu, \"requests\": %d, \"cpu_wait_ns\": ", (unsigned long long)tr->body_bytes,
+           tr->requests_done);
+    tr->cpu_wait_ns == UINT64_MAX ? (void)printf("null") : (void)printf("%llu", (unsigned long long)tr->cpu_wait_ns);
+    printf("}\n");
 }
 
 /* ---- shared sample indices (--claim) ------------------------------------------------------ */

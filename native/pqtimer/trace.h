@@ -46,6 +46,9 @@ struct trace {
     int requests_done;
     int local_port; /* the connected socket's local TCP port (joins the sample to the emulator's
                        record of its connection); 0 = no socket was connected */
+    /* Time this thread waited on a run queue for a CPU (the kernel's schedstat) from the start to the
+     * handshake's completion, or to the end of a failed sample; UINT64_MAX = unknown. */
+    uint64_t cpu_wait_ns;
 };
 
 uint64_t now_ns(void);
@@ -53,5 +56,8 @@ void trace_reset(struct trace *tr);
 /* SSL_set_msg_callback target; arg is the struct trace. */
 void trace_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg);
 void tcp_counts_read(int fd, struct tcp_counts *out);
+/* This thread's total run-queue wait so far in ns (/proc/thread-self/schedstat), UINT64_MAX when the
+ * kernel does not say. */
+uint64_t cpu_wait_total_ns(void);
 
 #endif

@@ -38,14 +38,20 @@ def clean_and_threshold(untouched_ms: list[float], max_bias: float) -> tuple[flo
 
 
 def detect(samples: list[dict], metric: str, max_bias: float) -> dict:
-    """{clean_ms, threshold_ms, untouched, late, wire}: how many untouched samples were late.
-    wire says whether server-side retransmissions were visible (pqlink's record) or not (netem)."""
-    untouched = [s["t_ns"][metric] / 1e6 for s in samples
+    """{clean_ms, threshold_ms, untouched, late, late_client_cpu, wire}: how many untouched samples were
+    late, and of those how many spent at least half their lateness waiting for a CPU in the client
+    itself (clients that report their run-queue wait, cpu_wait_ns; else None). wire says whether
+    server-side retransmissions were visible (pqlink's record) or not (netem)."""
+    untouched = [s for s in samples
                  if s.get("ok") and (s.get("t_ns") or {}).get(metric) is not None and not touched(s)]
     wire = any("wire" in s for s in samples)
     if len(untouched) < MIN_UNTOUCHED:
-        return {"clean_ms": None, "threshold_ms": None, "untouched": len(untouched), "late": None, "wire": wire}
-    clean, threshold = clean_and_threshold(untouched, max_bias)
-    late = sum(1 for d in untouched if d > threshold)
+        return {"clean_ms": None, "threshold_ms": None, "untouched": len(untouched), "late": None,
+                "late_client_cpu": None, "wire": wire}
+    clean, threshold = clean_and_threshold([s["t_ns"][metric] / 1e6 for s in untouched], max_bias)
+    late = [s for s in untouched if s["t_ns"][metric] / 1e6 > threshold]
+    waits = all(s.get("cpu_wait_ns") is not None for s in late)
+    client_cpu = sum(1 for s in late if s["cpu_wait_ns"] / 1e6 >= (s["t_ns"][metric] / 1e6 - clean) / 2) \
+        if waits else None
     return {"clean_ms": round(clean, 3), "threshold_ms": round(threshold, 3), "untouched": len(untouched),
-            "late": late, "wire": wire}
+            "late": len(late), "late_client_cpu": client_cpu, "wire": wire}

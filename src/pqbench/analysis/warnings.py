@@ -124,6 +124,8 @@ def _quality(c: CellStats) -> list[Warning]:
         out.append(Warning("late", f"{d['late']} of {d['untouched']} samples without a retransmission "
                                    f"({100 * d['late'] / d['untouched']:.1f} %) took over {d['threshold_ms']:.2f} ms "
                                    f"against a clean {d['clean_ms']:.2f} ms"
+                                   + (f"; {d['late_client_cpu']} of them the client's own wait for a CPU"
+                                      if d.get("late_client_cpu") is not None else "")
                                    + ("" if d.get("wire") else " (no wire record: server retransmissions count too)"),
                            "they waited for a CPU (other workers, lanes or programs) or the CPU ran slower for a "
                            "while; rerun on an idle machine, with a lower max_bias or fewer lanes, and compare "

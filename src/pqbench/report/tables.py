@@ -220,6 +220,8 @@ def quality(a: Analysis) -> Table:
         d = c.row.get("detector") if isinstance(c.row.get("detector"), dict) else {}
         w = c.row.get("wire") if isinstance(c.row.get("wire"), dict) else {}
         late = (f"{d['late']} of {d['untouched']}" + ("" if d.get("wire") else " (no wire record)")
+                + (f", {d['late_client_cpu']} the client's CPU wait" if d.get("late") and
+                   d.get("late_client_cpu") is not None else "")
                 if d.get("late") is not None else "–")
         rows.append([a.label(c), condition(c), ms(d.get("clean_ms")), late,
                      f"{w['median_diff_ms']:+.3f} [{w['p5_diff_ms']:+.3f}, {w['p95_diff_ms']:+.3f}]" if w.get("n") else "–",
@@ -229,7 +231,9 @@ def quality(a: Analysis) -> Table:
                  ["algorithm", "condition", "clean time", "late samples", "client − wire (p50 [p5, p95])",
                   "beyond ±0.25 ms"], rows,
                  "Clean time: p5 of the samples no retransmission touched (client TCP_INFO, emulator record). "
-                 "Late: such samples beyond the clean time by max_bias + 0.5 ms, i.e. waiting for a CPU. "
+                 "Late: such samples beyond the clean time by max_bias + 0.5 ms, i.e. waiting for a CPU; of "
+                 "those, how many the client itself spent at least half the excess waiting for a CPU (its "
+                 "run-queue wait from the kernel's schedstat; pqtimer reports it). "
                  "Client − wire: the client's time minus the same connection's time on the wire (SYN to the "
                  "client's Finished, or to the last byte), as the emulator recorded it.")
 

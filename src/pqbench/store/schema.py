@@ -82,15 +82,17 @@ _V4 = """
 ALTER TABLE cells ADD COLUMN protocol VARCHAR DEFAULT 'tls';
 """
 
-# SSH's own phases per sample (milliseconds since the start, like the TLS phases' columns).
-_V5 = "".join(f"ALTER TABLE samples ADD COLUMN {p}_ms DOUBLE;" for p in SSH_ONLY_PHASES)
+# SSH's own phases per sample (milliseconds since the start, like the TLS phases' columns), and the time
+# the client waited for a CPU during the handshake (pqtimer: the kernel's schedstat).
+_V5 = "".join(f"ALTER TABLE samples ADD COLUMN {p}_ms DOUBLE;" for p in SSH_ONLY_PHASES) + \
+    "ALTER TABLE samples ADD COLUMN cpu_wait_ms DOUBLE;"
 
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
     (3, "server and client stacks, the server's first flight on the wire", _V3),
     (4, "the protocol of a cell (tls, ssh)", _V4),
-    (5, "SSH's phases per sample", _V5),
+    (5, "SSH's phases and the client's CPU wait per sample", _V5),
 )
 LATEST = MIGRATIONS[-1][0]
 

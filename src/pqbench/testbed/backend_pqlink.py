@@ -31,7 +31,7 @@ class EmulatorOptions:
     spin_us: int = int(os.environ.get("PQBENCH_PQLINK_SPIN_US", 50))
     # one idle-priority spinner per CPU: a halted vCPU wakes 50-150 us late for every process on the
     # path; with them the handshake p95 at 31.1 ms fell from 67.4 to 65.4 ms (p50 -0.13 ms)
-    keep_awake: int = os.cpu_count() or 1
+    keep_awake: int = int(os.environ.get("PQBENCH_PQLINK_KEEP_AWAKE", os.cpu_count() or 1))  # (env: benchmarks)
     capture_dir: str | None = None
     snaplen: int = 65535
     # connections the wire recorder keeps (PqlinkBackend.flows); 0 turns it off (its cost: bench_pqlink.py)

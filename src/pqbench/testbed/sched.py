@@ -9,8 +9,17 @@ median 68-88 ms instead of 63.4 (p95 96-368 ms); with the session's autogroup at
 median was 63.8-63.9 (p95 66), measured in alternating runs (bench/bench_grids.py's note).
 
 So, while a testbed is up:
-- the measured processes run with a 0.1 ms slice (Linux >= 6.12 lets a waking task with a shorter
-  slice preempt) and at nice MEASURED_NICE, ahead of the runner inside pqbench's session, and
+- the measured processes run at real-time priority MEASURED_FIFO (SCHED_FIFO, below pqlink's
+  forwarding threads at 50): a waking server or client takes a CPU from any normal task at once,
+  where a normal task had to wait for the running one's slice or for the load balancer to move it
+  (pqtimer's own run-queue wait, from the kernel's schedstat, was the late samples' excess: 1.5-5 ms).
+  Paired on the issue's lossy grid (bench/bench_grids.py fifo4 vs lanes4, three times, 1000 samples
+  per cell, the reference at parallel 1 had 0.5 % and 0.3 % of its samples out of the clean mode):
+  0.8 / 2.5 / 1.3 % against 2.5 / 5.1 / 5.0 % at 10 % loss, 1.1 / 2.0 / 0.6 % against 1.9 / 2.1 / 2.8 %
+  at 15 %. Where real-time priority is refused they run with a 0.1 ms slice (Linux >= 6.12 lets a
+  waking task with a shorter slice preempt) and at nice MEASURED_NICE instead; either way ahead of the
+  runner inside pqbench's session. The kernel keeps 5 % of each CPU for normal tasks (RT throttling),
+  and Auto keeps the measured load far below that; and
 - pqbench's session (its autogroup, where the kernel groups by session) runs at nice SESSION_NICE
   against other sessions; the old value is restored when the last testbed of the process closes.
 Both need root (CAP_SYS_NICE); where the kernel or the policy refuses, things stay as they were and
@@ -35,6 +44,8 @@ SLICE_NS = int(os.environ.get("PQBENCH_MEASURED_SLICE_NS", 100_000))
 PRIORITY = os.environ.get("PQBENCH_PRIORITY", "1") != "0"
 MEASURED_NICE = -10
 SESSION_NICE = int(os.environ.get("PQBENCH_SESSION_NICE", -20))
+# Real-time (SCHED_FIFO) priority of measured processes; PQBENCH_MEASURED_FIFO=0: nice and slice instead.
+MEASURED_FIFO = int(os.environ.get("PQBENCH_MEASURED_FIFO", 10))
 _SYS_SCHED_SETATTR, _SYS_SCHED_GETATTR = 314, 315  # x86_64
 _ATTR = "IIQiIQQQII"  # struct sched_attr up to util_max (56 bytes)
 _ATTR_SIZE = struct.calcsize(_ATTR)
@@ -60,8 +71,10 @@ def _setattr(policy: int, flags: int, nice: int, priority: int, runtime: int) ->
 
 
 def thread_sched() -> dict:
-    """The calling thread's slice (ns) and nice as the kernel reports them."""
-    out = {"nice": os.getpriority(os.PRIO_PROCESS, threading.get_native_id())}
+    """The calling thread's policy, real-time priority, slice (ns) and nice as the kernel reports them."""
+    tid = threading.get_native_id()
+    out = {"policy": {os.SCHED_OTHER: "other", os.SCHED_FIFO: "fifo"}.get(os.sched_getscheduler(tid), "other"),
+           "rt_priority": os.sched_getparam(tid).sched_priority, "nice": os.getpriority(os.PRIO_PROCESS, tid)}
     try:
         with open(f"/proc/self/task/{threading.get_native_id()}/sched") as f:
             for line in f:
@@ -74,8 +87,8 @@ def thread_sched() -> dict:
 
 @contextlib.contextmanager
 def measured():
-    """The calling thread (and what it spawns meanwhile) runs with the measured processes' slice and
-    nice; a kernel or policy that refuses leaves the thread as it was."""
+    """The calling thread (and what it spawns meanwhile) runs as measured processes do: real-time, else
+    with their slice and nice; a kernel or policy that refuses all of it leaves the thread as it was."""
     try:
         policy, flags, nice, prio, runtime = _getattr()[1:6]
     except OSError:
@@ -84,14 +97,17 @@ def measured():
     if policy != os.SCHED_OTHER or not PRIORITY:
         yield
         return
-    try:
-        _setattr(policy, flags, MEASURED_NICE, prio, SLICE_NS)
-    except OSError:
+    tries = ([(os.SCHED_FIFO, 0, MEASURED_FIFO, 0)] if MEASURED_FIFO else []) + [
+        (policy, MEASURED_NICE, prio, SLICE_NS), (policy, nice, prio, SLICE_NS)]  # last: the slice alone
+    for t_policy, t_nice, t_prio, t_runtime in tries:
         try:
-            _setattr(policy, flags, nice, prio, SLICE_NS)  # not allowed to raise priority: the slice alone
+            _setattr(t_policy, flags, t_nice, t_prio, t_runtime)
+            break
         except OSError:
-            yield
-            return
+            continue
+    else:
+        yield
+        return
     try:
         yield
     finally:
