@@ -226,7 +226,8 @@ def test_s2n_client_without_a_single_group_policy_exits_3_with_why(rust_built):
 def test_the_algorithms_command_shows_per_stack_what_each_has_and_why_not(rust_built):
     from conftest import run_pqbench
     algs = {a["name"]: a for a in json.loads(run_pqbench("algorithms", "--json", check=True).stdout)}
-    assert algs["X25519MLKEM768"]["stacks"]["rustls"] == {"server": True, "client": True}
+    assert algs["X25519MLKEM768"]["stacks"]["rustls"] == {"protocol": "tls", "name": "X25519MLKEM768",
+                                                            "server": True, "client": True}
     frodo = algs["p256_frodo640aes"]["stacks"]
     assert frodo["openssl"]["server"] and not frodo["rustls"]["server"] and not frodo["rustls"]["client"]
     assert "p256_frodo640aes" in frodo["rustls"]["reason"]

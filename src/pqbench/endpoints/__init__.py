@@ -34,6 +34,8 @@ def get(name: str, field: str = "stack") -> Stack:
 def unsupported(server: str, client: str, kex: str, sig: str, mode: str) -> str | None:
     """Why the server stack and the client stack, as built here, cannot measure kex with sig in this
     mode, or None: each stack answers for its own role."""
+    if get(server).protocol != get(client).protocol:
+        return f"the {server} server and the {client} client speak different protocols"
     for role, name in (("server", server), ("client", client)):
         caps = get(name, role).capabilities()
         if mode not in caps.modes:
@@ -41,8 +43,6 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str) -> str 
         why = caps.unsupported(kex, sig, role)
         if why:
             return f"{name} {role}: {why}"
-    if get(server).protocol != get(client).protocol:
-        return f"the {server} server and the {client} client speak different protocols"
     return None
 
 

@@ -275,11 +275,9 @@ def _stacks(axes: dict, protocols: tuple[str, ...] | None) -> tuple[tuple[tuple[
         protocols = protocols or ("tls",)
         return tuple(endpoints.DEFAULT_PAIRS[p] for p in protocols), protocols
     pairs = _named_pairs(axes, name, protocols)
+    # a pair named across protocols stays: its cells are skipped with the reason (endpoints.unsupported)
     speaks = {pair: endpoints.get(pair[0]).protocol for pair in pairs}
     for (server, client), p in speaks.items():
-        if endpoints.get(client).protocol != p:
-            raise BadInput("axes.stack", f"{server}/{client}: the {server} server speaks {p}, the {client} client "
-                                         f"{endpoints.get(client).protocol}")
         if protocols and p not in protocols:
             raise BadInput("axes.stack", f"{server if server == client else f'{server}/{client}'} speaks {p}, but "
                                          f"protocol is {', '.join(protocols)}")
