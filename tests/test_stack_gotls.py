@@ -9,21 +9,16 @@ import subprocess
 
 import pytest
 
-from conftest import processes_mentioning
+import tlsstacks
+from tlsstacks import job
 
-from pqbench import catalog, certs, endpoints, wire
-from pqbench.endpoints.base import DEFAULT_PAGES, ClientJob, Serving, Site
+from pqbench import endpoints, wire
 from pqbench.endpoints.gotls import build
-from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 
+STACKS = ["openssl", "gotls"]
 GROUPS = ["X25519", "X25519MLKEM768", "SecP256r1MLKEM768", "MLKEM1024"]
-SIGS = ["ecdsap256", "mldsa44"]
-# Names as pqtimer (OpenSSL) prints them; every client's samples use these.
-PRINTED = {"X25519": "x25519", "X25519MLKEM768": "X25519MLKEM768", "SecP256r1MLKEM768": "SecP256r1MLKEM768",
-           "MLKEM1024": "MLKEM1024"}
-PORTS = {("openssl", "ecdsap256"): 4433, ("openssl", "mldsa44"): 4434,
-         ("gotls", "ecdsap256"): 4443, ("gotls", "mldsa44"): 4444}
+PORTS = tlsstacks.ports(STACKS)
 PAIRS = [("openssl", "gotls"), ("gotls", "openssl"), ("gotls", "gotls")]  # (server, client)
 
 
@@ -35,37 +30,17 @@ def gotls_built(built_stack):
 
 @pytest.fixture(scope="module")
 def bed(gotls_built, tmp_path_factory):
-    """One testbed with nginx and the Go server side by side (an ECDSA P-256 and an all-ML-DSA-44 chain
-    each), and both clients, at 10 ms RTT."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
-    run_dir = tmp_path_factory.mktemp("gotls")
-    chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in SIGS}
-    servings = {name: Serving(run_dir / name, [Site(PORTS[name, sig], chains[sig]) for sig in SIGS], GROUPS,
-                              DEFAULT_PAGES, 32) for name in ("openssl", "gotls")}
-    with Rig.pairs(servings, ["openssl", "gotls"], LinkSpec.symmetric(rtt_ms=10)) as rig:
-        yield {"rig": rig, "chains": chains, "dir": run_dir, "servings": servings}
-    left = processes_mentioning(run_dir)  # the Go server names its log there
-    assert not left, f"processes left after the rig closed: {left}"
-
-
-def job(bed, server, kex, sig, **kw) -> ClientJob:
-    return bed["rig"].job(PORTS[server, sig], kex, bed["chains"][sig], **kw)
+    """nginx and the Go server side by side, and both clients (tlsstacks.bed)."""
+    with tlsstacks.bed(STACKS, GROUPS, tmp_path_factory.mktemp("gotls")) as b:
+        yield b
 
 
 @pytest.mark.root
 @pytest.mark.parametrize("server,client", PAIRS)
 @pytest.mark.parametrize("kex", GROUPS)
-@pytest.mark.parametrize("sig", SIGS)
+@pytest.mark.parametrize("sig", tlsstacks.SIGS)
 def test_each_pair_negotiates_what_was_asked(bed, server, client, kex, sig):
-    reason = endpoints.unsupported(server, client, kex, sig, "handshake")
-    if reason:
-        pytest.skip(reason)
-    samples = bed["rig"].sample(job(bed, server, kex, sig), 4, 1, bed["dir"], client=client)
-    assert len(samples) == 4
-    assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
-    want_sigalg = catalog.find(sig, "sig").sigalg
-    assert {(s["group"], s["sigalg"]) for s in samples} == {(PRINTED[kex], want_sigalg)}
+    tlsstacks.check_negotiates(bed, server, client, kex, sig)
 
 
 @pytest.mark.root
@@ -207,7 +182,7 @@ def test_what_go_lacks_is_a_reason_naming_it(gotls_built):
         reason = caps.unsupported(kex, sig, role)
         assert reason and word in reason and "go1.27" in reason, (kex, sig, reason)
     for kex in GROUPS + ["secp256r1", "secp384r1", "SecP384r1MLKEM1024"]:
-        for sig in SIGS + ["mldsa65", "mldsa87", "ed25519", "rsa2048", "ecdsap384"]:
+        for sig in tlsstacks.SIGS + ["mldsa65", "mldsa87", "ed25519", "rsa2048", "ecdsap384"]:
             for role in ("server", "client"):
                 assert caps.unsupported(kex, sig, role) is None, (kex, sig, role)
 

@@ -3,24 +3,19 @@ nginx, pqtimer against each server, each against itself and the other, negotiati
 the clients' times against the wire record; what a library lacks is a reason, not a failure."""
 
 import json
-import os
 import subprocess
 
 import pytest
 
-from pqbench import catalog, certs, endpoints, wire
+import tlsstacks
+from tlsstacks import job
+
+from pqbench import endpoints, wire
 from pqbench.endpoints import tlsrs
-from pqbench.endpoints.base import DEFAULT_PAGES, ClientJob, Serving, Site
-from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 
 STACKS = ["rustls", "s2n"]
 GROUPS = ["X25519", "X25519MLKEM768", "SecP256r1MLKEM768"]
-SIGS = ["ecdsap256", "mldsa44"]
-PRINTED = {"X25519": "x25519", "X25519MLKEM768": "X25519MLKEM768", "SecP256r1MLKEM768": "SecP256r1MLKEM768"}
-PORTS = {("openssl", "ecdsap256"): 4433, ("openssl", "mldsa44"): 4434,
-         ("rustls", "ecdsap256"): 4453, ("rustls", "mldsa44"): 4454,
-         ("s2n", "ecdsap256"): 4463, ("s2n", "mldsa44"): 4464}
 # (server, client): each Rust client against nginx, pqtimer against each Rust server, each with itself
 # and with the other.
 PAIRS = [("openssl", "rustls"), ("rustls", "openssl"), ("rustls", "rustls"),
@@ -37,42 +32,24 @@ def rust_built(built_stack):
 
 @pytest.fixture(scope="module")
 def bed(rust_built, tmp_path_factory):
-    """One testbed with nginx, the rustls server and the s2n server side by side (an ECDSA P-256 and an
-    all-ML-DSA-44 chain each), and all three clients, at 10 ms RTT."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
-    run_dir = tmp_path_factory.mktemp("tlsrs")
-    chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in SIGS}
-    servings = {name: Serving(run_dir / name, [Site(PORTS[name, sig], chains[sig]) for sig in SIGS], GROUPS,
-                              DEFAULT_PAGES, 32) for name in ("openssl", *STACKS)}
-    with Rig.pairs(servings, ["openssl", *STACKS], LinkSpec.symmetric(rtt_ms=10)) as rig:
-        yield {"rig": rig, "chains": chains, "dir": run_dir, "servings": servings}
-
-
-def job(bed, server, kex, sig, **kw) -> ClientJob:
-    return bed["rig"].job(PORTS[server, sig], kex, bed["chains"][sig], **kw)
+    """nginx, the rustls server and the s2n server side by side, and all three clients (tlsstacks.bed)."""
+    with tlsstacks.bed(["openssl", *STACKS], GROUPS, tmp_path_factory.mktemp("tlsrs")) as b:
+        yield b
 
 
 @pytest.mark.root
 @pytest.mark.parametrize("server,client", PAIRS)
 @pytest.mark.parametrize("kex", GROUPS)
-@pytest.mark.parametrize("sig", SIGS)
+@pytest.mark.parametrize("sig", tlsstacks.SIGS)
 def test_each_pair_negotiates_what_was_asked(bed, server, client, kex, sig):
-    reason = endpoints.unsupported(server, client, kex, sig, "handshake")
-    if reason:
-        pytest.skip(reason)
-    samples = bed["rig"].sample(job(bed, server, kex, sig), 4, 1, bed["dir"], client=client)
-    assert len(samples) == 4
-    assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
-    want_sigalg = catalog.find(sig, "sig").sigalg
-    assert {(s["group"], s["sigalg"]) for s in samples} == {(PRINTED[kex], want_sigalg)}
+    tlsstacks.check_negotiates(bed, server, client, kex, sig)
 
 
 def test_the_expected_pairs_are_supported_and_the_others_say_why(rust_built):
     """What the brief asks to run runs, except what s2n's policies make impossible (named in the reason)."""
     rustls, s2n = endpoints.get("rustls").capabilities(), endpoints.get("s2n").capabilities()
     for kex in GROUPS:
-        for sig in SIGS:
+        for sig in tlsstacks.SIGS:
             for role in ("server", "client"):
                 assert rustls.unsupported(kex, sig, role) is None, (kex, sig, role)
             assert s2n.unsupported(kex, sig, "server") is None, (kex, sig)

@@ -1,0 +1,54 @@
+"""Shared by the TLS stack tests (test_stack_gotls, test_stack_rust): one testbed at 10 ms RTT with a
+server per stack, each serving an ECDSA P-256 and an all-ML-DSA-44 chain, and every stack's client;
+the check that a server × client pair negotiates what was asked."""
+
+import contextlib
+import os
+
+import pytest
+
+from conftest import processes_mentioning
+from pqbench import catalog, certs, endpoints
+from pqbench.endpoints.base import DEFAULT_PAGES, ClientJob, Serving, Site
+from pqbench.measure.rig import Rig
+from pqbench.testbed import LinkSpec
+
+SIGS = ["ecdsap256", "mldsa44"]
+# Group names as pqtimer (OpenSSL) prints them; every client's samples use these.
+PRINTED = {"X25519": "x25519", "X25519MLKEM768": "X25519MLKEM768", "SecP256r1MLKEM768": "SecP256r1MLKEM768",
+           "MLKEM1024": "MLKEM1024"}
+
+
+def ports(stacks: list[str]) -> dict:
+    """(stack, sig) -> port: the first stack's at 4433, each next stack's ten further on."""
+    return {(name, sig): 4433 + 10 * k + i for k, name in enumerate(stacks) for i, sig in enumerate(SIGS)}
+
+
+@contextlib.contextmanager
+def bed(stacks: list[str], groups: list[str], run_dir):
+    """The testbed of a module: servers of `stacks` side by side, their clients, nothing left after."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces)")
+    where = ports(stacks)
+    chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in SIGS}
+    servings = {name: Serving(run_dir / name, [Site(where[name, sig], chains[sig]) for sig in SIGS], groups,
+                              DEFAULT_PAGES, 32) for name in stacks}
+    with Rig.pairs(servings, stacks, LinkSpec.symmetric(rtt_ms=10)) as rig:
+        yield {"rig": rig, "chains": chains, "dir": run_dir, "servings": servings, "ports": where}
+    left = processes_mentioning(run_dir)  # servers name their logs there
+    assert not left, f"processes left after the rig closed: {left}"
+
+
+def job(bed: dict, server: str, kex: str, sig: str, **kw) -> ClientJob:
+    return bed["rig"].job(bed["ports"][server, sig], kex, bed["chains"][sig], **kw)
+
+
+def check_negotiates(bed: dict, server: str, client: str, kex: str, sig: str) -> None:
+    """The pair negotiates kex and sig in every sample, or says why it cannot (a skip with the reason)."""
+    reason = endpoints.unsupported(server, client, kex, sig, "handshake")
+    if reason:
+        pytest.skip(reason)
+    samples = bed["rig"].sample(job(bed, server, kex, sig), 4, 1, bed["dir"], client=client)
+    assert len(samples) == 4
+    assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
+    assert {(s["group"], s["sigalg"]) for s in samples} == {(PRINTED[kex], catalog.find(sig, "sig").sigalg)}
