@@ -31,6 +31,18 @@ impl Failure {
     }
 }
 
+/// A stack binary's command line: `--capabilities`, `client OPTIONS` (exits with the client's status)
+/// or `server OPTIONS` (runs until stopped).
+pub fn dispatch(prog: &str, capabilities: fn(), client: fn(&[String]) -> i32, server: fn(&[String]) -> !) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(|s| s.as_str()) {
+        Some("--capabilities") => capabilities(),
+        Some("client") => std::process::exit(client(&args[1..])),
+        Some("server") => server(&args[1..]),
+        _ => bad_usage(prog, "command", "expected client, server or --capabilities"),
+    }
+}
+
 /// Exit 2 naming the field, as pqtimer does for a bad option.
 pub fn bad_usage(prog: &str, field: &str, msg: &str) -> ! {
     eprintln!("{prog}: {field}: {msg}");

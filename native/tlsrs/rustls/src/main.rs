@@ -29,13 +29,7 @@ use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStor
 const PROG: &str = "pqrustls";
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(|s| s.as_str()) {
-        Some("--capabilities") => capabilities(),
-        Some("client") => std::process::exit(run_client(&args[1..])),
-        Some("server") => run_server(&args[1..]),
-        _ => bad_usage(PROG, "command", "expected client, server or --capabilities"),
-    }
+    pqtls_common::dispatch(PROG, capabilities, run_client, run_server)
 }
 
 fn all_groups() -> &'static [&'static dyn SupportedKxGroup] {
