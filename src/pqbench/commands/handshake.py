@@ -12,27 +12,55 @@ def register(sub):
                                          "over an emulated link")
     p.add_argument("--kex", required=True, help="key exchange group (e.g. X25519MLKEM768)")
     p.add_argument("--sig", required=True, help="signature algorithm of the certificate chain (e.g. mldsa44)")
-    p.add_argument("-n", default="100", help="samples in total (default 100)")
-    p.add_argument("--parallel", default="1", help="pqtimer processes making connections at once (default 1), or "
-                                                   "auto: add them while CPU queueing stays under --max-bias")
-    p.add_argument("--max-bias", dest="max_bias", default="0.02",
-                   help="with --parallel auto: the most CPU queueing may add, as a fraction of the median (default 0.02)")
+    add_sampling_options(p)
     p.add_argument("--page", help="after the handshake GET a page of this size (e.g. 10k)")
     p.add_argument("--requests", help="GET the page this many times on the connection (default page 1k)")
     p.add_argument("--resume", action="store_true", help="TLS 1.3 resumption (psk_dhe_ke) with a ticket")
     p.add_argument("--pad", default="0", help="ClientHello padding extension of this many bytes")
     p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
-    p.add_argument("--timeout", default="10s", help="per-sample timeout (default 10s)")
     p.add_argument("--server", default="openssl", help="server stack (default openssl: nginx); see `pqbench algorithms`")
     p.add_argument("--client", default="openssl", help="client stack (default openssl: pqtimer)")
     p.add_argument("--samples", type=Path, help="also write the raw samples (JSON lines) to this file")
-    p.add_argument("--json", action="store_true", help="print the result object (DESIGN.md contract)")
-    add_linkspec_options(p)
     p.set_defaults(func=handle)
 
 
-def config_from_args(args) -> handshake.HandshakeConfig:
+def add_sampling_options(p) -> None:
+    """What `handshake` and `ssh` share: how many samples, how many clients at once, the timeout, the
+    output, and the link."""
+    p.add_argument("-n", default="100", help="samples in total (default 100)")
+    p.add_argument("--parallel", default="1", help="client processes making connections at once (default 1), or "
+                                                   "auto: add them while CPU queueing stays under --max-bias")
+    p.add_argument("--max-bias", dest="max_bias", default="0.02",
+                   help="with --parallel auto: the most CPU queueing may add, as a fraction of the clean time "
+                        "(default 0.02)")
+    p.add_argument("--timeout", default="10s", help="per-sample timeout (default 10s)")
+    p.add_argument("--json", action="store_true", help="print the result object (DESIGN.md contract)")
+    add_linkspec_options(p)
+
+
+def sampling_config(args) -> dict:
+    """The HandshakeConfig fields of add_sampling_options, checked."""
     spec, tcp, emulator = parse_link_options(args)
+    return dict(spec=spec, tcp=tcp, emulator=emulator, backend=args.backend,
+                n=units.integer("-n", args.n, minimum=1, maximum=10_000_000),
+                parallel="auto" if args.parallel == "auto" else units.integer("--parallel", args.parallel, minimum=1,
+                                                                                maximum=256),
+                max_bias=units.fraction("--max-bias", args.max_bias, minimum=0.001, maximum=0.5),
+                timeout_ms=int(units.duration_ms("--timeout", args.timeout, allow_zero=False)))
+
+
+def run_and_print(cfg: handshake.HandshakeConfig, args, tag: str) -> dict:
+    """Runs the cell with progress on stderr (unless --json) and prints the result; returns it."""
+    progress = None if args.json else (lambda msg: print(f"[{tag}] {msg}", file=sys.stderr, flush=True))
+    result = handshake.run(cfg, progress=progress)
+    if args.json:
+        print_json(result)
+    else:
+        print(handshake.format_summary(result))
+    return result
+
+
+def config_from_args(args) -> handshake.HandshakeConfig:
     mode = "handshake"
     requests = 1
     if args.resume:
@@ -48,26 +76,13 @@ def config_from_args(args) -> handshake.HandshakeConfig:
     if args.page or mode == "requests":
         page = handshake.page_name(units.size_bytes("--page", args.page or "1k", minimum=1))
     return handshake.HandshakeConfig(
-        kex=args.kex, sig=args.sig, server=args.server, client=args.client, spec=spec, tcp=tcp, emulator=emulator, backend=args.backend,
-        n=units.integer("-n", args.n, minimum=1, maximum=10_000_000),
-        parallel="auto" if args.parallel == "auto" else units.integer("--parallel", args.parallel, minimum=1,
-                                                                        maximum=256),
-        max_bias=units.fraction("--max-bias", args.max_bias, minimum=0.001, maximum=0.5),
-        mode=mode, page=page, requests=requests,
+        kex=args.kex, sig=args.sig, server=args.server, client=args.client, mode=mode, page=page, requests=requests,
         pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
-        warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
-        timeout_ms=int(units.duration_ms("--timeout", args.timeout, allow_zero=False)))
+        warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000), **sampling_config(args))
 
 
 def handle(args) -> int:
-    cfg = config_from_args(args)
-    progress = None if args.json else (lambda msg: print(f"[handshake] {msg}", file=sys.stderr, flush=True))
-    result = handshake.run(cfg, progress=progress)
+    result = run_and_print(config_from_args(args), args, "handshake")
     if args.samples:
-        src = Path(result["run_dir"]) / "samples.jsonl"
-        args.samples.write_text(src.read_text())
-    if args.json:
-        print_json(result)
-    else:
-        print(handshake.format_summary(result))
+        args.samples.write_text((Path(result["run_dir"]) / "samples.jsonl").read_text())
     return 1 if result["summary"]["ok"] == 0 else 0
