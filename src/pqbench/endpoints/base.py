@@ -72,6 +72,18 @@ class ClientJob:
     timeout_ms: int = 10_000
     pad: int = 0
 
+    def tls_client_options(self, groups: list[str], count: int, worker: int, claims: Path | None) -> list[str]:
+        """The options every TLS timing client takes as pqtimer defines them (pqtimer, tlsgo, pqrustls,
+        pqs2n): groups as that client names them. A resumption primes its ticket with a request for the page
+        (an error page there left servers' single ticket unusable)."""
+        argv = ["--host", self.host, "--port", str(self.port), "--mode", self.mode, "--groups", ":".join(groups),
+                "--cafile", self.cafile, "--servername", self.servername, "--count", str(count),
+                "--warmup", str(self.warmup), "--timeout-ms", str(self.timeout_ms), "--worker", str(worker)]
+        argv += ["--claim", str(claims)] if claims else []
+        argv += ["--path", self.path] if self.mode in ("page", "requests", "resume") else []
+        argv += ["--requests", str(self.requests)] if self.mode == "requests" else []
+        return argv + (["--pad", str(self.pad)] if self.pad else [])
+
 
 @dataclasses.dataclass(frozen=True)
 class Capabilities:

@@ -185,15 +185,7 @@ class NativeClient:
             raise MissingCapability(f"{self.name} cannot pad its ClientHello (only pqtimer can)",
                                     "measure ClientHello padding with the openssl client")
         groups = group_names(capabilities(self.name), job.groups)
-        argv = [str(b), "client", "--host", job.host, "--port", str(job.port), "--mode", job.mode,
-                "--groups", ":".join(groups), "--cafile", job.cafile, "--servername", job.servername,
-                "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
-                "--worker", str(worker)] + (["--claim", str(claims)] if claims else [])
-        if job.mode in ("page", "requests"):
-            argv += ["--path", job.path]
-        if job.mode == "requests":
-            argv += ["--requests", str(job.requests)]
-        return argv
+        return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]
 
     def env(self) -> dict:
         return {}

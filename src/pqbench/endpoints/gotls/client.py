@@ -23,16 +23,8 @@ class GoClient:
         if job.pad:
             raise MissingCapability("the Go client cannot pad its ClientHello (crypto/tls has no custom extensions)",
                                     "measure padding with the openssl client")
-        groups = ":".join(build.group_name(g) or g for g in job.groups)  # unknown ones: tlsgo exits 2 naming them
-        argv = [str(b), "client", "--host", job.host, "--port", str(job.port), "--mode", job.mode,
-                "--groups", groups, "--cafile", job.cafile, "--servername", job.servername,
-                "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
-                "--worker", str(worker)] + (["--claim", str(claims)] if claims else [])
-        if job.mode in ("page", "requests", "resume"):  # resume: the priming request's page
-            argv += ["--path", job.path]
-        if job.mode == "requests":
-            argv += ["--requests", str(job.requests)]
-        return argv
+        groups = [build.group_name(g) or g for g in job.groups]  # unknown ones: tlsgo exits 2 naming them
+        return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]
 
     def env(self) -> dict:
         # Nothing inherited: a GODEBUG in the caller's environment (tlsmlkem=0, ...) would change

@@ -23,17 +23,7 @@ class Pqtimer:
         b = binary()
         if not b.exists():
             raise MissingCapability(f"{b} is missing", "run `make` in the project root")
-        argv = [str(b), "--host", job.host, "--port", str(job.port), "--mode", job.mode,
-                "--groups", ":".join(job.groups), "--cafile", job.cafile, "--servername", job.servername,
-                "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
-                "--worker", str(worker)] + (["--claim", str(claims)] if claims else [])
-        if job.mode in ("page", "requests", "resume"):  # resume primes its ticket with a request for the page:
-            argv += ["--path", job.path]                 # an error page there left servers' single ticket unusable
-        if job.mode == "requests":
-            argv += ["--requests", str(job.requests)]
-        if job.pad:
-            argv += ["--pad", str(job.pad)]
-        return argv
+        return [str(b), *job.tls_client_options(job.groups, count, worker, claims)]
 
     def env(self) -> dict:
         return stack.openssl_env()
