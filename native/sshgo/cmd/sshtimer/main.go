@@ -341,14 +341,7 @@ func (c *client) run(i int) (s sample) {
 	}()
 	if tr != nil {
 		tr.mu.Lock()
-		for name, t := range tr.at {
-			at(name, t)
-		}
-		if s.TNs["newkeys_sent"] != nil {
-			v := *s.TNs["newkeys_sent"]
-			s.TNs["handshake_done"] = &v
-			s.WireMilestone = &milestone{"c2s", tr.newkeysFlight, "first", tr.newkeysOffset}
-		}
+		s.WireMilestone = tr.record(s.TNs, at)
 		s.MsgBytesSent, s.MsgBytesRecv = tr.sent.sizes, tr.recv.sizes
 		s.TCPHandshake = tr.tcpAtNewkeys
 		tr.mu.Unlock()

@@ -106,14 +106,7 @@ func relay(host string, port, timeoutMs int, out string) {
 	}
 	res.TCPEnd = readTCPInfo(tcp)
 	tr.mu.Lock()
-	for name, t := range tr.at {
-		at(name, t)
-	}
-	if res.TNs["newkeys_sent"] != nil {
-		v := *res.TNs["newkeys_sent"]
-		res.TNs["handshake_done"] = &v
-		res.Milestone = &milestone{"c2s", tr.newkeysFlight, "first", tr.newkeysOffset}
-	}
+	res.Milestone = tr.record(res.TNs, at)
 	res.Group, res.Sigalg = tr.negotiated()
 	res.MsgBytesSent, res.MsgBytesRecv = tr.sent.sizes, tr.recv.sizes
 	res.TCPHandshake = tr.tcpAtNewkeys

@@ -139,6 +139,20 @@ type tracer struct {
 	newkeysOffset   int // bytes the client had sent before its NEWKEYS (-1: not yet)
 }
 
+// record puts what the tracer saw into a sample's phase times (through at) and returns where
+// handshake_done (the client's NEWKEYS, copied into tns) lies on the wire, or nil; the caller holds t.mu.
+func (t *tracer) record(tns map[string]*int64, at func(string, time.Time)) *milestone {
+	for name, when := range t.at {
+		at(name, when)
+	}
+	if tns["newkeys_sent"] == nil {
+		return nil
+	}
+	v := *tns["newkeys_sent"]
+	tns["handshake_done"] = &v
+	return &milestone{"c2s", t.newkeysFlight, "first", t.newkeysOffset}
+}
+
 func newTracer(c net.Conn) *tracer {
 	return &tracer{Conn: c, at: map[string]time.Time{}, newkeysFlight: -1, newkeysOffset: -1,
 		sent: stream{sizes: map[string]int{}}, recv: stream{sizes: map[string]int{}}}
