@@ -50,7 +50,8 @@ def default_pair(protocol: str, sig: str) -> tuple[str, str]:
     """The default pair for a protocol and signature (SSH host key): ML-DSA host keys exist only in
     golang.org/x/crypto/ssh, so those go Go <-> Go. A fixed rule, not this build's capabilities: a
     spec's cells (and their ids) must not depend on what is built."""
-    if protocol == "ssh" and sig.startswith("ssh-mldsa-"):
+    from pqbench.endpoints.sshkeys import MLDSA
+    if protocol == "ssh" and sig in MLDSA:
         return "gossh", "gossh"
     return DEFAULT_PAIRS[protocol]
 
