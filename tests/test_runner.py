@@ -67,10 +67,20 @@ def run_testbeds(db) -> list[str]:
 
 
 def leftovers(names: list[str]):
-    """Namespaces and processes of the run's testbeds still there (other runs on the machine aside)."""
+    """Namespaces and live processes of the run's testbeds still there (other runs on the machine aside).
+    A zombie is not one: it is dead, holds nothing, and waits only for PID 1 (here a slow reaper) to
+    collect it after its killed parent."""
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     procs = subprocess.run(["pgrep", "-f", "|".join(names + ["pqtimer"])], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in ns.splitlines() if line.startswith(tuple(names))], procs.split()
+    return [line.split()[0] for line in ns.splitlines() if line.startswith(tuple(names))], \
+        [pid for pid in procs.split() if not _zombie(pid)]
+
+
+def _zombie(pid: str) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True  # gone meanwhile
 
 
 def db_state(db):
