@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: how much this machine's CPU speed drifts, as the runner's crypto rounds see it.
 
-Measures the algorithms in ROUNDS rounds exactly as `pqbench run` does (crypto.rounds) and prints,
+Measures the algorithms in ROUNDS rounds exactly as `pqbench run` does (microbench.rounds) and prints,
 per round, each algorithm's speed factor: its median decapsulation time over its fastest round's.
 Factors that rise and fall together across algorithms are the machine, not the algorithms. The last
 line is the largest slowest/fastest ratio — what the report's cpu_speed warning compares with 1.25.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pqbench import catalog, crypto  # noqa: E402
+from pqbench.algorithms import catalog, microbench  # noqa: E402
 from pqbench.measure.runner import CRYPTO_SECONDS  # noqa: E402
 
 DEFAULT_ALGS = ["hqc128", "frodo640aes", "MLKEM768", "X25519"]
@@ -26,7 +26,7 @@ def main() -> int:
     ap.add_argument("--alg", action="append", help=f"KEM to time (default: {' '.join(DEFAULT_ALGS)})")
     args = ap.parse_args()
     algs = [catalog.find(n, "kem") for n in args.alg or DEFAULT_ALGS]
-    rounds = crypto.rounds(algs, args.rounds, CRYPTO_SECONDS)
+    rounds = microbench.rounds(algs, args.rounds, CRYPTO_SECONDS)
     decaps = {a.name: [r[i]["ops"]["decaps"]["median_us"] for r in rounds] for i, a in enumerate(algs)}
     print(f"decaps median per round / fastest round ({args.rounds} rounds of {CRYPTO_SECONDS} s per algorithm)")
     print("round " + " ".join(f"{n:>13}" for n in decaps))

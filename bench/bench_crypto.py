@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pqbench import catalog, crypto, stack  # noqa: E402
+from pqbench.algorithms import catalog, microbench, openssl_build  # noqa: E402
 
 # catalog name -> (speed argument, {our op: speed column}); speed reports operations per second.
 PAIRS = {
@@ -27,7 +27,7 @@ PAIRS = {
 
 def speed(arg: str, seconds: int) -> dict:
     """Operations per second per column from `openssl speed -mr` (machine-readable lines)."""
-    out = stack.run_openssl(["speed", "-mr", "-seconds", str(seconds), arg], timeout=600).stdout.decode()
+    out = openssl_build.run_openssl(["speed", "-mr", "-seconds", str(seconds), arg], timeout=600).stdout.decode()
     rates = {}
     for line in out.splitlines():
         # "+F<n>:<index>[:<bits>][:<name>]:<op1/s>:<op2/s>[...]" — the rates are the fields with a decimal point
@@ -40,10 +40,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seconds", type=int, default=2, help="seconds per operation for both tools")
     args = ap.parse_args()
-    print(f"OpenSSL {stack.openssl_version()}; ratio = harness mean / speed mean (µs per operation)")
+    print(f"OpenSSL {openssl_build.openssl_version()}; ratio = harness mean / speed mean (µs per operation)")
     print(f"{'algorithm':<12} {'op':<7} {'harness µs':>11} {'speed µs':>10} {'ratio':>6}")
     for name, (arg, columns) in PAIRS.items():
-        ours = crypto.measure(catalog.find(name), seconds=args.seconds * len(columns))
+        ours = microbench.measure(catalog.find(name), seconds=args.seconds * len(columns))
         theirs = speed(arg, args.seconds).get("values", [])
         if len(theirs) < len(columns):
             print(f"{name:<12} speed gave no figures for {arg}")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pqbench import catalog, crypto, paths, stack  # noqa: E402
+from pqbench import paths  # noqa: E402
+from pqbench.algorithms import catalog, microbench, openssl_build
 
 GOAL = 1.05
 THRESHOLD_US = 10.0
@@ -26,7 +27,7 @@ OQSBENCH = paths.NATIVE_BUILD / "pqprov" / "oqsbench"
 
 def direct(alg: catalog.Algorithm, seconds: float) -> dict:
     out = subprocess.run([str(OQSBENCH), alg.kind, alg.liboqs, "--seconds", str(seconds)], capture_output=True,
-                         check=True, env=stack.openssl_env(), timeout=600)
+                         check=True, env=openssl_build.openssl_env(), timeout=600)
     return json.loads(out.stdout)
 
 
@@ -44,20 +45,20 @@ def main() -> int:
         [a for a in catalog.algorithms() if a.source == "liboqs" and not a.hybrid]
     rows = []
     if not args.json:
-        print(f"OpenSSL {stack.openssl_version()} + pqprov vs liboqs {stack.liboqs_version()} direct; "
+        print(f"OpenSSL {openssl_build.openssl_version()} + pqprov vs liboqs {openssl_build.liboqs_version()} direct; "
               f"median µs, best of {args.rounds} interleaved rounds")
         print(f"{'algorithm':<24} {'op':<7} {'pqprov µs':>11} {'liboqs µs':>11} {'ratio':>6}   "
               f"{'min pqprov':>11} {'min liboqs':>11} {'ratio':>6}")
     for alg in algs:
         best = {k: {} for k in ("p", "d", "pmin", "dmin")}
         for _ in range(args.rounds):
-            p = crypto.measure(alg, seconds=args.seconds)["ops"]
+            p = microbench.measure(alg, seconds=args.seconds)["ops"]
             d = direct(alg, args.seconds)["ops"]
-            for op in crypto.OPS[alg.kind]:
+            for op in microbench.OPS[alg.kind]:
                 for key, src, stat in (("p", p, "median_us"), ("d", d, "median_us"), ("pmin", p, "min_us"),
                                        ("dmin", d, "min_us")):
                     best[key][op] = min(best[key].get(op, float("inf")), src[op][stat])
-        for op in crypto.OPS[alg.kind]:
+        for op in microbench.OPS[alg.kind]:
             ratio = best["p"][op] / best["d"][op]
             ratio_min = best["pmin"][op] / best["dmin"][op]
             counted = best["d"][op] >= THRESHOLD_US

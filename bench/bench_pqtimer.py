@@ -22,7 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pqbench import certs, handshake, paths, stack  # noqa: E402
+from pqbench import paths  # noqa: E402
+from pqbench.algorithms import certs, openssl_build
+from pqbench.measure import single
 from pqbench.testbed import LinkSpec  # noqa: E402
 from tlsloop import s_server  # noqa: E402
 
@@ -31,7 +33,7 @@ def loopback_rates(seconds: float, group: str) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as d:
         chain = certs.make_chain("ecdsap256", Path(d))
         with s_server(chain, [group]) as port:
-            out = stack.run_openssl(["s_time", "-connect", f"127.0.0.1:{port}", "-new", "-time", str(int(seconds)),
+            out = openssl_build.run_openssl(["s_time", "-connect", f"127.0.0.1:{port}", "-new", "-time", str(int(seconds)),
                                      "-CAfile", str(chain.root_cert)], timeout=seconds * 3 + 30).stdout.decode()
             m = re.search(r"(\d+) connections in ([\d.]+) real seconds", out)
             s_time_rate = int(m.group(1)) / float(m.group(2))
@@ -39,7 +41,7 @@ def loopback_rates(seconds: float, group: str) -> tuple[float, float]:
             t0 = time.monotonic()
             proc = subprocess.run([str(paths.native_binary("pqtimer")), "--host", "127.0.0.1", "--port", str(port),
                                    "--groups", group, "--cafile", str(chain.root_cert), "--count", str(count)],
-                                  capture_output=True, env=stack.openssl_env(), timeout=seconds * 10 + 60)
+                                  capture_output=True, env=openssl_build.openssl_env(), timeout=seconds * 10 + 60)
             elapsed = time.monotonic() - t0
             ok = sum(json.loads(line)["ok"] for line in proc.stdout.decode().splitlines())
     return s_time_rate, ok / elapsed
@@ -48,9 +50,9 @@ def loopback_rates(seconds: float, group: str) -> tuple[float, float]:
 def parallel_bias(n: int) -> dict:
     out = {}
     for p in (1, 8):
-        cfg = handshake.HandshakeConfig(kex="X25519MLKEM768", sig="ecdsap256",
+        cfg = single.HandshakeConfig(kex="X25519MLKEM768", sig="ecdsap256",
                                         spec=LinkSpec.symmetric(rtt_ms=31.1), n=n, parallel=p, warmup=1)
-        out[p] = handshake.run(cfg)["summary"]["p50_ms"]
+        out[p] = single.run(cfg)["summary"]["p50_ms"]
     return out
 
 

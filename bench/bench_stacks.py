@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pqbench import certs, endpoints  # noqa: E402
+from pqbench import endpoints  # noqa: E402
+from pqbench.algorithms import certs
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site  # noqa: E402
 from pqbench.measure.rig import Rig  # noqa: E402
 from pqbench.testbed import LinkSpec  # noqa: E402

@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pqbench import handshake, stats, store  # noqa: E402
+from pqbench import stats, store  # noqa: E402
+from pqbench.measure import single
 from pqbench.experiment import spec as specmod
 from pqbench.measure import runner  # noqa: E402
 from pqbench.testbed import LinkSpec  # noqa: E402
@@ -45,10 +46,10 @@ def quick_throughput() -> tuple[float, int, float]:
 
 
 def measure(n: int, rtt_ms: float, loss: float, parallel) -> tuple[float, list[float], dict, int]:
-    cfg = handshake.HandshakeConfig(kex="X25519MLKEM768", sig="ecdsap256", n=n, parallel=parallel,
+    cfg = single.HandshakeConfig(kex="X25519MLKEM768", sig="ecdsap256", n=n, parallel=parallel,
                                     spec=LinkSpec.symmetric(rtt_ms=rtt_ms, loss=loss, seed=7), timeout_ms=120_000)
     t0 = time.monotonic()
-    r = handshake.run(cfg)
+    r = single.run(cfg)
     wall = time.monotonic() - t0
     times = [s["t_ns"]["handshake_done"] / 1e6
              for s in map(json.loads, Path(r["run_dir"], "samples.jsonl").read_text().splitlines())

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where did a cell's late handshakes wait? Splits each retransmission-free sample of a stored run into
-the parts the wire record separates (pqbench.wire keeps `synack_ms` and `flights_ms` per sample) and
+the parts the wire record separates (pqbench.measure.wire keeps `synack_ms` and `flights_ms` per sample) and
 prints, per cell, the medians and the late samples' excess over them:
 
   conn_wake       client's TCP connect minus the SYN-ACK's arrival (the client waking; + its start→SYN)
@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from pqbench import late, stats, store  # noqa: E402
+from pqbench import stats, store  # noqa: E402
+from pqbench.measure import late
 
 PARTS = ("total", "conn_wake", "synack_to_ch", "server", "client_fin", "synack_late", "cpu_wait")
 

@@ -170,7 +170,7 @@ do_native() {
 
 # OPENSSL_CONF for our OpenSSL: default provider now; pqprov joins it when built.
 do_conf() {
-    "$BUILD/venv/bin/python" -m pqbench.stack write-config >/dev/null
+    "$BUILD/venv/bin/python" -m pqbench.algorithms.openssl_build write-config >/dev/null
     step conf "$BUILD/openssl.cnf written"
 }
 

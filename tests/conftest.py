@@ -40,15 +40,15 @@ def built_stack():
     """Our OpenSSL and native programs; `make test` builds them first, so missing is a failure."""
     missing = [p for p in (paths.OPENSSL_BIN, paths.native_binary("cryptobench")) if not p.exists()]
     assert not missing, f"not built: {missing} (run `make`)"
-    from pqbench import stack
-    stack.write_config()
+    from pqbench.algorithms import openssl_build
+    openssl_build.write_config()
     return paths
 
 
 @pytest.fixture(scope="session")
 def chains(built_stack, tmp_path_factory):
     """chains(sig) -> a certificate chain for that signature algorithm, made once per session."""
-    from pqbench import certs
+    from pqbench.algorithms import certs
     made = {}
 
     def get(sig):

@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pqbench import stack
+from pqbench.algorithms import openssl_build
 from tlsloop import free_port
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -59,7 +59,7 @@ def nginx(chain, groups: list[str], workdir: Path):
                                   key=chain.leaf_key, groups=":".join(groups)))
     proc = subprocess.Popen([NGINX, "-c", str(conf), "-e", str(workdir / "error.log")],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=stack.openssl_env())
+                            env=openssl_build.openssl_env())
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -84,4 +84,4 @@ def curl(port: int, chain, group: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [CURL, "-sS", "--tlsv1.3", "--curves", group, "--cacert", str(chain.root_cert),
          "--resolve", f"{chain.server_name}:{port}:127.0.0.1", f"https://{chain.server_name}:{port}/"],
-        capture_output=True, text=True, timeout=60, env=stack.openssl_env())
+        capture_output=True, text=True, timeout=60, env=openssl_build.openssl_env())

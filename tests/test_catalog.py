@@ -4,7 +4,7 @@ import collections
 
 import pytest
 
-from pqbench import catalog, crypto, liboqs, stack
+from pqbench.algorithms import catalog, liboqs, microbench, openssl_build
 from pqbench.errors import BadInput
 
 ALL = catalog.algorithms()
@@ -72,8 +72,8 @@ def test_unknown_name_suggests_the_closest():
 def test_availability_is_computed_from_the_build(built_stack, monkeypatch):
     x25519 = catalog.find("X25519")
     assert catalog.availability(x25519).tls
-    monkeypatch.setattr(stack, "tls_groups", lambda: ())
-    monkeypatch.setattr(stack, "kem_algorithms", lambda: frozenset())
+    monkeypatch.setattr(openssl_build, "tls_groups", lambda: ())
+    monkeypatch.setattr(openssl_build, "kem_algorithms", lambda: frozenset())
     assert not catalog.availability(x25519).available
 
 
@@ -86,7 +86,7 @@ def _available():
 
 @pytest.mark.parametrize("alg", _available(), ids=lambda a: a.name)
 def test_available_sizes_equal_what_openssl_produces(built_stack, alg):
-    result = crypto.measure(alg, seconds=0.02)
+    result = microbench.measure(alg, seconds=0.02)
     assert result["sizes_match_catalog"], (result["sizes"], result["catalog_sizes"])
 
 

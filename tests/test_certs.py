@@ -5,7 +5,7 @@ import stat
 import pytest
 
 from conftest import run_pqbench
-from pqbench import catalog, certs, stack
+from pqbench.algorithms import catalog, certs, openssl_build
 
 NATIVE_SIGS = [a for a in catalog.algorithms("sig") if a.source == "openssl"]
 
@@ -14,12 +14,12 @@ def verify(chain) -> str:
     args = ["verify", "-CAfile", str(chain.root_cert), "-x509_strict"]
     if chain.intermediates:
         args += ["-untrusted", str(chain.intermediates_file)]
-    proc = stack.run_openssl(args + [str(chain.leaf_cert)], check=False)
+    proc = openssl_build.run_openssl(args + [str(chain.leaf_cert)], check=False)
     return proc.stdout.decode() + proc.stderr.decode()
 
 
 def leaf_text(chain) -> str:
-    return stack.run_openssl(["x509", "-in", str(chain.leaf_cert), "-noout", "-text"]).stdout.decode()
+    return openssl_build.run_openssl(["x509", "-in", str(chain.leaf_cert), "-noout", "-text"]).stdout.decode()
 
 
 @pytest.mark.parametrize("alg", NATIVE_SIGS, ids=lambda a: a.name)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pqbench import concurrency
+from pqbench.measure import concurrency
 
 
 def test_load_target_lets_long_links_load_the_machine_and_short_ones_not():

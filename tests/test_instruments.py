@@ -8,7 +8,8 @@ import time
 import pytest
 
 from conftest import run_pqbench
-from pqbench import catalog, certs, crypto, endpoints, paths, stack, stats
+from pqbench import endpoints, paths, stats
+from pqbench.algorithms import catalog, certs, microbench, openssl_build
 from pqbench.endpoints import sampler
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, ClientJob, Place, Serving, Site
 from pqbench.endpoints.openssl.pqtimer import Pqtimer
@@ -45,8 +46,8 @@ def p50_ms(samples, phase="handshake_done") -> float:
 
 def compute_ms(kex: str, sig: str) -> float:
     """Crypto time on the critical path: client keygen + decaps, server encaps + sign, verifies."""
-    k = crypto.measure(catalog.find(kex), seconds=0.1)["ops"]
-    s = crypto.measure(catalog.find(sig), seconds=0.1)["ops"]
+    k = microbench.measure(catalog.find(kex), seconds=0.1)["ops"]
+    s = microbench.measure(catalog.find(sig), seconds=0.1)["ops"]
     us = k["keygen"]["median_us"] + k["encaps"]["median_us"] + k["decaps"]["median_us"] \
         + s["sign"]["median_us"] + 2 * s["verify"]["median_us"]
     return us / 1000
@@ -214,7 +215,7 @@ def test_stopped_server_gives_failure_samples_and_exit_1(bed):
     job = ClientJob(host=tb.server_addr, port=PORT + 1, groups=["X25519"], cafile=str(bed["chain"].root_cert),
                     servername="x")
     proc = tb.run("client", Pqtimer().argv(job, 2, 0, None),
-                  env=stack.openssl_env(), capture_output=True, timeout=30)
+                  env=openssl_build.openssl_env(), capture_output=True, timeout=30)
     assert proc.returncode == 1 and len(proc.stdout.splitlines()) == 2
 
 
@@ -244,7 +245,7 @@ def test_unresponsive_server_times_out_as_failure(bed):
 ])
 def test_pqtimer_bad_options_exit_2(built_stack, args, field):
     proc = subprocess.run([str(paths.native_binary("pqtimer")), *args], capture_output=True, text=True,
-                          env=stack.openssl_env(), timeout=10)
+                          env=openssl_build.openssl_env(), timeout=10)
     assert proc.returncode == 2 and field in proc.stderr
 
 
@@ -311,7 +312,7 @@ def test_pqtimer_agrees_with_the_wire(bed):
     """pqtimer's handshake time against the same connection's on the wire (SYN to the client's
     Finished, from pqlink's record): measured here +0.06…+0.18 ms (p5…p95, median +0.10 ms at 30.9 ms
     RTT): the client starts before its SYN and stops after writing Finished, never the other way."""
-    from pqbench import wire
+    from pqbench.measure import wire
     rig, link = bed["rig"], LinkSpec.symmetric(rtt_ms=10)
     rig.begin_cell(link)
     samples = rig.sample(_job(bed), 40, 1, bed["dir"])

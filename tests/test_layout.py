@@ -33,3 +33,63 @@ def test_no_module_outside_endpoints_imports_a_stack():
 def test_the_openssl_stack_lives_in_its_own_folder():
     found = {p.relative_to(SRC).as_posix() for p in SRC.rglob("*.py") if p.stem in ("nginx", "pqtimer")}
     assert found == {"endpoints/openssl/nginx.py", "endpoints/openssl/pqtimer.py"}
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """pqbench's modules and the other pqbench modules each imports (lazy imports included: they tie
+    the two files as much as a top-level one)."""
+    names = {}
+    for p in SRC.rglob("*.py"):
+        rel = p.relative_to(SRC.parent).with_suffix("")
+        names[".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)] = p
+    graph = {}
+    for name, path in names.items():
+        targets = {n for n in imports(path) if n in names and n != name and not n.startswith(name + ".")}
+        # a package handing on its children's names is not a circle between files
+        graph[name] = {t for t in targets if not name.startswith(t + ".")}
+    return graph
+
+
+def test_no_import_circle_in_the_package():
+    graph, circles = _module_graph(), []
+
+    def reach(start):
+        seen, todo = set(), [(start, [start])]
+        while todo:
+            node, path = todo.pop()
+            for nxt in graph[node]:
+                if nxt == start:
+                    circles.append(path + [start])
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    todo.append((nxt, path + [nxt]))
+    for name in graph:
+        reach(name)
+    assert circles == []
+
+
+def test_the_walk_finds_a_circle_when_there_is_one(tmp_path, monkeypatch):
+    """The walk above can fail: two modules that import each other are a circle."""
+    pkg = tmp_path / "pqbench"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("from pqbench import b\n")
+    (pkg / "b.py").write_text("from pqbench import a\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", pkg)
+    graph = _module_graph()
+    assert graph["pqbench.a"] == {"pqbench.b"} and graph["pqbench.b"] == {"pqbench.a"}
+
+
+FOUNDATIONS = {"__init__", "__main__", "_moved", "cli", "errors", "model", "paths", "sample", "stats", "units"}
+
+
+def test_the_top_level_holds_only_foundations():
+    assert {p.stem for p in SRC.glob("*.py")} == FOUNDATIONS
+
+
+def test_old_module_names_still_import_the_same_module():
+    import importlib
+    from pqbench import _moved
+    for old, new in _moved.MOVED.items():
+        before, after = importlib.import_module(f"pqbench.{old}"), importlib.import_module(f"pqbench.{new}")
+        assert before is after, old
+        assert after.__spec__.name == f"pqbench.{new}"

@@ -2,7 +2,8 @@
 
 import pytest
 
-from pqbench import catalog, model
+from pqbench import model
+from pqbench.algorithms import catalog
 from pqbench.model import Crypto, Flights, Link, lower_bound
 
 SMALL = Flights(client_hello=1421, server_flight=1968)  # X25519MLKEM768 + ECDSA P-256, as measured

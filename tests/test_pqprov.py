@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from pqbench import catalog, certs, crypto, paths, stack
+from pqbench import paths
+from pqbench.algorithms import catalog, certs, microbench, openssl_build
 from nginxloop import curl, nginx
 from tlsloop import free_port
 
@@ -35,7 +36,7 @@ ASAN_PQPROV = paths.BUILD / "native-asan" / "pqprov" / "pqprov.so"
 # ---- helpers ---------------------------------------------------------------------------------
 
 def _env(conf: Path | None = None, **extra) -> dict:
-    env = stack.openssl_env()
+    env = openssl_build.openssl_env()
     if conf:
         env["OPENSSL_CONF"] = str(conf)
     env.update(extra)
@@ -136,7 +137,7 @@ def certificate_verify(cv: bytes) -> tuple[int, int]:
 
 def _config(tmp_path: Path, synthetic: str = "", module: Path | None = None) -> Path:
     conf = tmp_path / f"openssl-{abs(hash((synthetic, str(module))))}.cnf"
-    conf.write_text(stack.render_config(module=module, synthetic=synthetic))
+    conf.write_text(openssl_build.render_config(module=module, synthetic=synthetic))
     return conf
 
 
@@ -152,7 +153,7 @@ def test_generated_table_is_current(built_stack, tmp_path):
 def test_provider_groups_are_exactly_the_catalog_ones(built_stack):
     """pqprov's TLS-GROUP capabilities (OpenSSL's list with pqprov minus without) = the catalog's."""
     def groups(*providers):
-        args = ["list", "-all-tls-groups", "-tls1_3", "-provider-path", str(stack.pqprov_path().parent)]
+        args = ["list", "-all-tls-groups", "-tls1_3", "-provider-path", str(openssl_build.pqprov_path().parent)]
         for p in providers:
             args += ["-provider", p]
         out = subprocess.run([str(paths.OPENSSL_BIN), *args], capture_output=True, text=True, check=True,
@@ -233,7 +234,7 @@ def _within_10_percent(result, alg):
 @pytest.mark.parametrize("name", ["sikep434like", "picnicl1fslike"])
 def test_synthetic_compute_times(built_stack, name):
     alg = catalog.find(name)
-    result = crypto.measure(alg, seconds=0.6)
+    result = microbench.measure(alg, seconds=0.6)
     assert result["sizes_match_catalog"], result["sizes"]
     _within_10_percent(result, alg)
 
@@ -252,17 +253,17 @@ def test_synthetic_work_sleeps_or_burns_the_cpu_for_the_same_time(built_stack):
     alg = catalog.find("sikep434like")
     shares = {}
     for mode in ("busy", "sleep"):
-        result, shares[mode] = _cryptobench_cpu_share(alg.name, {**stack.openssl_env(),
+        result, shares[mode] = _cryptobench_cpu_share(alg.name, {**openssl_build.openssl_env(),
                                                                   "PQPROV_SYNTHETIC_WORK": mode})
         _within_10_percent(result, alg)  # the same latency either way
     assert shares["busy"] > 0.8, shares
     assert shares["sleep"] < 0.25, shares  # the sleep leaves the CPU free (the last 0.2 ms spin)
-    assert stack.SYNTHETIC_WORK == "sleep" and "synthetic_work = sleep" in stack.render_config()
+    assert openssl_build.SYNTHETIC_WORK == "sleep" and "synthetic_work = sleep" in openssl_build.render_config()
 
 
 def test_bad_synthetic_work_keeps_pqprov_from_loading(built_stack):
     out = subprocess.run([str(paths.OPENSSL_BIN), "list", "-providers"], capture_output=True, text=True,
-                         env={**stack.openssl_env(), "PQPROV_SYNTHETIC_WORK": "nap", "PQPROV_DEBUG": "1"})
+                         env={**openssl_build.openssl_env(), "PQPROV_SYNTHETIC_WORK": "nap", "PQPROV_DEBUG": "1"})
     assert "must be busy or sleep" in out.stderr
     assert "pqbench pqprov" not in out.stdout
 

@@ -201,7 +201,8 @@ def test_a_lossy_run_stores_each_cells_late_count_and_a_cpu_hog_raises_it(built_
     synthetic CPU hog (busy loops on every CPU): its late count and the report's warning appear. The
     hog must be able to delay the measured processes: at real-time priority no normal busy loop can,
     so that part runs them at their fallback (nice and slice)."""
-    from pqbench import analysis, concurrency, late
+    from pqbench import analysis
+    from pqbench.measure import concurrency, late
     from pqbench.testbed import sched
     db = tmp_path / "lossy.duckdb"
     runner.run(specmod.parse(LOSSY.format(n=150, kex='["X25519", "secp256r1"]'), "lossy.toml"), db, quiet=True)

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from pqbench import late, wire
+from pqbench.measure import late, wire
 from pqbench.sample import END_PHASE, PHASES, Phase, Sample
 
 ROOT = Path(__file__).resolve().parents[1]

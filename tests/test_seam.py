@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pqbench import endpoints, store, wire
+from pqbench import endpoints, store
+from pqbench.measure import wire
 from pqbench.endpoints.base import Capabilities, ClientJob, Place, Serving, Stack, tcp_probe
 from pqbench.errors import MeasurementFailed
 from pqbench.experiment import spec as specmod

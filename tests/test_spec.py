@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from pqbench import catalog
+from pqbench.algorithms import catalog
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import spec as specmod

@@ -12,7 +12,8 @@ import pytest
 import tlsstacks
 from tlsstacks import job
 
-from pqbench import endpoints, wire
+from pqbench import endpoints
+from pqbench.measure import wire
 from pqbench.endpoints.gotls import build
 from pqbench.testbed import LinkSpec
 

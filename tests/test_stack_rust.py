@@ -10,7 +10,8 @@ import pytest
 import tlsstacks
 from tlsstacks import job
 
-from pqbench import endpoints, wire
+from pqbench import endpoints
+from pqbench.measure import wire
 from pqbench.endpoints import tlsrs
 from pqbench.testbed import LinkSpec
 

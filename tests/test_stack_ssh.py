@@ -14,7 +14,8 @@ import pytest
 
 from conftest import SSH_PROCESS_MARKS, processes_mentioning
 
-from pqbench import endpoints, wire
+from pqbench import endpoints
+from pqbench.measure import wire
 from pqbench.endpoints import sshkeys
 from pqbench.errors import BadInput
 from pqbench.endpoints.base import Serving, Site

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pqbench import catalog
+from pqbench.algorithms import catalog
 from tlsloop import handshake, s_server
 
 

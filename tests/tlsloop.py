@@ -6,7 +6,8 @@ import socket
 import subprocess
 import time
 
-from pqbench import paths, stack
+from pqbench import paths
+from pqbench.algorithms import openssl_build
 
 
 def free_port() -> int:
@@ -24,7 +25,7 @@ def s_server(chain, groups: list[str]):
          "-cert", str(chain.leaf_cert), "-key", str(chain.leaf_key),
          *(["-cert_chain", str(chain.intermediates_file)] if chain.intermediates else []),
          "-groups", ":".join(groups), "-quiet"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=stack.openssl_env())
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=openssl_build.openssl_env())
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -61,7 +62,7 @@ def handshake(port: int, chain, group: str, sigalg: str | None = None) -> dict:
     if sigalg:
         args += ["-sigalgs", sigalg]
     proc = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-                          env=stack.openssl_env())
+                          env=openssl_build.openssl_env())
     out = proc.stdout + proc.stderr
     sig_m = re.search(r"Signature type: (\S+)", out)
     return {"ok": proc.returncode == 0 and "Verification: OK" in out, "group": negotiated_group(out),

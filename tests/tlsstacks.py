@@ -8,7 +8,8 @@ import os
 import pytest
 
 from conftest import processes_mentioning
-from pqbench import catalog, certs, endpoints
+from pqbench import endpoints
+from pqbench.algorithms import catalog, certs
 from pqbench.endpoints.base import DEFAULT_PAGES, ClientJob, Serving, Site
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec

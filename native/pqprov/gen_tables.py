@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 
-from pqbench import catalog  # noqa: E402
+from pqbench.algorithms import catalog  # noqa: E402
 
 SECURITY_BITS = {0: 128, 1: 128, 2: 128, 3: 192, 4: 192, 5: 256}  # level 0: synthetic, X25519 inside
 # How OpenSSL's EVP names the classical halves of hybrids.

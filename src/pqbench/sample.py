@@ -71,7 +71,7 @@ class Sample:
     local_port: int | None = None
     tcp_handshake: dict | None = None  # the client socket's TCP_INFO at handshake completion
     tcp_end: dict | None = None  # … at the end of the sample
-    wire: dict | None = None  # the emulator's record of the connection (pqbench.wire.summary)
+    wire: dict | None = None  # the emulator's record of the connection (pqbench.measure.wire.summary)
     stack: str = "openssl"
     protocol: str = "tls"
     specific: dict = dataclasses.field(default_factory=dict)  # protocol-specific fields

@@ -88,6 +88,16 @@ def size_bytes(field: str, value, *, minimum: int = 0) -> int:
     return int(size)
 
 
+def page_name(size_bytes: int) -> str:
+    """Page names: 1000 -> 1k, 1000000 -> 1000k, others in bytes."""
+    return f"{size_bytes // 1000}k" if size_bytes % 1000 == 0 else str(size_bytes)
+
+
+def page(field: str, value) -> str:
+    """A page size as the user wrote it ('10k', '1M', 1500) -> the served page's name ('10k', '1000k')."""
+    return page_name(size_bytes(field, value, minimum=1))
+
+
 def integer(field: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
     try:
         n = int(str(value), 0) if not isinstance(value, int) else value

@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 
-from pqbench import catalog
+from pqbench.algorithms import catalog
 from pqbench.errors import BadInput
 
-from pqbench.condition import describe  # noqa: F401  (analysis.describe, as before)
+from pqbench.experiment.condition import describe  # noqa: F401  (analysis.describe, as before)
 from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
 from pqbench.analysis.load import RunData, load
 from pqbench.analysis.paired import PairedDiff, paired_differences

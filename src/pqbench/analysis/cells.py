@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from pqbench import catalog, model, stats, units
+from pqbench import model, stats, units
+from pqbench.algorithms import catalog
 from pqbench.analysis.load import CellData
 from pqbench.errors import BadInput
 from pqbench.sample import Phase, SshPhase

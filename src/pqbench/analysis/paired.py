@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pqbench import catalog, stats
+from pqbench import stats
+from pqbench.algorithms import catalog
 from pqbench.endpoints import DEFAULT_STACK
 from pqbench.analysis.cells import ALG_FIELDS, CONDITION_FIELDS, CellStats
 from pqbench.errors import BadInput

@@ -9,7 +9,8 @@ import dataclasses
 
 import numpy as np
 
-from pqbench import catalog, late, wire
+from pqbench.algorithms import catalog
+from pqbench.measure import late, wire
 from pqbench.analysis.cells import CellStats
 from pqbench.errors import BadInput
 

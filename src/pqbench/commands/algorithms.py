@@ -1,4 +1,5 @@
-from pqbench import catalog, endpoints
+from pqbench import endpoints
+from pqbench.algorithms import catalog
 from pqbench.cli import print_json
 
 # A stack answers for pairs (kex, sig); an algorithm is shown against a partner every stack has.

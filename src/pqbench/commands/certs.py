@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from pqbench import certs
+from pqbench.algorithms import certs
 from pqbench.cli import print_json
 from pqbench.units import integer
 

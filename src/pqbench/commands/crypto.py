@@ -1,6 +1,6 @@
 import sys
 
-from pqbench import crypto
+from pqbench.algorithms import microbench
 from pqbench.cli import print_json
 
 
@@ -13,13 +13,13 @@ def register(sub):
 
 
 def handle(args) -> int:
-    seconds = crypto.check_seconds(args.seconds)
-    algs = crypto.select(args.alg)
+    seconds = microbench.check_seconds(args.seconds)
+    algs = microbench.select(args.alg)
     if not args.json:
         print(f"measuring {len(algs)} algorithms, {seconds:g} s each, through OpenSSL EVP", file=sys.stderr)
-    results = crypto.run(algs, seconds)
+    results = microbench.run(algs, seconds)
     if args.json:
         print_json(results)
     else:
-        print(crypto.format_table(results))
+        print(microbench.format_table(results))
     return 0 if all(r["sizes_match_catalog"] for r in results) else 1

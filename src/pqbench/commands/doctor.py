@@ -1,4 +1,4 @@
-from pqbench import doctor
+from pqbench.machine import doctor
 from pqbench.cli import print_json
 
 

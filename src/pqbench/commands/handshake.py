@@ -1,7 +1,8 @@
 import sys
 from pathlib import Path
 
-from pqbench import handshake, units
+from pqbench import units
+from pqbench.measure import single
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.errors import BadInput
@@ -49,18 +50,18 @@ def sampling_config(args) -> dict:
                 timeout_ms=int(units.duration_ms("--timeout", args.timeout, allow_zero=False)))
 
 
-def run_and_print(cfg: handshake.HandshakeConfig, args, tag: str) -> dict:
+def run_and_print(cfg: single.HandshakeConfig, args, tag: str) -> dict:
     """Runs the cell with progress on stderr (unless --json) and prints the result; returns it."""
     progress = None if args.json else (lambda msg: print(f"[{tag}] {msg}", file=sys.stderr, flush=True))
-    result = handshake.run(cfg, progress=progress)
+    result = single.run(cfg, progress=progress)
     if args.json:
         print_json(result)
     else:
-        print(handshake.format_summary(result))
+        print(single.format_summary(result))
     return result
 
 
-def config_from_args(args) -> handshake.HandshakeConfig:
+def config_from_args(args) -> single.HandshakeConfig:
     mode = "handshake"
     requests = 1
     if args.resume:
@@ -74,8 +75,8 @@ def config_from_args(args) -> handshake.HandshakeConfig:
         raise BadInput("--resume", "cannot be combined with --page or --requests")
     page = None
     if args.page or mode == "requests":
-        page = handshake.page_name(units.size_bytes("--page", args.page or "1k", minimum=1))
-    return handshake.HandshakeConfig(
+        page = units.page("--page", args.page or "1k")
+    return single.HandshakeConfig(
         kex=args.kex, sig=args.sig, server=args.server, client=args.client, mode=mode, page=page, requests=requests,
         pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
         warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000), **sampling_config(args))

@@ -1,6 +1,7 @@
 """`pqbench ssh`: SSH handshakes over an emulated link, the contract of `pqbench handshake`."""
 
-from pqbench import endpoints, handshake
+from pqbench import endpoints
+from pqbench.measure import single
 from pqbench.commands.handshake import add_sampling_options, run_and_print, sampling_config
 
 
@@ -17,9 +18,9 @@ def register(sub):
     p.set_defaults(func=handle)
 
 
-def config_from_args(args) -> handshake.HandshakeConfig:
+def config_from_args(args) -> single.HandshakeConfig:
     server = args.server or endpoints.default_pair("ssh", args.hostkey)[0]
-    return handshake.HandshakeConfig(kex=args.kex, sig=args.hostkey, protocol="ssh", server=server,
+    return single.HandshakeConfig(kex=args.kex, sig=args.hostkey, protocol="ssh", server=server,
                                      client=args.client, **sampling_config(args))
 
 

@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Protocol
 
-from pqbench.certs import Chain
+from pqbench.algorithms.certs import Chain
 
 DEFAULT_PAGES = {"1k": 1000, "10k": 10_000, "100k": 100_000, "1000k": 1_000_000}
 # Server worker processes. An nginx worker runs one event loop: while it computes a handshake's crypto (or sleeps a synthetic
@@ -111,7 +111,7 @@ class Server(Protocol):
 
 class Client(Protocol):
     name: str
-    milestones: dict  # mode -> pqbench.wire.Milestone: where its metric ends on the wire
+    milestones: dict  # mode -> pqbench.measure.wire.Milestone: where its metric ends on the wire
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path) -> list[str]:
         """A worker process that takes sample indices from the shared counter in `claims` (8 bytes,

@@ -17,7 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from pqbench import concurrency, stats
+from pqbench import stats
+from pqbench.measure import concurrency
 from pqbench.endpoints.base import Client, ClientJob, Place
 from pqbench.sample import END_PHASE
 
@@ -125,7 +126,7 @@ def run(client: Client, job: ClientJob, n: int, parallel, place: Place, out_dir,
         tail: threading.Event | None = None, stop: threading.Event | None = None) -> list[dict]:
     """Runs client workers at `place` until n samples exist and returns them, ordered by index.
 
-    `parallel` is a worker count or a controller from pqbench.concurrency (it may add workers while
+    `parallel` is a worker count or a controller from pqbench.measure.concurrency (it may add workers while
     the cell runs, looking at the samples so far).
     tail: set once only stragglers remain (see TAIL_WORKERS), so a caller can start other work
     that cannot bias them much: they spend their time waiting for retransmission timers.

@@ -7,7 +7,7 @@ A key set is a directory:
     hostkey_alg              the host key name the client asks for (e.g. rsa-sha2-512-4096)
     user_key, user_key.pub   the client's key (ed25519), authorized on the server
 It is made by the Go keygen (`sshserver keygen`, every host key including ML-DSA) or, without it, by
-OpenSSH's ssh-keygen (no ML-DSA). `SshKeys` has the fields of `pqbench.certs.Chain` the rig and the
+OpenSSH's ssh-keygen (no ML-DSA). `SshKeys` has the fields of `pqbench.algorithms.certs.Chain` the rig and the
 clients read (`root_cert` = the host public key a client trusts, `server_name`, `leaf_key`), so a
 `Site` can carry it unchanged.
 
@@ -30,7 +30,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from pqbench import catalog, paths
+from pqbench import paths
+from pqbench.algorithms import catalog
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 
 PROTOCOL = "ssh"

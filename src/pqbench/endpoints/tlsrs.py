@@ -16,7 +16,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from pqbench import catalog, paths, wire
+from pqbench import paths
+from pqbench.algorithms import catalog
+from pqbench.measure import wire
 from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group, tcp_probe
 from pqbench.errors import MeasurementFailed, MissingCapability
 

@@ -1,1 +1,1 @@
-"""Experiments: specs (spec), their cells (cells), and the runner that measures them (runner)."""
+"""Experiments: specs (spec), their cells (cells), and how a cell reads in one line (condition)."""

@@ -1,6 +1,6 @@
 """A spec expanded into cells (grid points), each with a stable id, in a randomised order.
 
-A cell names its algorithms as its protocol does (SSH cells: SSH names, pqbench.catalog links them).
+A cell names its algorithms as its protocol does (SSH cells: SSH names, pqbench.algorithms.catalog links them).
 Cells whose algorithms this build cannot use are kept as skipped with the reason, never
 silently dropped. The link seed depends only on the link condition, not on the algorithms, so every
 algorithm at the same condition sees the same loss pattern (paired comparisons).
@@ -12,8 +12,9 @@ import itertools
 import json
 import random
 
-from pqbench import catalog, endpoints
-from pqbench.condition import describe
+from pqbench import endpoints
+from pqbench.algorithms import catalog
+from pqbench.experiment.condition import describe
 from pqbench.endpoints import DEFAULT_STACK
 from pqbench.errors import BadInput
 from pqbench.experiment.spec import Scenario, Spec

@@ -194,7 +194,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
     initcwnd = tuple(units.integer(f"axes.initcwnd[{i}]", v, minimum=1, maximum=1000)
                      for i, v in enumerate(_list("axes.initcwnd", axes["initcwnd"], "segments"))) \
         if "initcwnd" in axes else (None,)
-    page = tuple(_page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
+    page = tuple(units.page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
         if "page" in axes else (None,)
     requests = tuple(units.integer(f"axes.requests[{i}]", v, minimum=1, maximum=100000)
                      for i, v in enumerate(_list("axes.requests", axes["requests"], "counts"))) \
@@ -234,7 +234,7 @@ def _algorithm(field: str, value, kind: str, protocols: tuple[str, ...]) -> str:
     """The catalog's spelling of an algorithm name: a TLS-only spec keeps catalog names as before; a
     spec with SSH keeps the name as given (either protocol's: the catalog links them), each cell takes
     its protocol's name for it. Unknown names list the closest names of the spec's protocol."""
-    from pqbench import catalog  # names are checked against the catalog; availability at run time
+    from pqbench.algorithms import catalog  # names are checked against the catalog; availability at run time
     only = protocols[0] if len(protocols) == 1 else None
     if protocols == ("tls",):
         return catalog.find(str(value), kind, field=field, protocol="tls").name
@@ -323,11 +323,6 @@ def _parallel(data: dict) -> dict:
         return {"parallel": units.integer("parallel", value, minimum=1, maximum=256), "max_bias": None}
     return {"parallel": units.integer("max_parallel", data.get("max_parallel", 128), minimum=1, maximum=256),
             "max_bias": units.fraction("max_bias", data.get("max_bias", 0.02), minimum=0.001, maximum=0.5)}
-
-
-def _page(field: str, value) -> str:
-    from pqbench.handshake import page_name
-    return page_name(units.size_bytes(field, value, minimum=1))
 
 
 def load(path: Path) -> Spec:

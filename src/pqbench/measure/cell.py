@@ -8,7 +8,8 @@ import datetime
 import threading
 from pathlib import Path
 
-from pqbench import late, stats, wire
+from pqbench import stats
+from pqbench.measure import late, wire
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.sampler import failure_classes
 from pqbench.experiment.spec import Samples
@@ -49,7 +50,7 @@ def ci_narrow(durations: list[float], target: float) -> bool:
 def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | None = None,
             stop: threading.Event | None = None) -> tuple[list, str]:
     """Samples in batches until the CIs are narrow enough, or min/max says stop. control: how many
-    workers (a pqbench.concurrency policy). tail: set when the cell's last possible batch has only
+    workers (a pqbench.measure.concurrency policy). tail: set when the cell's last possible batch has only
     stragglers left. stop: cancels the cell (sampler.Cancelled)."""
     rule, metric = plan.samples, plan.metric
     samples: list[dict] = []

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime
 import subprocess
 
-from pqbench import __version__, endpoints, host, liboqs, paths, stack, store
+from pqbench import __version__, endpoints, paths, store
+from pqbench.algorithms import liboqs, openssl_build
+from pqbench.machine import host
 
 
 def git_commit() -> str | None:
@@ -22,9 +24,9 @@ def git_commit() -> str | None:
 def of_run(spec, stacks: list[str]) -> dict:
     caps = {name: endpoints.get(name).capabilities() for name in stacks}
     out = {"pqbench": __version__, "git_commit": git_commit(), "host": host.facts(),
-           "openssl": {"version": stack.openssl_version(), **stack.openssl_provenance()},
-           "liboqs": {"version": liboqs.version(), **stack.liboqs_provenance()},
-           "pqprov": stack.pqprov_path().exists(), "synthetic_work": stack.SYNTHETIC_WORK,
+           "openssl": {"version": openssl_build.openssl_version(), **openssl_build.openssl_provenance()},
+           "liboqs": {"version": liboqs.version(), **openssl_build.liboqs_provenance()},
+           "pqprov": openssl_build.pqprov_path().exists(), "synthetic_work": openssl_build.SYNTHETIC_WORK,
            "stacks": {name: {"protocol": c.protocol, "versions": c.versions} for name, c in caps.items()},
            "congestion_control": host.congestion_control(), "seed": spec.seed,
            "parallel": spec.parallel, "samples": {"min": spec.samples.min, "max": spec.samples.max,

@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from pqbench import endpoints, wire
+from pqbench import endpoints
+from pqbench.measure import wire
 from pqbench.endpoints import sampler
 from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
@@ -26,7 +27,7 @@ from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
 def credentials(protocol: str, sig: str, directory: Path):
     """What a server proves itself with, made in directory: a certificate chain (TLS) or a host key set
     (SSH; pqbench.endpoints.sshkeys)."""
-    from pqbench import certs
+    from pqbench.algorithms import certs
     from pqbench.endpoints import sshkeys
     return sshkeys.make_keys(sig, directory) if protocol == "ssh" else certs.make_chain(sig, directory)
 

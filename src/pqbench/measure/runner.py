@@ -16,7 +16,9 @@ import dataclasses
 import datetime
 from pathlib import Path
 
-from pqbench import catalog, concurrency, crypto, paths, stats, store, units
+from pqbench import paths, stats, store, units
+from pqbench.algorithms import catalog, microbench
+from pqbench.measure import concurrency
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
@@ -182,7 +184,7 @@ def _record(cell: cellmod.Cell, position: int, fields: dict) -> dict:
 def _measure_crypto(con, run_id: str, progress, algs: list, when: str) -> None:
     progress.say(f"crypto microbenchmarks of {len(algs)} algorithms at the {when}, {CRYPTO_ROUNDS} rounds "
                  "(input of the lower-bound model)")
-    store.save_crypto(con, run_id, crypto.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS))
+    store.save_crypto(con, run_id, microbench.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS))
 
 
 def calibrate_floor(tb, spec: Spec) -> dict:

@@ -6,7 +6,7 @@ import collections
 import concurrent.futures
 import threading
 
-from pqbench import concurrency
+from pqbench.measure import concurrency
 from pqbench.endpoints.sampler import Cancelled
 
 

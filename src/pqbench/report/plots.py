@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D
 
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.cells import SPLITS
-from pqbench.condition import condition
+from pqbench.experiment.condition import condition
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")

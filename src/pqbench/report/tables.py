@@ -6,7 +6,7 @@ import dataclasses
 import json
 import math
 
-from pqbench.condition import condition as cell_condition, describe
+from pqbench.experiment.condition import condition as cell_condition, describe
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.warnings import TITLES
 
@@ -156,7 +156,7 @@ def protocols(a: Analysis) -> Table | None:
 
 
 def _catalog_name(name, kind: str) -> str:
-    from pqbench import catalog
+    from pqbench.algorithms import catalog
     from pqbench.errors import BadInput
     try:
         return catalog.find(str(name), kind).name
@@ -188,7 +188,7 @@ SIZE_ONLY_NOTE = (" Size-only: an SSH host key named sizeonly-ALG has only ALG's
 
 
 def _size_only(c: CellStats) -> bool:
-    from pqbench import catalog
+    from pqbench.algorithms import catalog
     return catalog.is_size_only(str(c.row.get("sig")))
 
 

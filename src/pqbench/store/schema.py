@@ -13,7 +13,7 @@ CELL_PARAMS = {
 }
 # Added by later migrations, not in migration 1's table.
 _LATER_PARAMS = ("stack", "server", "client", "protocol")
-# Sample columns from the emulator's record of the connection (pqbench.wire.summary keys, prefixed).
+# Sample columns from the emulator's record of the connection (pqbench.measure.wire.summary keys, prefixed).
 WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
                 "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
                 "wire_packets_s2c": "INTEGER", "wire_bytes_c2s": "BIGINT", "wire_bytes_s2c": "BIGINT"}

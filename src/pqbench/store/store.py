@@ -164,7 +164,7 @@ def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: st
 
 
 def save_crypto(con, run_id: str, rounds: list[list[dict]]) -> None:
-    """Rounds of crypto microbenchmarks (pqbench.crypto.measure results), appended after the run's
+    """Rounds of crypto microbenchmarks (pqbench.algorithms.microbench.measure results), appended after the run's
     earlier rounds: the machine's speed changes over time, so every round is kept for the model."""
     (first,) = con.execute("SELECT coalesce(max(round) + 1, 0) FROM crypto WHERE run_id = ?", [run_id]).fetchone()
     rows = [{"run_id": run_id, "name": r["name"], "kind": r["kind"], "op": op, "median_us": v["median_us"],

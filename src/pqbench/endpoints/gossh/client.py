@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pqbench import wire
+from pqbench.measure import wire
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.gossh import build

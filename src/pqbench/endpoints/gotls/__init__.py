@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from pqbench import catalog
+from pqbench.algorithms import catalog
 from pqbench.endpoints.base import Capabilities, Stack
 from pqbench.endpoints.gotls import build
 from pqbench.endpoints.gotls.client import GoClient

@@ -58,7 +58,7 @@ def provenance() -> dict:
 def group_name(kex: str) -> str | None:
     """tlsgo's name for the catalog's key exchange `kex` (matched by TLS code point), or None when this
     build's crypto/tls did not negotiate it."""
-    from pqbench import catalog
+    from pqbench.algorithms import catalog
     try:
         alg = catalog.find(kex, "kem")
     except Exception:

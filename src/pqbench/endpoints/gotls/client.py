@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pqbench import wire
+from pqbench.measure import wire
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.gotls import build
 from pqbench.errors import MissingCapability

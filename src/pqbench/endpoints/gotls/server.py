@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pqbench import catalog, stack
+from pqbench.algorithms import catalog, openssl_build
 from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group, tcp_probe
 from pqbench.endpoints.gotls import build
 from pqbench.endpoints.gotls.client import GoClient
@@ -30,7 +30,7 @@ def go_key(site: Site, run_dir: Path) -> Path:
     old = os.umask(0o077)  # never readable by others, not even briefly
     try:
         out.unlink(missing_ok=True)
-        proc = stack.run_openssl(["pkey", "-in", str(site.chain.leaf_key), "-provparam",
+        proc = openssl_build.run_openssl(["pkey", "-in", str(site.chain.leaf_key), "-provparam",
                                   "ml-dsa.output_formats=seed-only", "-out", str(out)], check=False)
     finally:
         os.umask(old)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from pqbench import catalog, stack
+from pqbench.algorithms import catalog, openssl_build
 from pqbench.endpoints.base import Capabilities, Stack
 from pqbench.endpoints.openssl import nginx
 from pqbench.endpoints.openssl.nginx import NginxServer
@@ -27,7 +27,7 @@ def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
 def capabilities() -> Capabilities:
     return Capabilities(stack="openssl", protocol="tls", transports=("tcp",),
                         modes=("handshake", "page", "requests", "resume"),
-                        versions={"openssl": stack.openssl_version(), "nginx": nginx.version(),
+                        versions={"openssl": openssl_build.openssl_version(), "nginx": nginx.version(),
                                   "nginx_running_with_openssl": nginx.running_with_openssl()},
                         unsupported=unsupported)
 

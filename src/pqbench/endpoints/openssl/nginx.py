@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pqbench import stack
+from pqbench.algorithms import openssl_build
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Place, Serving, Site, stop_group, tcp_probe
 from pqbench.errors import MeasurementFailed, MissingCapability
 
@@ -112,7 +112,7 @@ class NginxServer:
         self.prepare()
         argv = ["nginx", "-e", str(self.config.run_dir / "nginx-error.log"), "-c", str(self.conf_path),
                 "-p", str(self.config.run_dir)]
-        self.proc = place.popen(argv, env=stack.openssl_env(), stdin=subprocess.DEVNULL,
+        self.proc = place.popen(argv, env=openssl_build.openssl_env(), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 process_group=0)  # see backend_pqlink: own group, same session
 
@@ -177,7 +177,7 @@ def running_with_openssl() -> str | None:
     from pqbench import paths
     if not shutil.which("nginx") or not paths.OPENSSL_BIN.exists():
         return None
-    out = subprocess.run(["nginx", "-V"], capture_output=True, text=True, env=stack.openssl_env())
+    out = subprocess.run(["nginx", "-V"], capture_output=True, text=True, env=openssl_build.openssl_env())
     m = re.search(r"running with OpenSSL (\S+)", out.stderr)
     if m:
         return m.group(1)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pqbench import paths, stack, wire
+from pqbench import paths
+from pqbench.algorithms import openssl_build
+from pqbench.measure import wire
 from pqbench.endpoints.base import ClientJob
 from pqbench.errors import MissingCapability
 
@@ -26,4 +28,4 @@ class Pqtimer:
         return [str(b), *job.tls_client_options(job.groups, count, worker, claims)]
 
     def env(self) -> dict:
-        return stack.openssl_env()
+        return openssl_build.openssl_env()

@@ -9,7 +9,8 @@ import json
 import re
 import subprocess
 
-from pqbench import catalog, paths, stack
+from pqbench import paths
+from pqbench.algorithms import catalog, openssl_build
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 
 OPS = {"kem": ("keygen", "encaps", "decaps"), "sig": ("keygen", "sign", "verify")}
@@ -46,7 +47,7 @@ def measure(alg: catalog.Algorithm, seconds: float = 0.5) -> dict:
     if not binary.exists():
         raise MissingCapability(f"{binary} is missing", "run `make` in the project root")
     proc = subprocess.run([str(binary), *cryptobench_args(alg), "--seconds", str(seconds)],
-                          capture_output=True, env=stack.openssl_env(), timeout=120 + 10 * seconds)
+                          capture_output=True, env=openssl_build.openssl_env(), timeout=120 + 10 * seconds)
     if proc.returncode:
         raise MeasurementFailed(f"cryptobench failed for {alg.name}: {proc.stderr.decode().strip()}")
     raw = json.loads(proc.stdout)

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pqbench import late
+from pqbench.measure import late
 from pqbench.sample import END_PHASE
 
 

@@ -10,7 +10,8 @@ import functools
 import tomllib
 from pathlib import Path
 
-from pqbench import paths, stack
+from pqbench import paths
+from pqbench.algorithms import openssl_build
 from pqbench.errors import BadInput
 
 KINDS = ("kem", "sig")
@@ -205,7 +206,7 @@ class Availability:
 def _needs_provider(alg: Algorithm) -> str:
     if alg.source == "openssl":
         return "not offered by this OpenSSL build"
-    if not stack.pqprov_path().exists():
+    if not openssl_build.pqprov_path().exists():
         return "needs pqprov, pqbench's OpenSSL provider (not built yet)"
     return "pqprov is loaded but does not offer it"
 
@@ -215,17 +216,17 @@ def availability(alg: Algorithm) -> Availability:
     if alg.source == "ssh":
         return Availability(False, False, "SSH only")
     if alg.kind == "kem":
-        groups = {g.lower() for g in stack.tls_groups()}
+        groups = {g.lower() for g in openssl_build.tls_groups()}
         in_tls = any(n.lower() in groups for n in alg.names())
         if in_tls:
             return Availability(True, True)
-        kems = stack.kem_algorithms()
+        kems = openssl_build.kem_algorithms()
         if any(n.lower() in kems for n in alg.names()):
             return Availability(True, False, "" if not alg.tls else "KEM works but no TLS group")
         return Availability(False, False, _needs_provider(alg))
-    if (alg.keytype or alg.name).lower() not in stack.key_managers():
+    if (alg.keytype or alg.name).lower() not in openssl_build.key_managers():
         return Availability(False, False, _needs_provider(alg))
-    sigalgs = {s.lower() for s in stack.tls_sigalgs()}
+    sigalgs = {s.lower() for s in openssl_build.tls_sigalgs()}
     if alg.tls and (alg.sigalg or alg.name).lower() in sigalgs:
         return Availability(True, True)
     return Availability(True, False, "certificates only: no TLS 1.3 signature scheme in this OpenSSL")

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pqbench import catalog, stack
+from pqbench.algorithms import catalog, openssl_build
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 
 DEFAULT_SERVER_NAME = "server.pqbench.test"
@@ -64,7 +64,7 @@ class Chain:
 
 def _openssl(args: list[str], what: str, input: bytes | None = None) -> bytes:
     try:
-        return stack.run_openssl(args, input=input).stdout
+        return openssl_build.run_openssl(args, input=input).stdout
     except subprocess.CalledProcessError as e:
         raise MeasurementFailed(f"openssl failed to {what}: {e.stderr.decode().strip()[-600:]}") from None
 

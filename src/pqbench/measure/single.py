@@ -11,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pqbench import catalog, concurrency, endpoints, paths, units
+from pqbench import endpoints, paths, units
+from pqbench.algorithms import catalog
+from pqbench.measure import concurrency
 from pqbench.endpoints import sshkeys
 from pqbench.analysis import cells as cellstats
 from pqbench.analysis.load import cell_data
@@ -33,7 +35,7 @@ class HandshakeConfig:
     spec: LinkSpec = dataclasses.field(default_factory=LinkSpec)
     tcp: TcpKnobs = dataclasses.field(default_factory=TcpKnobs)
     n: int = 100
-    parallel: int | str = 1  # or "auto" (pqbench.concurrency.Auto within max_bias, up to max_parallel)
+    parallel: int | str = 1  # or "auto" (pqbench.measure.concurrency.Auto within max_bias, up to max_parallel)
     max_bias: float = 0.02
     max_parallel: int = 128
     mode: str = "handshake"
@@ -56,11 +58,6 @@ class HandshakeConfig:
         d["tcp"] = self.tcp.to_dict()
         d["emulator"] = dataclasses.asdict(self.emulator)
         return d
-
-
-def page_name(size_bytes: int) -> str:
-    """Page names: 1000 -> 1k, 1000000 -> 1000k, others in bytes."""
-    return f"{size_bytes // 1000}k" if size_bytes % 1000 == 0 else str(size_bytes)
 
 
 def new_run_dir(prefix: str = "handshake") -> Path:

@@ -2,7 +2,9 @@
 
 import dataclasses
 
-from pqbench import __version__, endpoints, host, liboqs, paths, stack
+from pqbench import __version__, endpoints, paths
+from pqbench.algorithms import liboqs, openssl_build
+from pqbench.machine import host
 
 NATIVE_COMPONENTS = ("pqlink", "cryptobench", "pqtimer")
 
@@ -26,17 +28,17 @@ def report() -> dict:
         "congestion_control": host.congestion_control(),
         "openssl": {
             "built": openssl_built,
-            "version": stack.openssl_version(),
+            "version": openssl_build.openssl_version(),
             "path": str(paths.OPENSSL_BIN),
-            "provenance": stack.openssl_provenance(),
-            "tls_groups": list(stack.tls_groups()) if openssl_built else [],
-            "tls_sigalgs": list(stack.tls_sigalgs()) if openssl_built else [],
-            "pqprov": stack.pqprov_path().exists(),
+            "provenance": openssl_build.openssl_provenance(),
+            "tls_groups": list(openssl_build.tls_groups()) if openssl_built else [],
+            "tls_sigalgs": list(openssl_build.tls_sigalgs()) if openssl_built else [],
+            "pqprov": openssl_build.pqprov_path().exists(),
         },
         "liboqs": {
             "built": liboqs.available(),
             "version": liboqs.version(),
-            "provenance": stack.liboqs_provenance(),
+            "provenance": openssl_build.liboqs_provenance(),
             "kems": liboqs.kem_names(),
             "sigs": liboqs.sig_names(),
         },

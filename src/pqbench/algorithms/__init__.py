@@ -1,0 +1,2 @@
+"""The algorithm side: the catalog, certificate chains, the crypto microbenchmark, liboqs, and facts about
+our OpenSSL/liboqs build and how to run it."""

@@ -1,0 +1,1 @@
+"""This machine: host facts (root, TUN, netem, congestion control, CPU) and `pqbench doctor`."""
