@@ -37,8 +37,8 @@ SSH_SPLIT = (
 SPLITS = {"tls": SPLIT, "ssh": SSH_SPLIT}
 # What tells two cells' algorithms apart, and what makes up their link/workload condition.
 ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
-CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "mode", "page",
-                    "requests")
+CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "congctl", "mode",
+                    "page", "requests")
 
 
 @dataclasses.dataclass

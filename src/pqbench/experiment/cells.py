@@ -35,6 +35,7 @@ class Cell:
     server: str = DEFAULT_STACK
     client: str = DEFAULT_STACK
     protocol: str = "tls"
+    congctl: str | None = None  # None: the host's default
 
     @property
     def stack(self) -> str:
@@ -49,7 +50,7 @@ class Cell:
                 "loss": self.link_spec(0).client_to_server.loss.mean, "loss_model": loss_model,
                 "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
                 "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
-                "server": self.server, "client": self.client, "protocol": self.protocol}
+                "server": self.server, "client": self.client, "protocol": self.protocol, "congctl": self.congctl}
 
     @property
     def cell_id(self) -> str:
@@ -61,6 +62,8 @@ class Cell:
             del params["protocol"]
         if params["stack"] == DEFAULT_STACK:
             del params["stack"]
+        if params["congctl"] is None:  # as before the congctl axis
+            del params["congctl"]
         blob = json.dumps(params, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -77,7 +80,7 @@ class Cell:
                                   mtu=self.mtu, seed=seed, **extra)
 
     def tcp(self) -> TcpKnobs:
-        return TcpKnobs(initcwnd=self.initcwnd) if self.initcwnd else TcpKnobs()
+        return TcpKnobs(initcwnd=self.initcwnd, congctl=self.congctl)
 
     def label(self) -> str:
         return describe(self.params())
@@ -104,15 +107,15 @@ def _named(name: str, kind: str, protocol: str) -> str:
 
 def expand(spec: Spec) -> list[Cell]:
     cells = []
-    for kex, sig, scen, mtu, cwnd, page, req, pad, (server, client) in itertools.product(
-            spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.page, spec.requests, spec.pad,
-            spec.stacks):
+    for kex, sig, scen, mtu, cwnd, cc, page, req, pad, (server, client) in itertools.product(
+            spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.congctl, spec.page, spec.requests,
+            spec.pad, spec.stacks):
         mode, page_, req_ = _mode(spec, page, req)
         protocol = endpoints.get(server).protocol
         kex_, sig_ = _named(kex, "kem", protocol), _named(sig, "sig", protocol)
         if not spec.stacks_named:
             server, client = endpoints.default_pair(protocol, sig_)
-        cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol))
+        cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol, cc))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
 

@@ -22,6 +22,8 @@ def condition(row: dict, *, short: bool = False) -> str:
         parts.append(f"MTU {row['mtu']}")
     if row.get("initcwnd"):
         parts.append(f"{'cwnd' if short else 'initcwnd'} {row['initcwnd']}")
+    if row.get("congctl"):
+        parts.append(row["congctl"])
     mode = row.get("mode")
     if mode == "page":
         parts.append(f"page {row.get('page')}")

@@ -20,6 +20,8 @@
     rate = ["1000mbit"]                # optional: unlimited when absent
     mtu = [1500]
     initcwnd = [10]
+    congctl = ["cubic"]                # optional: TCP congestion control of both ends (per route);
+                                       #   absent: the host's default (recorded per cell either way)
     page = ["1k", "100k"]              # optional: fetch a page after the handshake
     requests = [1, 10]                 # optional: N GETs on the connection (page 1k unless page set)
     pad = [0, 1100]                    # optional: ClientHello padding bytes
@@ -46,9 +48,10 @@ from pathlib import Path
 from pqbench import units
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
+from pqbench.testbed.linkspec import congctl_name
 
-AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "page", "requests", "pad", "stack", "server", "client",
-        "protocol")
+AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
+        "client", "protocol")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
             "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol")
 PROTOCOLS = ("tls", "ssh")
@@ -102,6 +105,7 @@ class Spec:
     lanes: int                  # testbeds with their nginx; cells overlap only in their tails
     calibration_samples: int
     source: str  # the TOML text, stored with the run
+    congctl: tuple[str | None, ...] = (None,)  # TCP congestion control per route; None: the host's default
 
 
 def _list(field: str, value, allowed: str) -> list:
@@ -194,6 +198,9 @@ def parse(text: str, origin: str = "spec") -> Spec:
     initcwnd = tuple(units.integer(f"axes.initcwnd[{i}]", v, minimum=1, maximum=1000)
                      for i, v in enumerate(_list("axes.initcwnd", axes["initcwnd"], "segments"))) \
         if "initcwnd" in axes else (None,)
+    congctl = tuple(congctl_name(f"axes.congctl[{i}]", v)
+                    for i, v in enumerate(_list("axes.congctl", axes["congctl"], "congestion control names"))) \
+        if "congctl" in axes else (None,)
     page = tuple(units.page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
         if "page" in axes else (None,)
     requests = tuple(units.integer(f"axes.requests[{i}]", v, minimum=1, maximum=100000)
@@ -227,7 +234,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
         lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
                                           minimum=10, maximum=100_000),
-        source=text)
+        source=text, congctl=congctl)
 
 
 def _algorithm(field: str, value, kind: str, protocols: tuple[str, ...]) -> str:

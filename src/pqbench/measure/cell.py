@@ -79,6 +79,7 @@ def measure(rig, plan: Plan, control, scratch: Path, *, tail=None, stop=None) ->
     """Measures one cell on a rig: (record fields, samples, why it stopped)."""
     started = datetime.datetime.now()
     rig.begin_cell(plan.link, plan.tcp)
+    cc = rig.tb.congestion_control()  # what both ends' connections use, not only what was asked
     samples, why = collect(rig, plan, control, scratch, tail=tail, stop=stop)
     counters = rig.end_cell(samples, plan.job.mode, scratch, client=plan.client, server=plan.server)
     ok = sum(1 for s in samples if s.get("ok"))
@@ -87,5 +88,5 @@ def measure(rig, plan: Plan, control, scratch: Path, *, tail=None, stop=None) ->
               "failures": len(samples) - ok, "failure_classes": failure_classes(samples), "link_counters": counters,
               "concurrency": control.summary(), "started": started, "finished": datetime.datetime.now(),
               "stop_reason": why, "detector": late.detect(samples, plan.metric, plan.max_bias),
-              "wire": wire.agreement(samples, plan.metric)}
+              "wire": wire.agreement(samples, plan.metric), "cc_client": cc["client"], "cc_server": cc["server"]}
     return record, samples, why

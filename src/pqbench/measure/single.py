@@ -154,6 +154,8 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
             result[key] = record[key]
     if "link_counters" in record:
         result["link"] = record["link_counters"]
+    if record.get("cc_client"):
+        result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}
     return result
 
 
@@ -167,6 +169,9 @@ def format_summary(result: dict) -> str:
              f"s→c {result['packets']['server_to_client']}; bytes c→s {result['bytes']['client_to_server']} "
              f"s→c {result['bytes']['server_to_client']}",
              f"  negotiated: group {result['negotiated']['group']}, signature {result['negotiated']['sigalg']}"]
+    cc = result.get("congestion_control")
+    if cc:
+        lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")
     so = (result.get("chain") or {}).get("size_only")
     if so:
         lines.append(f"  size-only host key: {so['bytes']} bytes on the wire like {so['stands_for']}'s key + signature; "

@@ -21,7 +21,7 @@ PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 MAX_PANELS = 12
 MAX_ROWS = 40  # rows of per-cell bar charts
 HANDSHAKE_MODES = ("handshake", "resume")
-PANEL_FIELDS = ("rtt_ms", "rate_mbit", "mtu", "initcwnd", "loss_model", "mode", "pad")
+PANEL_FIELDS = ("rtt_ms", "rate_mbit", "mtu", "initcwnd", "congctl", "loss_model", "mode", "pad")
 
 
 def colours(a: Analysis) -> dict:
@@ -41,7 +41,7 @@ def _grid(n: int, width: float = 4.2, height: float = 3.3, max_cols: int = 3):
 
 
 TITLE_FORMATS = {"rtt_ms": lambda v: f"RTT {v:g} ms", "rate_mbit": lambda v: f"{v:g} Mbit/s",
-                 "mtu": lambda v: f"MTU {v}", "initcwnd": lambda v: f"initcwnd {v}",
+                 "mtu": lambda v: f"MTU {v}", "initcwnd": lambda v: f"initcwnd {v}", "congctl": str,
                  "loss": lambda v: f"loss {100 * v:g} %", "pad": lambda v: f"pad {v}", "page": lambda v: f"page {v}",
                  "requests": lambda v: f"{v} requests", "scenario": str, "mode": str}
 

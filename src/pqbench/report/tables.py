@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
@@ -67,10 +68,27 @@ def summary(a: Analysis) -> Table:
             ["finished", str(run.get("finished") or "–")],
             ["cells", f"{done} measured, {skipped} skipped, {failed} failed without samples"
                       + _not_yet(run, done + len(a.not_run))],
-            ["samples", f"{samples:,} ({sum(c.failures for c in a.cells):,} failed)"]]
+            ["samples", f"{samples:,} ({sum(c.failures for c in a.cells):,} failed)"],
+            ["TCP congestion control", congestion_control(a)]]
     if spec.get("description"):
         rows.insert(2, ["description", str(spec["description"])])
     return Table("summary", "Run", ["", ""], rows)
+
+
+def congestion_control(a: Analysis) -> str:
+    """The congestion control both ends' connections really used, per cell as the kernel reported it
+    ("cubic at both ends in all 18 cells"); it changes what loss costs, and a host's default (bbr
+    here) is not what the published studies ran (cubic)."""
+    pairs = collections.Counter((c.row.get("cc_client"), c.row.get("cc_server")) for c in a.cells)
+    if not pairs:
+        return "–"
+    parts = []
+    for (client, server), n in pairs.most_common():
+        which = "not recorded (a run from before pqbench recorded it)" if client is None else \
+            f"{client} at both ends" if client == server else f"client {client}, server {server}"
+        parts.append(f"{which} in {'all ' if len(pairs) == 1 and n > 1 else ''}{n} cell{'s' * (n != 1)}")
+    asked = sorted({c.row.get("congctl") for c in a.cells if c.row.get("congctl")})
+    return "; ".join(parts) + (f" (the spec asked for {', '.join(asked)})" if asked else " (the host's default)")
 
 
 def _not_yet(run: dict, stored: int) -> str:

@@ -9,10 +9,10 @@ CELL_PARAMS = {
     "kex": "VARCHAR", "sig": "VARCHAR", "scenario": "VARCHAR", "rtt_ms": "DOUBLE", "loss": "DOUBLE",
     "loss_model": "VARCHAR", "rate_mbit": "DOUBLE", "mtu": "INTEGER", "initcwnd": "INTEGER",
     "mode": "VARCHAR", "page": "VARCHAR", "requests": "INTEGER", "pad": "INTEGER", "stack": "VARCHAR",
-    "server": "VARCHAR", "client": "VARCHAR", "protocol": "VARCHAR",
+    "server": "VARCHAR", "client": "VARCHAR", "protocol": "VARCHAR", "congctl": "VARCHAR",
 }
 # Added by later migrations, not in migration 1's table.
-_LATER_PARAMS = ("stack", "server", "client", "protocol")
+_LATER_PARAMS = ("stack", "server", "client", "protocol", "congctl")
 # Sample columns from the emulator's record of the connection (pqbench.measure.wire.summary keys, prefixed).
 WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
                 "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
@@ -87,12 +87,21 @@ ALTER TABLE cells ADD COLUMN protocol VARCHAR DEFAULT 'tls';
 _V5 = "".join(f"ALTER TABLE samples ADD COLUMN {p}_ms DOUBLE;" for p in SSH_ONLY_PHASES) + \
     "ALTER TABLE samples ADD COLUMN cpu_wait_ms DOUBLE;"
 
+# The congestion control a cell asked for (the spec's congctl axis; NULL: the host's default) and the one
+# each endpoint's connections really used, read from the kernel in each namespace.
+_V6 = """
+ALTER TABLE cells ADD COLUMN congctl VARCHAR;
+ALTER TABLE cells ADD COLUMN cc_client VARCHAR;
+ALTER TABLE cells ADD COLUMN cc_server VARCHAR;
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
     (3, "server and client stacks, the server's first flight on the wire", _V3),
     (4, "the protocol of a cell (tls, ssh)", _V4),
     (5, "SSH's phases and the client's CPU wait per sample", _V5),
+    (6, "the congestion control a cell asked for and the one each endpoint used", _V6),
 )
 LATEST = MIGRATIONS[-1][0]
 

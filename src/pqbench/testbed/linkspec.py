@@ -262,6 +262,13 @@ def parse_gemodel(field_name: str, text) -> Loss:
     return Loss.gemodel(*values)
 
 
+def congctl_name(field_name: str, value) -> str:
+    """A TCP congestion control's name as the kernel spells them (reno, cubic, bbr …)."""
+    if not isinstance(value, str) or not re.fullmatch(r"[a-z0-9_]{1,15}", value):
+        raise BadInput(field_name, f"{value!r} is not a congestion control name (e.g. reno, cubic, bbr)")
+    return value
+
+
 @dataclass(frozen=True)
 class TcpKnobs:
     """TCP settings applied per route in both namespaces (None = kernel default)."""
@@ -275,8 +282,8 @@ class TcpKnobs:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or not 1 <= v <= 1024):
                 raise BadInput(name, f"{v!r} must be a whole number of segments in 1..1024")
-        if self.congctl is not None and not re.fullmatch(r"[a-z0-9_]{1,15}", self.congctl):
-            raise BadInput("congctl", f"{self.congctl!r} is not a congestion control name (e.g. reno, cubic, bbr)")
+        if self.congctl is not None:
+            congctl_name("congctl", self.congctl)
 
     @classmethod
     def parse(cls, *, initcwnd=None, initrwnd=None, congctl=None) -> "TcpKnobs":

@@ -313,6 +313,22 @@ class Testbed:
         self.record["tcp"] = tcp.to_dict()
         registry.write_record(self.name, self.record)
 
+    def congestion_control(self) -> dict:
+        """{"client": name, "server": name}: the congestion control each endpoint's connections to the
+        other use, as the kernel decides it: the route's congctl where one is set (it applies to
+        connections opened and accepted alike), else the namespace's default, which a new namespace
+        takes from the host (bbr here, where the published studies ran cubic)."""
+        self._require_up()
+        out = {}
+        for side in SIDES:
+            ns = self.ns(side)
+            peer = self.server_addr if side == "client" else self.client_addr
+            route = netns.ip("route", "show", f"{peer}/32", netns=ns, check=False).stdout.split()
+            named = route[route.index("congctl") + 1:] if "congctl" in route else []
+            named = [w for w in named if w != "lock"][:1]
+            out[side] = named[0] if named else netns.read_sysctl(ns, "net.ipv4.tcp_congestion_control")
+        return out
+
     def counters(self) -> dict:
         """Per-direction counters: packets/bytes forwarded, losses, queue drops, lateness..."""
         self._require_up()
