@@ -183,3 +183,19 @@ def test_late_handshakes_leave_out_retransmissions_and_recoveries():
     recent = [s(63.1)] * 10 + [s(66.0)] * 2 + [s(300.0)] * 3 + [s(66.0, retrans=1)] * 4
     late, judged = concurrency.late_handshakes(clean + recent, recent, "handshake_done", 30.9, 0.02)
     assert (late, judged) == (2, 12)  # the 300 ms recoveries and the client's retransmissions are not judged
+
+
+def test_auto_widens_only_on_evidence_so_a_small_cell_keeps_one_worker(monkeypatch):
+    """31.1 ms RTT, cheap crypto: the load model would allow many workers at once, but a step waits for
+    EVIDENCE_MIN samples at the current count, so a 20-sample cell is measured by one worker alone."""
+    machine = SimulatedMachine(monkeypatch, duration_s=0.064, cpu_s=0.0022)
+    control = concurrency.Auto(max_bias=0.02, maximum=128, network_ms=62.2, rtt_ms=31.1, meter=machine)
+    workers, steps = control.start, []
+    while len(machine.samples) < 2 * concurrency.EVIDENCE_MIN:
+        machine.step(workers)
+        add = control.more(workers, int(machine.started) + workers, machine.samples)
+        steps.append((len(machine.samples), add))
+        workers += add
+    assert [n for n, add in steps if add] and all(n >= concurrency.EVIDENCE_MIN for n, add in steps if add), steps
+    # with the evidence in, it widens
+    assert machine.run(control, looks=200, workers=workers) > 4

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from pqbench.endpoints.sampler import Cancelled
-from pqbench.measure.schedule import run_interleaved
+from pqbench.measure.schedule import TAIL_GRACE_S, run_interleaved
 
 
 class Script:
@@ -69,6 +69,8 @@ def test_next_cell_waits_for_the_tail_and_overlaps_it():
     time.sleep(0.6)  # a is in its body: nothing else may start
     assert s.started == ["a"]
     s.gates["a"][0].set()  # a reaches its tail
+    time.sleep(TAIL_GRACE_S / 2)
+    assert s.started == ["a"]  # a short tail (a clean cell's last handshake) is not overlapped
     until(lambda: s.started == ["a", "b"])
     assert s.lanes_used["b"] != s.lanes_used["a"]
     time.sleep(0.6)  # b in its body, both lanes busy: c waits
@@ -142,3 +144,19 @@ def test_a_cell_finishing_after_another_failed_is_still_saved():
     t.join(5)
     assert not t.is_alive() and len(errors) == 1 and isinstance(errors[0], ValueError)
     assert s.saved == ["late"]
+
+
+def test_cells_whose_tails_end_quickly_run_one_after_another_on_the_first_lane():
+    """Loss-free cells have no stragglers: each next cell waits for the last and takes the first lane,
+    so they share one testbed and never overlap."""
+    s = Script(["a", "b", "c"])
+    t, errors = run_in_thread(s, ["lane0", "lane1", "lane2"], ["a", "b", "c"])
+    for name in ("a", "b", "c"):
+        until(lambda: name in s.started)
+        assert s.lanes_used[name] == "lane0"
+        s.gates[name][0].set()
+        time.sleep(TAIL_GRACE_S / 4)  # the tail ends well within the grace
+        assert s.started[-1] == name
+        s.gates[name][1].set()
+    t.join(5)
+    assert not t.is_alive() and not errors and s.saved == ["a", "b", "c"]

@@ -45,6 +45,12 @@ SYN_RETRY_MS = 500.0  # a connect this far beyond the RTT lost its SYN or SYN-AC
 LATE_HANDSHAKE_SHARE = 0.01
 LATE_HANDSHAKE_MIN = 100
 CLEAN_MIN = 20  # samples before their p5 stands for the clean time
+# Samples finished at the current worker count before the next step: widen only on evidence. A step
+# taken after fewer (one or two samples at one worker) rests on a load model nothing has checked yet,
+# and a small cell (20 samples) ended with its workers queueing: 8 of 20 hybrid samples late, its cost
+# over X25519 +1.25 ms instead of +0.79 ms at one worker. With this many, a 20-sample cell keeps one
+# worker, and each step's effect is seen in as many handshakes as the late detector needs for a clean time.
+EVIDENCE_MIN = CLEAN_MIN
 
 
 def _cpu_ticks() -> tuple[int, int]:
@@ -196,9 +202,9 @@ class Auto:
       milliseconds, which is what moves the clean mode's upper quantiles.
     - no more than LATE_HANDSHAKE_SHARE of the whole handshakes since the last step came late
       (late_handshakes): the server's wait and the client's after its connect, which connects miss.
-    A step is taken only once as many samples finished since the last one as workers run (at least
-    LATE_CONNECT_MIN once a late connect was seen), so its effect is measured before the next; a step
-    adds at most half the workers running.
+    A step is taken only once as many samples finished since the last one as workers run, and at least
+    EVIDENCE_MIN (LATE_CONNECT_MIN once a late connect was seen), so its effect is measured before the
+    next and a small cell never widens on no evidence; a step adds at most half the workers running.
 
     What one worker costs is estimated over the last WINDOW_S seconds (busy time / worker-seconds):
     long enough that a moment of waiting for retransmissions does not look like an idle machine,
@@ -256,8 +262,8 @@ class Auto:
         if self._cpu_wait_too_long(samples, running):
             self.held += 1
             return 0
-        if finished - self._stepped_at < running:
-            return 0  # the last step's effect is not measured yet
+        if finished - self._stepped_at < max(running, EVIDENCE_MIN):
+            return 0  # the last step's effect (or, at the start, one worker's) is not measured yet
         per_worker = max(busy, MIN_BUSY_S) / (worker_s * CPUS)  # fraction of the machine
         add = math.floor(target / per_worker) - running
         add = max(0, min(add, math.ceil(running * STEP), self.maximum - running))
