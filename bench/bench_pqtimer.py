@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from pqbench import paths  # noqa: E402
 from pqbench.algorithms import certs, openssl_build
-from pqbench.measure import single
+from pqbench.analysis import single
 from pqbench.testbed import LinkSpec  # noqa: E402
 from tlsloop import s_server  # noqa: E402
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from pqbench import stats, store  # noqa: E402
-from pqbench.measure import single
+from pqbench.analysis import single
 from pqbench.experiment import spec as specmod
 from pqbench.measure import runner  # noqa: E402
 from pqbench.testbed import LinkSpec  # noqa: E402

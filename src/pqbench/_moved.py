@@ -18,7 +18,7 @@ MOVED = {
     "concurrency": "measure.concurrency",
     "wire": "measure.wire",
     "late": "measure.late",
-    "handshake": "measure.single",
+    "handshake": "analysis.single",  # its run() and HandshakeConfig, as before
     "host": "machine.host",
     "doctor": "machine.doctor",
     "condition": "experiment.condition",

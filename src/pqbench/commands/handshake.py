@@ -2,7 +2,7 @@ import sys
 from pathlib import Path
 
 from pqbench import units
-from pqbench.measure import single
+from pqbench.analysis import single
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.errors import BadInput

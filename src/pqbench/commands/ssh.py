@@ -1,7 +1,7 @@
 """`pqbench ssh`: SSH handshakes over an emulated link, the contract of `pqbench handshake`."""
 
 from pqbench import endpoints
-from pqbench.measure import single
+from pqbench.analysis import single
 from pqbench.commands.handshake import add_sampling_options, run_and_print, sampling_config
 
 

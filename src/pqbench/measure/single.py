@@ -1,6 +1,6 @@
-"""`pqbench handshake`: one measurement point as a one-cell run — a rig with a LinkSpec, the stack's
-server serving the chain for the signature algorithm, its client making n connections in total —
-summarised by the same cell statistics as a run's cells.
+"""`pqbench handshake` and `pqbench ssh`: one measurement point as a one-cell run — a rig with a
+LinkSpec, the stack's server serving the chain for the signature algorithm, its client making n
+connections in total. analysis.single summarises it with the same cell statistics as a run's cells.
 """
 
 import dataclasses
@@ -9,20 +9,16 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
-
 from pqbench import endpoints, paths, units
 from pqbench.algorithms import catalog
 from pqbench.measure import concurrency
 from pqbench.endpoints import sshkeys
-from pqbench.analysis import cells as cellstats
-from pqbench.analysis.load import cell_data
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.experiment.spec import Samples
 from pqbench.measure import cell as cellmeasure
 from pqbench.measure.rig import Rig, credentials
-from pqbench.sample import END_PHASE, PHASES, SSH_PHASES
+from pqbench.sample import END_PHASE
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
 PORT = 4433
@@ -75,7 +71,26 @@ def _names(cfg: HandshakeConfig) -> tuple[str, str]:
             catalog.find(cfg.sig, "sig", field="--sig", protocol="tls").name)
 
 
-def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dict:
+@dataclasses.dataclass
+class Measured:
+    """One cell measured from the CLI: its samples, the cell's record (detector, wire, link counters …),
+    the credentials the server used, the link backend and the folder holding it all."""
+    samples: list[dict]
+    record: dict
+    chain: object
+    backend: str
+    run_dir: Path
+
+    def chain_json(self) -> dict:
+        c = self.chain
+        return {"sig": c.sig, "bytes_sent_by_server": c.sent_bytes,
+                **({"der_sizes": c.der_sizes} if hasattr(c, "der_sizes") else {}),
+                **({"size_only": c.to_json()["size_only"]} if getattr(c, "size_only", False) else {})}
+
+
+def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> Measured:
+    """Checks the configuration, brings up a rig and measures cfg.n samples as one cell; the raw
+    samples go to run_dir/samples.jsonl (analysis.single summarises them)."""
     if cfg.mode not in END_PHASE:
         raise BadInput("mode", f"{cfg.mode!r} is not one of {', '.join(END_PHASE)}")
     units.integer("-n", cfg.n, minimum=1)
@@ -110,79 +125,4 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
         record, samples, _ = cellmeasure.measure(rig, plan, control, run_dir)
         backend = rig.tb.backend_name
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
-    result = summarise(cfg, samples, record)
-    result["config"]["backend"] = backend
-    result["chain"] = {"sig": chain.sig, "bytes_sent_by_server": chain.sent_bytes,
-                       **({"der_sizes": chain.der_sizes} if hasattr(chain, "der_sizes") else {}),
-                       **({"size_only": chain.to_json()["size_only"]} if getattr(chain, "size_only", False) else {})}
-    result["run_dir"] = str(run_dir)
-    (run_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
-    return result
-
-
-def _round(v, digits=3):
-    return None if v is None or (isinstance(v, float) and np.isnan(v)) else round(float(v), digits)
-
-
-def _median_phase(samples: list[dict], phase: str) -> float | None:
-    v = [s["t_ns"][phase] / 1e6 for s in samples if s.get("ok") and (s.get("t_ns") or {}).get(phase) is not None]
-    return _round(np.median(v)) if v else None
-
-
-def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = None) -> dict:
-    """The DESIGN.md `handshake --json` object, from the same cell statistics a run's report uses."""
-    record = record or {}
-    metric = END_PHASE[cfg.mode]
-    cd = cell_data({"kex": cfg.kex, "sig": cfg.sig, "mode": cfg.mode}, samples, metric)
-    c = cellstats.analyse_cell(cd, {}, resamples=200)
-    pct = {f"p{q}_ms": _round(c.pct[q][0]) if c.ok else None for q in cellstats.QS}
-    groups, sigalgs = {s.get("group") for s in samples if s.get("ok")}, {s.get("sigalg") for s in samples if s.get("ok")}
-    result = {
-        "config": cfg.to_json(),
-        "summary": {"n": c.n, "ok": c.ok, "failures": c.failures, "failure_classes": c.failure_classes,
-                    "metric": metric, "mean_ms": _round(c.mean) if c.ok else None, **pct},
-        # Per handshake, per direction, from the client socket's TCP_INFO when the handshake completed.
-        "packets": {"client_to_server": c.wire["packets_c2s"], "server_to_client": c.wire["packets_s2c"]},
-        "bytes": {"client_to_server": c.wire["bytes_c2s"], "server_to_client": c.wire["bytes_s2c"]},
-        "negotiated": {"group": groups.pop() if len(groups) == 1 else sorted(map(str, groups)) or None,
-                       "sigalg": sigalgs.pop() if len(sigalgs) == 1 else sorted(map(str, sigalgs)) or None},
-        # Median time of each phase since the start (the Sosnowski-style split follows from these).
-        "phases_ms": {p: _median_phase(samples, p) for p in (SSH_PHASES if cfg.protocol == "ssh" else PHASES)},
-    }
-    for key in ("concurrency", "detector", "wire"):
-        if key in record:
-            result[key] = record[key]
-    if "link_counters" in record:
-        result["link"] = record["link_counters"]
-    if record.get("cc_client"):
-        result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}
-    return result
-
-
-def format_summary(result: dict) -> str:
-    s, c = result["summary"], result["config"]
-    lines = [f"{c['kex']} + {c['sig']} over {result['config']['backend']}: {s['n']} samples, "
-             f"{s['failures']} failed" + (f" {s['failure_classes']}" if s["failures"] else ""),
-             f"  {s['metric']} ms: mean {s['mean_ms']}  p5 {s['p5_ms']}  p25 {s['p25_ms']}  p50 {s['p50_ms']}  "
-             f"p75 {s['p75_ms']}  p95 {s['p95_ms']}  p99 {s['p99_ms']}",
-             f"  per handshake (median): packets c→s {result['packets']['client_to_server']} "
-             f"s→c {result['packets']['server_to_client']}; bytes c→s {result['bytes']['client_to_server']} "
-             f"s→c {result['bytes']['server_to_client']}",
-             f"  negotiated: group {result['negotiated']['group']}, signature {result['negotiated']['sigalg']}"]
-    cc = result.get("congestion_control")
-    if cc:
-        lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")
-    so = (result.get("chain") or {}).get("size_only")
-    if so:
-        lines.append(f"  size-only host key: {so['bytes']} bytes on the wire like {so['stands_for']}'s key + signature; "
-                     "the computation is ed25519's")
-    w = result.get("wire") or {}
-    if w.get("n"):
-        lines.append(f"  client vs wire time: median {w['median_diff_ms']:+.3f} ms "
-                     f"(p5 {w['p5_diff_ms']:+.3f}, p95 {w['p95_diff_ms']:+.3f}; {w['disagree']} of {w['n']} "
-                     f"beyond ±{w['tolerance_ms']} ms)")
-    d = result.get("detector") or {}
-    if d.get("late") is not None:
-        lines.append(f"  late samples (no retransmission, beyond {d['threshold_ms']} ms): {d['late']} of {d['untouched']}")
-    lines.append(f"  raw samples: {result['run_dir']}/samples.jsonl")
-    return "\n".join(lines)
+    return Measured(samples, record, chain, backend, run_dir)

@@ -1,0 +1,91 @@
+"""The summary of one cell measured from the CLI (`pqbench handshake`, `pqbench ssh`): DESIGN.md's
+`handshake --json` object, from the same cell statistics a run's report uses, and its text form."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from pqbench.analysis import cells as cellstats
+from pqbench.analysis.load import cell_data
+from pqbench.measure.single import HandshakeConfig, measure  # noqa: F401  (HandshakeConfig: with run, the API)
+from pqbench.sample import END_PHASE, PHASES, SSH_PHASES
+
+
+def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dict:
+    """Measures the cell and returns its summary; result.json beside the samples holds it too."""
+    m = measure(cfg, run_dir, progress)
+    result = summarise(cfg, m.samples, m.record)
+    result["config"]["backend"] = m.backend
+    result["chain"] = m.chain_json()
+    result["run_dir"] = str(m.run_dir)
+    (m.run_dir / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def _round(v, digits=3):
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else round(float(v), digits)
+
+
+def _median_phase(samples: list[dict], phase: str) -> float | None:
+    v = [s["t_ns"][phase] / 1e6 for s in samples if s.get("ok") and (s.get("t_ns") or {}).get(phase) is not None]
+    return _round(np.median(v)) if v else None
+
+
+def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = None) -> dict:
+    """The DESIGN.md `handshake --json` object, from the same cell statistics a run's report uses."""
+    record = record or {}
+    metric = END_PHASE[cfg.mode]
+    cd = cell_data({"kex": cfg.kex, "sig": cfg.sig, "mode": cfg.mode}, samples, metric)
+    c = cellstats.analyse_cell(cd, {}, resamples=200)
+    pct = {f"p{q}_ms": _round(c.pct[q][0]) if c.ok else None for q in cellstats.QS}
+    groups, sigalgs = {s.get("group") for s in samples if s.get("ok")}, {s.get("sigalg") for s in samples if s.get("ok")}
+    result = {
+        "config": cfg.to_json(),
+        "summary": {"n": c.n, "ok": c.ok, "failures": c.failures, "failure_classes": c.failure_classes,
+                    "metric": metric, "mean_ms": _round(c.mean) if c.ok else None, **pct},
+        # Per handshake, per direction, from the client socket's TCP_INFO when the handshake completed.
+        "packets": {"client_to_server": c.wire["packets_c2s"], "server_to_client": c.wire["packets_s2c"]},
+        "bytes": {"client_to_server": c.wire["bytes_c2s"], "server_to_client": c.wire["bytes_s2c"]},
+        "negotiated": {"group": groups.pop() if len(groups) == 1 else sorted(map(str, groups)) or None,
+                       "sigalg": sigalgs.pop() if len(sigalgs) == 1 else sorted(map(str, sigalgs)) or None},
+        # Median time of each phase since the start (the Sosnowski-style split follows from these).
+        "phases_ms": {p: _median_phase(samples, p) for p in (SSH_PHASES if cfg.protocol == "ssh" else PHASES)},
+    }
+    for key in ("concurrency", "detector", "wire"):
+        if key in record:
+            result[key] = record[key]
+    if "link_counters" in record:
+        result["link"] = record["link_counters"]
+    if record.get("cc_client"):
+        result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}
+    return result
+
+
+def format_summary(result: dict) -> str:
+    s, c = result["summary"], result["config"]
+    lines = [f"{c['kex']} + {c['sig']} over {result['config']['backend']}: {s['n']} samples, "
+             f"{s['failures']} failed" + (f" {s['failure_classes']}" if s["failures"] else ""),
+             f"  {s['metric']} ms: mean {s['mean_ms']}  p5 {s['p5_ms']}  p25 {s['p25_ms']}  p50 {s['p50_ms']}  "
+             f"p75 {s['p75_ms']}  p95 {s['p95_ms']}  p99 {s['p99_ms']}",
+             f"  per handshake (median): packets c→s {result['packets']['client_to_server']} "
+             f"s→c {result['packets']['server_to_client']}; bytes c→s {result['bytes']['client_to_server']} "
+             f"s→c {result['bytes']['server_to_client']}",
+             f"  negotiated: group {result['negotiated']['group']}, signature {result['negotiated']['sigalg']}"]
+    cc = result.get("congestion_control")
+    if cc:
+        lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")
+    so = (result.get("chain") or {}).get("size_only")
+    if so:
+        lines.append(f"  size-only host key: {so['bytes']} bytes on the wire like {so['stands_for']}'s key + signature; "
+                     "the computation is ed25519's")
+    w = result.get("wire") or {}
+    if w.get("n"):
+        lines.append(f"  client vs wire time: median {w['median_diff_ms']:+.3f} ms "
+                     f"(p5 {w['p5_diff_ms']:+.3f}, p95 {w['p95_diff_ms']:+.3f}; {w['disagree']} of {w['n']} "
+                     f"beyond ±{w['tolerance_ms']} ms)")
+    d = result.get("detector") or {}
+    if d.get("late") is not None:
+        lines.append(f"  late samples (no retransmission, beyond {d['threshold_ms']} ms): {d['late']} of {d['untouched']}")
+    lines.append(f"  raw samples: {result['run_dir']}/samples.jsonl")
+    return "\n".join(lines)
