@@ -10,7 +10,7 @@ import pytest
 from conftest import run_pqbench
 from pqbench import endpoints, paths, stats
 from pqbench.algorithms import catalog, certs, microbench, openssl_build
-from pqbench.endpoints import sampler
+from pqbench.measure import sampler
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, ClientJob, Place, Serving, Site
 from pqbench.endpoints.openssl.pqtimer import Pqtimer
 from pqbench.measure.rig import Rig

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from pqbench.endpoints.sampler import Cancelled
+from pqbench.measure.sampler import Cancelled
 from pqbench.measure.schedule import TAIL_GRACE_S, run_interleaved
 
 

@@ -22,6 +22,7 @@ MOVED = {
     "host": "machine.host",
     "doctor": "machine.doctor",
     "condition": "experiment.condition",
+    "endpoints.sampler": "measure.sampler",
 }
 
 
@@ -30,13 +31,12 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self._own_spec: dict = {}
 
     def find_spec(self, fullname, path=None, target=None):
-        package, _, name = fullname.rpartition(".")
-        if package == "pqbench" and name in MOVED:
+        if fullname.startswith("pqbench.") and fullname[len("pqbench."):] in MOVED:
             return importlib.util.spec_from_loader(fullname, self)
         return None
 
     def create_module(self, spec):
-        module = importlib.import_module(f"pqbench.{MOVED[spec.name.rpartition('.')[2]]}")
+        module = importlib.import_module(f"pqbench.{MOVED[spec.name[len('pqbench.'):]]}")
         self._own_spec[module.__name__] = module.__spec__
         return module
 

@@ -94,3 +94,18 @@ class Sample:
     def to_json(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "specific"}
         return {**{k: v for k, v in d.items() if v is not None}, **self.specific}
+
+
+@dataclasses.dataclass(frozen=True)
+class Milestone:
+    """Where a sample's metric ends on the wire (each client names one per mode; measure.wire finds it
+    in the emulator's record): the `edge` ("first" or "last") packet of the `index`-th flight (0-based; -1 = the last) that
+    went in direction `dir` ("c2s" or "s2c")."""
+    dir: str
+    index: int
+    edge: str
+
+
+# TLS over TCP: the client's Finished leads its second flight; a response ends the server's last.
+TLS_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "resume": Milestone("c2s", 1, "first"),
+                  "page": Milestone("s2c", -1, "last"), "requests": Milestone("s2c", -1, "last")}

@@ -111,7 +111,7 @@ class Server(Protocol):
 
 class Client(Protocol):
     name: str
-    milestones: dict  # mode -> pqbench.measure.wire.Milestone: where its metric ends on the wire
+    milestones: dict  # mode -> pqbench.sample.Milestone: where its metric ends on the wire
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path) -> list[str]:
         """A worker process that takes sample indices from the shared counter in `claims` (8 bytes,

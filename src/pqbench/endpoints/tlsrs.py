@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pqbench import paths
 from pqbench.algorithms import catalog
-from pqbench.measure import wire
+from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group, tcp_probe
 from pqbench.errors import MeasurementFailed, MissingCapability
 
@@ -179,7 +179,7 @@ class NativeServer:
 class NativeClient:
     """A Rust stack's timing client: pqtimer's command line and sample (see the module doc)."""
     name = ""
-    milestones = wire.TLS_MILESTONES
+    milestones = TLS_MILESTONES
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         b = require(self.name)

@@ -11,7 +11,7 @@ from pathlib import Path
 from pqbench import stats
 from pqbench.measure import late, wire
 from pqbench.endpoints.base import ClientJob
-from pqbench.endpoints.sampler import failure_classes
+from pqbench.measure.sampler import failure_classes
 from pqbench.experiment.spec import Samples
 from pqbench.sample import END_PHASE
 from pqbench.testbed import LinkSpec, TcpKnobs

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pqbench import endpoints
 from pqbench.measure import wire
-from pqbench.endpoints import sampler
+from pqbench.measure import sampler
 from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
 

@@ -8,7 +8,7 @@ import threading
 import time
 
 from pqbench.measure import concurrency
-from pqbench.endpoints.sampler import Cancelled
+from pqbench.measure.sampler import Cancelled
 
 # A cell's tail lets the next cell start on another lane only once it has lasted this long (the first
 # SYN retransmission comes after 1 s): a clean cell's last handshake ends sooner, and the next cell then

@@ -15,10 +15,10 @@ flight) for a handshake, the last packet of the last server flight for a page or
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import time
 
 from pqbench import stats
+from pqbench.sample import TLS_MILESTONES, Milestone  # noqa: F401  (where they were)
 
 MATCH_WINDOW_NS = 2_000_000_000  # a connection opened further than this from a sample's start is not its own
 TOLERANCE_MS = 0.25  # client and wire times of one sample further apart than this disagree
@@ -35,20 +35,6 @@ def clock_offset_ns() -> int:
 
 def _port(endpoint: str) -> int:
     return int(endpoint.rsplit(":", 1)[1])
-
-
-@dataclasses.dataclass(frozen=True)
-class Milestone:
-    """The `edge` ("first" or "last") packet of the `index`-th flight (0-based; -1 = the last) that
-    went in direction `dir` ("c2s" or "s2c")."""
-    dir: str
-    index: int
-    edge: str
-
-
-# TLS over TCP: the client's Finished leads its second flight; a response ends the server's last.
-TLS_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "resume": Milestone("c2s", 1, "first"),
-                  "page": Milestone("s2c", -1, "last"), "requests": Milestone("s2c", -1, "last")}
 
 
 def end_ns(flow: dict, milestone: Milestone) -> int | None:

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pqbench.measure import wire
+from pqbench.sample import Milestone
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.gossh import build
 
-SSH_MILESTONES = {"handshake": wire.Milestone("c2s", 3, "first")}
+SSH_MILESTONES = {"handshake": Milestone("c2s", 3, "first")}
 
 
 class SshTimer:

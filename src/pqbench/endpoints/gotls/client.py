@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pqbench.measure import wire
+from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.gotls import build
 from pqbench.errors import MissingCapability
@@ -13,7 +13,7 @@ from pqbench.errors import MissingCapability
 
 class GoClient:
     name = "tlsgo"
-    milestones = wire.TLS_MILESTONES
+    milestones = TLS_MILESTONES
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a single probe)."""

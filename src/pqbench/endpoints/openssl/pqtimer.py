@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pqbench import paths
 from pqbench.algorithms import openssl_build
-from pqbench.measure import wire
+from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob
 from pqbench.errors import MissingCapability
 
@@ -18,7 +18,7 @@ def binary() -> Path:
 
 class Pqtimer:
     name = "pqtimer"
-    milestones = wire.TLS_MILESTONES
+    milestones = TLS_MILESTONES
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a single probe)."""
