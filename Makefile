@@ -1,14 +1,23 @@
-# pqbench: `make` builds everything, `make test` runs every test, `make demo` runs the demo.
-# The first build installs Debian packages and builds OpenSSL and liboqs (about 10 minutes on 2 cores).
+# pqbench: `make demo` builds what the demo needs and runs it, `make test` builds everything and runs
+# every test. `make` builds the core (Debian packages, OpenSSL, liboqs, the venv, native/); `make stacks`
+# builds the optional stacks (rustls + s2n-tls, Go's crypto/tls, OpenSSH, Go's SSH) ahead, which
+# pqbench otherwise builds the first time a command or spec names one; `make build-all` adds chromium for the tests.
 PY := build/venv/bin/python
 PQBENCH := build/venv/bin/pqbench
 
-.PHONY: all build deps native native-asan test test-native test-python demo clean distclean
+.PHONY: all build stacks build-all deps native native-asan test test-native test-python demo clean distclean
 
 all: build
 
 build:
-	@bash scripts/build.sh
+	@bash scripts/build.sh core
+
+stacks:
+	@bash scripts/build.sh stacks
+
+# Everything the tests use: the core, every stack and chromium (the report tests open the report in it).
+build-all:
+	@bash scripts/build.sh all
 
 deps:
 	@bash scripts/build.sh apt openssl liboqs venv
@@ -17,7 +26,7 @@ native:
 	@bash scripts/build.sh native
 
 # ASan/UBSan build of the native components and their unit tests (no root needed).
-native-asan: build
+native-asan: build-all
 	@echo "[build] asan     building native/ with AddressSanitizer + UBSan"
 	@cmake -S native -B build/native-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPQB_SANITIZE=ON \
 	    -DPQB_OPENSSL_ROOT=$(CURDIR)/build/openssl -DPQB_LIBOQS_ROOT=$(CURDIR)/build/liboqs >build/logs/native-asan.log 2>&1 \
@@ -27,7 +36,7 @@ native-asan: build
 test-native: native-asan
 	@cd build/native-asan && ctest --output-on-failure
 
-test-python: build
+test-python: build-all
 	@$(PY) -m pytest -q -rs tests
 
 test: test-native test-python

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Builds everything pqbench needs into build/, one progress line per step, idempotent.
-#   scripts/build.sh [step ...]   steps: the STEPS list at the end (default: all, in order)
+# Builds what pqbench needs into build/, one progress line per step, idempotent.
+#   scripts/build.sh [step|group ...]   steps: the STEPS list at the end; groups (default: core):
+#     core    what the demo needs: Debian packages, OpenSSL, liboqs, the venv, native/ (pqprov, pqtimer,
+#             pqlink, cryptobench), the OpenSSL config
+#     stacks  the optional stacks: rustls + s2n-tls, Go's crypto/tls, OpenSSH, Go's SSH (pqbench also
+#             builds each on first use)
+#     test    what only the tests need beyond core and stacks (chromium for the report tests)
+#     all     core, stacks and test
 # Third-party builds are cached by version and recipe hash in build/ and, for fresh clones on the
 # same machine, in $PQBENCH_CACHE (default /var/cache/pqbench); they are built from nothing otherwise.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=$ROOT/build
+BUILD=${PQBENCH_BUILD:-$ROOT/build}
 CACHE=${PQBENCH_CACHE:-/var/cache/pqbench}
 JOBS=${JOBS:-$(nproc)}
 LOGS=$BUILD/logs
@@ -47,10 +53,13 @@ save_to_cache() {  # name dest
 }
 
 APT_PACKAGES=(nginx-light curl iproute2 ethtool tcpdump ca-certificates dpkg-dev
-              build-essential cmake ninja-build pkg-config python3-venv perl chromium)
-do_apt() {
+              build-essential cmake ninja-build pkg-config python3-venv perl)
+APT_TEST_PACKAGES=(chromium)  # the report tests open the report in a headless browser; the demo does not
+do_apt() { apt_install "${APT_PACKAGES[@]}"; }
+do_apt_test() { apt_install "${APT_TEST_PACKAGES[@]}"; }
+apt_install() {
     local missing=()
-    for p in "${APT_PACKAGES[@]}"; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
     if [ ${#missing[@]} -eq 0 ]; then step apt "all Debian packages present"; return; fi
@@ -150,6 +159,23 @@ EOF
 }
 
 # --- the project's own parts --------------------------------------------------------------------
+# The venv (pip: mostly downloads and unpacking) is made in the background while OpenSSL and liboqs
+# compile, and waited for before the steps that need it.
+VENV_JOB=
+do_venv_start() {
+    [ -z "$VENV_JOB" ] || return 0
+    do_venv >"$LOGS/venv-step.out" 2>&1 &
+    VENV_JOB=$!
+}
+do_venv_wait() {
+    [ -n "$VENV_JOB" ] || { do_venv; return; }
+    local rc=0
+    wait "$VENV_JOB" || rc=$?
+    cat "$LOGS/venv-step.out"
+    VENV_JOB=
+    [ $rc -eq 0 ] || die "the Python virtualenv failed (log: $LOGS/venv.log)"
+}
+
 do_venv() {
     local venv=$BUILD/venv stamp
     stamp=$(sha256sum "$ROOT/pyproject.toml" | cut -c1-12)
@@ -182,12 +208,21 @@ source "$ROOT/scripts/build-go.sh"     # do_gotls: Go 1.27's crypto/tls (native/
 # shellcheck source=build-ssh.sh
 source "$ROOT/scripts/build-ssh.sh"    # do_openssh: OpenSSH 10 from Debian's archive; do_sshgo: native/sshgo
 
-STEPS=(apt openssl liboqs venv native tlsrs gotls openssh sshgo conf)
-steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=("${STEPS[@]}")
-for s in "${steps[@]}"; do
-    case " ${STEPS[*]} " in
-        *" $s "*) "do_$s" ;;
-        *) die "unknown step '$s' (allowed: ${STEPS[*]})" ;;
-    esac
+STEPS=(apt openssl liboqs venv native conf tlsrs gotls openssh sshgo apt_test)
+declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
+                   [stacks]="tlsrs gotls openssh sshgo"
+                   [test]="apt_test")
+STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
+steps=()
+for a in "${@:-core}"; do
+    if [ -n "${STEP_GROUPS[$a]:-}" ]; then
+        read -ra more <<<"${STEP_GROUPS[$a]}"
+        steps+=("${more[@]}")
+    else
+        case " ${STEPS[*]} " in
+            *" $a "*) steps+=("$a") ;;
+            *) die "unknown step '$a' (allowed: ${STEPS[*]}; groups: ${!STEP_GROUPS[*]})" ;;
+        esac
+    fi
 done
+for s in "${steps[@]}"; do "do_$s"; done

@@ -22,12 +22,15 @@ from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group, tcp_probe
 from pqbench.errors import MeasurementFailed, MissingCapability
 
-PREFIX = paths.BUILD / "tlsrs"
 FIX = "run `make` (scripts/build-rust.sh builds native/tlsrs)"
 
 
+def home() -> Path:
+    return paths.BUILD / "tlsrs"
+
+
 def binary(name: str) -> Path:
-    return PREFIX / "bin" / name
+    return home() / "bin" / name
 
 
 def require(name: str) -> Path:
@@ -37,22 +40,27 @@ def require(name: str) -> Path:
     return b
 
 
-@functools.lru_cache(maxsize=None)
 def capabilities(name: str) -> dict | None:
-    """What the built binary says it can do (`name --capabilities`), or None when it is not built."""
+    """What the built binary says it can do (`name --capabilities`), or None when it is not built
+    (not remembered: it may be built on first use, pqbench.endpoints.ondemand)."""
     b = binary(name)
     if not b.exists():
         return None
+    st = b.stat()
+    return _capabilities(b, (st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=None)
+def _capabilities(b: Path, stamp: tuple) -> dict:
     out = subprocess.run([str(b), "--capabilities"], capture_output=True, text=True, timeout=60)
     if out.returncode != 0:
         raise MeasurementFailed(f"{b} --capabilities failed ({out.returncode}): {out.stderr.strip()[-300:]}")
     return json.loads(out.stdout)
 
 
-@functools.lru_cache(maxsize=None)
 def provenance() -> dict:
     try:
-        return json.loads((PREFIX / "PROVENANCE.json").read_text())
+        return json.loads((home() / "PROVENANCE.json").read_text())
     except (OSError, ValueError):
         return {}
 

@@ -3,6 +3,7 @@
 import dataclasses
 
 from pqbench import __version__, endpoints, paths
+from pqbench.endpoints import ondemand
 from pqbench.algorithms import liboqs, openssl_build
 from pqbench.machine import host
 
@@ -42,7 +43,8 @@ def report() -> dict:
             "kems": liboqs.kem_names(),
             "sigs": liboqs.sig_names(),
         },
-        "stacks": {name: dataclasses.asdict(endpoints.get(name).capabilities(), dict_factory=_plain)
+        "stacks": {name: {**dataclasses.asdict(endpoints.get(name).capabilities(), dict_factory=_plain),
+                          "build": dict(zip(("status", "detail"), ondemand.status(name)))}
                    for name in endpoints.names()},
         "build": {name: paths.native_binary(name).exists() for name in NATIVE_COMPONENTS},
     }
@@ -80,6 +82,15 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "NO"
 
 
+def _stack_line(st: dict) -> str:
+    """"tls: built (rustls 0.23.46, ...)", or buildable/unavailable with what and why."""
+    status, detail = st["build"]["status"], st["build"]["detail"]
+    if status != "built":
+        return f"{st['protocol']}: {status.upper() if status == 'unavailable' else status} — {detail}"
+    versions = ", ".join(f"{k} {str(v).split()[0]}" for k, v in st["versions"].items() if v and "/" not in k)
+    return f"{st['protocol']}: built" + (f" ({versions})" if versions else "")
+
+
 def format_report(rep: dict) -> str:
     o, q, cc = rep["openssl"], rep["liboqs"], rep["congestion_control"]
     rows = [
@@ -101,8 +112,7 @@ def format_report(rep: dict) -> str:
         ("nginx", f"{rep['nginx']['version']}, runs with OpenSSL {rep['nginx']['running_with_openssl']}"
          if rep["nginx"]["version"] else "NOT INSTALLED"),
         ("native programs", ", ".join(f"{k} {'built' if v else 'missing'}" for k, v in rep["build"].items())),
-        *((f"stack {name}", f"{st['protocol']}: " + ", ".join(f"{k} {str(v).split()[0]}" for k, v in st["versions"].items()
-                                                             if v and "/" not in k)) for name, st in rep["stacks"].items()),
+        *((f"stack {name}", _stack_line(st)) for name, st in rep["stacks"].items()),
     ]
     width = max(len(k) for k, _ in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]

@@ -19,6 +19,7 @@ from pathlib import Path
 from pqbench import paths, stats, store, units
 from pqbench.algorithms import catalog, microbench
 from pqbench.measure import concurrency
+from pqbench.endpoints import ondemand
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
@@ -61,7 +62,9 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
         quiet: bool = False) -> str:
     con = store.connect(db_path)
     all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
-    prov = provenance.of_run(spec, sorted({n for c in all_cells for n in (c.server, c.client)}))
+    stacks = sorted({n for c in all_cells for n in (c.server, c.client)})
+    ondemand.ensure(stacks)  # the optional stacks the spec names are built the first time
+    prov = provenance.of_run(spec, stacks)
     if resume:
         run_id = find_resumable(con, spec, resume_run)
         store.update_run(con, run_id, status="running")

@@ -12,7 +12,7 @@ from pathlib import Path
 from pqbench import endpoints, paths, units
 from pqbench.algorithms import catalog
 from pqbench.measure import concurrency
-from pqbench.endpoints import sshkeys
+from pqbench.endpoints import ondemand, sshkeys
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.experiment.spec import Samples
@@ -101,6 +101,7 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
         if st.protocol != cfg.protocol:
             raise BadInput(role, f"{st.name} speaks {st.protocol}, not {cfg.protocol} (stacks: "
                                  f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol)})")
+    ondemand.ensure([server.name, client.name], progress)  # built the first time they are named
     kex, sig = _names(cfg)
     why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode)
     if why:
