@@ -3,6 +3,7 @@
 import argparse
 import importlib
 import json
+import os
 import re
 import sys
 
@@ -78,3 +79,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"pqbench {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`pqbench algorithms | head -1`): what it wanted it has; end quietly,
+        # and keep Python from complaining when it flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

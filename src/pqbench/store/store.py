@@ -38,9 +38,16 @@ def connect(path: Path | str = DEFAULT_DB, read_only: bool = False):
     path = Path(path)
     if read_only and not path.exists():
         raise BadInput("--db", f"{path} does not exist")
-    con = duckdb.connect(str(path), read_only=read_only)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as e:
+        raise BadInput("--db", f"{path} cannot be opened as a DuckDB store ({str(e).splitlines()[0]})") from None
     if not read_only:
         migrate(con)
+    elif not _has_table(con, "runs"):
+        con.close()
+        raise BadInput("--db", f"{path} is a DuckDB file without pqbench's tables: it holds no pqbench run "
+                               "(give the file `pqbench run --db` wrote)")
     return con
 
 
@@ -188,14 +195,18 @@ def runs(con) -> list[dict]:
 
 
 def resolve_run(con, run: str | None) -> str:
-    """A run id, a unique prefix of one, or 'latest'/None for the newest run."""
+    """A run id, a run's name (the newest run of that name), a unique prefix of an id, or
+    'latest'/None for the newest run. An exact id or name wins over prefixes: `tiny` is the run named
+    tiny even when runs tiny-… and tiny1-… exist."""
     all_runs = runs(con)
     if not all_runs:
         raise BadInput("RUN", "the database holds no runs")
     if run in (None, "latest", "last"):
         return all_runs[-1]["run_id"]
-    matches = [r["run_id"] for r in all_runs if r["run_id"] == run or r["run_id"].startswith(run)
-               or r.get("name") == run]
+    exact = [r["run_id"] for r in all_runs if run in (r["run_id"], r.get("name"))]
+    if exact:
+        return exact[-1]
+    matches = [r["run_id"] for r in all_runs if r["run_id"].startswith(run)]
     if len(matches) != 1:
         known = ", ".join(r["run_id"] for r in all_runs[-5:])
         raise BadInput("RUN", f"{run!r} matches {len(matches)} runs (recent: {known})")

@@ -1,0 +1,53 @@
+"""What a first-time user meets instead of a traceback (issue 30, item 3)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import ROOT, run_pqbench
+from pqbench import store
+from pqbench.errors import BadInput
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_a_duckdb_file_without_pqbench_tables_is_bad_input(tmp_path, command):
+    foreign = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(foreign))
+    con.execute("CREATE TABLE things (x INTEGER)")
+    con.close()
+    r = run_pqbench(command, "latest", "--db", foreign, "--out", tmp_path / "out")
+    assert r.returncode == 2, r.stderr
+    assert "without pqbench's tables" in r.stderr and str(foreign) in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_file_that_is_not_duckdb_is_bad_input(tmp_path):
+    junk = tmp_path / "notes.duckdb"
+    junk.write_text("not a database\n" * 100)
+    r = run_pqbench("report", "latest", "--db", junk)
+    assert r.returncode == 2 and "cannot be opened as a DuckDB store" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_output_piped_into_head_ends_quietly():
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = subprocess.run(["bash", "-c", f"{sys.executable} -m pqbench algorithms | head -1; exit ${{PIPESTATUS[0]}}"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 1 and r.stderr == ""
+
+
+def test_a_run_named_exactly_is_found_by_its_name(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    for run_id, name in (("tiny-20261125-010000", "tiny"), ("tiny1-20261125-020000", "tiny1"),
+                         ("tiny-20261125-030000", "tiny")):
+        store.create_run(con, run_id, name=name)
+    assert store.resolve_run(con, "tiny") == "tiny-20261125-030000"  # the newest run of that name
+    assert store.resolve_run(con, "tiny1") == "tiny1-20261125-020000"
+    assert store.resolve_run(con, "tiny-20261125-01") == "tiny-20261125-010000"  # a unique prefix
+    with pytest.raises(BadInput):
+        store.resolve_run(con, "tin")  # a prefix of three runs
+    con.close()
