@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from pqbench import endpoints  # noqa: E402
 from pqbench.algorithms import certs
-from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site  # noqa: E402
+from pqbench.endpoints.base import STUDY_PAGES, DEFAULT_WORKERS, Serving, Site  # noqa: E402
 from pqbench.measure.rig import Rig  # noqa: E402
 from pqbench.testbed import LinkSpec  # noqa: E402
 
@@ -115,7 +115,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         chain = certs.make_chain(args.sig, d / "certs")
-        servings = {name: Serving(d / name, [Site(BASE_PORT + i, chain)], [args.kex], DEFAULT_PAGES, DEFAULT_WORKERS)
+        servings = {name: Serving(d / name, [Site(BASE_PORT + i, chain)], [args.kex], STUDY_PAGES, DEFAULT_WORKERS)
                     for i, name in enumerate(names)}
         rates: dict[str, list[float]] = {n: [] for n in names}
         failures: dict[str, int] = {n: 0 for n in names}

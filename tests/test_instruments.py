@@ -11,7 +11,7 @@ from conftest import run_pqbench
 from pqbench import endpoints, paths, stats
 from pqbench.algorithms import catalog, certs, microbench, openssl_build
 from pqbench.measure import sampler
-from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, ClientJob, Place, Serving, Site
+from pqbench.endpoints.base import STUDY_PAGES, DEFAULT_WORKERS, ClientJob, Place, Serving, Site
 from pqbench.endpoints.openssl.pqtimer import Pqtimer
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
@@ -27,7 +27,7 @@ def bed(built_stack, tmp_path_factory):
     """One testbed and one nginx (ECDSA P-256 chain, every native group) for the whole module."""
     run_dir = tmp_path_factory.mktemp("instruments")
     chain = certs.make_chain("ecdsap256", run_dir / "certs")
-    serving = Serving(run_dir / "nginx", [Site(PORT, chain)], NATIVE_GROUPS, DEFAULT_PAGES, DEFAULT_WORKERS)
+    serving = Serving(run_dir / "nginx", [Site(PORT, chain)], NATIVE_GROUPS, STUDY_PAGES, DEFAULT_WORKERS)
     with Rig(endpoints.get("openssl"), serving, LinkSpec.symmetric(rtt_ms=10)) as rig:
         yield {"tb": rig.tb, "rig": rig, "chain": chain, "dir": run_dir}
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import processes_mentioning
 from pqbench import endpoints
 from pqbench.algorithms import catalog, certs
-from pqbench.endpoints.base import DEFAULT_PAGES, ClientJob, Serving, Site
+from pqbench.endpoints.base import STUDY_PAGES, ClientJob, Serving, Site
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 
@@ -33,7 +33,7 @@ def bed(stacks: list[str], groups: list[str], run_dir):
     where = ports(stacks)
     chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in SIGS}
     servings = {name: Serving(run_dir / name, [Site(where[name, sig], chains[sig]) for sig in SIGS], groups,
-                              DEFAULT_PAGES, 32) for name in stacks}
+                              STUDY_PAGES, 32) for name in stacks}
     with Rig.pairs(servings, stacks, LinkSpec.symmetric(rtt_ms=10)) as rig:
         yield {"rig": rig, "chains": chains, "dir": run_dir, "servings": servings, "ports": where}
     left = processes_mentioning(run_dir)  # servers name their logs there

@@ -11,7 +11,8 @@ from pqbench import __version__
 from pqbench.errors import EXIT_BAD_INPUT, PqbenchError
 
 # One module per command group under pqbench.commands; each has register(subparsers).
-COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net", "handshake", "ssh", "run", "report", "export"]
+COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net", "handshake", "ssh", "run", "report", "export",
+                   "clean"]
 
 
 # A value that starts like a negative number: "-5ms", "-1%", "-.5"

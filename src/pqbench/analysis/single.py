@@ -23,6 +23,23 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     return result
 
 
+def interrupted(cfg: HandshakeConfig, run_dir: Path) -> dict:
+    """The summary of the samples a Ctrl-C'd measurement finished: its client workers wrote them,
+    one JSON line each, into the run folder (a line cut short by the interrupt is left out)."""
+    samples = []
+    for out in sorted(run_dir.glob("*-[0-9]*.jsonl")):
+        for line in out.read_text(errors="replace").splitlines():
+            try:
+                samples.append(json.loads(line))
+            except ValueError:
+                continue
+    result = summarise(cfg, samples)
+    result["config"]["backend"] = cfg.backend
+    result["interrupted"] = True
+    result["run_dir"] = str(run_dir)
+    return result
+
+
 def _round(v, digits=3):
     return None if v is None or (isinstance(v, float) and np.isnan(v)) else round(float(v), digits)
 
@@ -87,5 +104,11 @@ def format_summary(result: dict) -> str:
     d = result.get("detector") or {}
     if d.get("late") is not None:
         lines.append(f"  late samples (no retransmission, beyond {d['threshold_ms']} ms): {d['late']} of {d['untouched']}")
-    lines.append(f"  raw samples: {result['run_dir']}/samples.jsonl")
+    if result.get("interrupted"):
+        lines.insert(0, f"interrupted: the {s['n']} samples finished so far")
+        lines.append(f"  raw samples: {result['run_dir']} (one JSON line per sample in each *.jsonl)")
+    elif result.get("run_dir"):
+        lines.append(f"  raw samples: {result['run_dir']}/samples.jsonl")
+    else:
+        lines.append("  run folder removed (no sample failed); --keep keeps the raw samples, server config and logs")
     return "\n".join(lines)

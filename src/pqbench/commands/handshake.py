@@ -1,3 +1,4 @@
+import shutil
 import sys
 from pathlib import Path
 
@@ -6,6 +7,7 @@ from pqbench.analysis import single
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.errors import BadInput
+from pqbench.measure.single import new_run_dir
 
 
 def register(sub):
@@ -36,6 +38,8 @@ def add_sampling_options(p) -> None:
                         "(default 0.02)")
     p.add_argument("--timeout", default="10s", help="per-sample timeout (default 10s)")
     p.add_argument("--json", action="store_true", help="print the result object (DESIGN.md contract)")
+    p.add_argument("--keep", action="store_true", help="keep the run folder under build/runs (raw samples, server "
+                                                       "config and logs); by default it goes when no sample failed")
     add_linkspec_options(p)
 
 
@@ -51,14 +55,31 @@ def sampling_config(args) -> dict:
 
 
 def run_and_print(cfg: single.HandshakeConfig, args, tag: str) -> dict:
-    """Runs the cell with progress on stderr (unless --json) and prints the result; returns it."""
+    """Runs the cell with progress on stderr (unless --json) and prints the result; returns it. The run
+    folder stays when asked (--keep), when a sample failed, or when interrupted (Ctrl-C: the samples
+    so far are summarised, and the folder holds them)."""
     progress = None if args.json else (lambda msg: print(f"[{tag}] {msg}", file=sys.stderr, flush=True))
-    result = single.run(cfg, progress=progress)
+    run_dir = new_run_dir()
+    try:
+        result = single.run(cfg, run_dir, progress=progress)
+    except KeyboardInterrupt:
+        result = single.interrupted(cfg, run_dir)
+        _print(result, args)
+        raise
+    if getattr(args, "samples", None):
+        args.samples.write_text((run_dir / "samples.jsonl").read_text())
+    if not args.keep and result["summary"]["failures"] == 0:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        result["run_dir"] = None
+    _print(result, args)
+    return result
+
+
+def _print(result: dict, args) -> None:
     if args.json:
         print_json(result)
     else:
         print(single.format_summary(result))
-    return result
 
 
 def config_from_args(args) -> single.HandshakeConfig:
@@ -84,6 +105,4 @@ def config_from_args(args) -> single.HandshakeConfig:
 
 def handle(args) -> int:
     result = run_and_print(config_from_args(args), args, "handshake")
-    if args.samples:
-        args.samples.write_text((Path(result["run_dir"]) / "samples.jsonl").read_text())
     return 1 if result["summary"]["ok"] == 0 else 0

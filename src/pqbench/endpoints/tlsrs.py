@@ -192,7 +192,7 @@ class NativeClient:
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         b = require(self.name)
         if job.pad:
-            raise MissingCapability(f"{self.name} cannot pad its ClientHello (only pqtimer can)",
+            raise MissingCapability(f"--pad: {self.name} cannot pad its ClientHello (only pqtimer can)",
                                     "measure ClientHello padding with the openssl client")
         groups = group_names(capabilities(self.name), job.groups)
         return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]

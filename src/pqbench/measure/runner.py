@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import shutil
 from pathlib import Path
 
 from pqbench import paths, stats, store, units
@@ -58,8 +59,18 @@ def find_resumable(con, spec: Spec, run: str | None) -> str:
     raise BadInput("--resume", f"no earlier run of {spec.name!r} with this exact spec in the database")
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run: its finished cells are stored, `--resume` continues it."""
+
+    def __init__(self, run_id: str):
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
 def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | None = None,
-        quiet: bool = False) -> str:
+        quiet: bool = False, keep_files: bool = True) -> str:
+    """Measures the spec's cells into the store; returns the run id. keep_files: keep the run folder
+    (servers' configs and logs, the lanes' scratch files) after a finished run."""
     con = store.connect(db_path)
     all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
     stacks = sorted({n for c in all_cells for n in (c.server, c.client)})
@@ -76,6 +87,20 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     progress = Progress(len(all_cells), len(done), quiet)
     progress.say(f"run {run_id}: {len(all_cells)} cells, {len(done)} already done, database {db_path}")
 
+    status = "interrupted"
+    try:
+        status = _measure_all(con, run_id, spec, all_cells, done, progress, prov, keep_files)
+    except KeyboardInterrupt:
+        raise Interrupted(run_id) from None
+    finally:
+        store.finish_run(con, run_id, status)
+        con.close()
+    return run_id
+
+
+def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progress, prov: dict,
+                 keep_files: bool) -> str:
+    """Skips what this build cannot run, measures the rest over the lanes; the run's final status."""
     todo = []
     for pos, cell in enumerate(all_cells):
         if cell.cell_id in done:
@@ -87,8 +112,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
         else:
             todo.append((pos, cell))
     if not todo:
-        store.finish_run(con, run_id, "done")
-        return run_id
+        return "done"
 
     run_dir = paths.BUILD / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -102,61 +126,57 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
              enumerate((srv, s) for srv in servers for p, s in sigs if p == protocol_of[srv])}
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for _, c in todo if c.page}}
     budget = concurrency.Budget()
-    status = "interrupted"
-    try:
-        with contextlib.ExitStack() as opened:
-            first = todo[0][1]
-            lanes = []
-            for k in range(min(spec.lanes, len(todo))):
-                servings = {srv: Serving(run_dir / f"server-{k}" / srv,
-                                         [Site(ports[srv, s], chains[p, s]) for p, s in sigs if p == protocol_of[srv]],
-                                         list(dict.fromkeys(c.kex for _, c in todo if c.server == srv)), pages,
-                                         spec.workers) for srv in servers}
-                rig = opened.enter_context(Rig.pairs(servings, clients, first.link_spec(spec.seed), first.tcp(),
-                                                     backend=spec.backend, index=k))
-                scratch = run_dir / f"lane-{k}"
-                scratch.mkdir(exist_ok=True)
-                lanes.append(Lane(k, rig, scratch))
-            tb = lanes[0].rig.tb
-            store.update_run(con, run_id, provenance={
-                **prov, "backend": tb.backend_name, "testbed": tb.info(),
-                "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in lanes])})
-            calib_start = calibrate_floor(tb, spec)
-            store.update_run(con, run_id, calibration_start=calib_start)
-            progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; "
-                         f"{len(lanes)} testbed(s)")
+    with contextlib.ExitStack() as opened:
+        first = todo[0][1]
+        lanes = []
+        for k in range(min(spec.lanes, len(todo))):
+            servings = {srv: Serving(run_dir / f"server-{k}" / srv,
+                                     [Site(ports[srv, s], chains[p, s]) for p, s in sigs if p == protocol_of[srv]],
+                                     list(dict.fromkeys(c.kex for _, c in todo if c.server == srv)), pages,
+                                     spec.workers) for srv in servers}
+            rig = opened.enter_context(Rig.pairs(servings, clients, first.link_spec(spec.seed), first.tcp(),
+                                                 backend=spec.backend, index=k))
+            scratch = run_dir / f"lane-{k}"
+            scratch.mkdir(exist_ok=True)
+            lanes.append(Lane(k, rig, scratch))
+        tb = lanes[0].rig.tb
+        store.update_run(con, run_id, provenance={
+            **prov, "backend": tb.backend_name, "testbed": tb.info(),
+            "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in lanes])})
+        calib_start = calibrate_floor(tb, spec)
+        store.update_run(con, run_id, calibration_start=calib_start)
+        progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; "
+                     f"{len(lanes)} testbed(s)")
 
-            def save(cell: cellmod.Cell, record: dict, samples: list, why: str) -> None:
-                store.save_cell(con, run_id, record, samples, record["metric"])
-                durations = sorted(s["t_ns"][record["metric"]] / 1e6 for s in samples if s.get("ok"))
-                p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
-                late = record["detector"].get("late")
-                progress.cell_done(cell.label(), f"n={len(samples)} {p50}, {record['failures']} failed"
-                                                 f"{f', {late} late' if late else ''} ({why})")
+        def save(cell: cellmod.Cell, record: dict, samples: list, why: str) -> None:
+            store.save_cell(con, run_id, record, samples, record["metric"])
+            durations = sorted(s["t_ns"][record["metric"]] / 1e6 for s in samples if s.get("ok"))
+            p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
+            late = record["detector"].get("late")
+            progress.cell_done(cell.label(), f"n={len(samples)} {p50}, {record['failures']} failed"
+                                             f"{f', {late} late' if late else ''} ({why})")
 
-            def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
-                plan = _plan(cell, spec, lane.rig, chains[cell.protocol, cell.sig], ports[cell.server, cell.sig])
-                control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
-                                             max_bias=spec.max_bias, maximum=spec.parallel,
-                                             rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
-                                             budget=budget)
-                record, samples, why = cellmeasure.measure(lane.rig, plan, control, lane.scratch, tail=tail, stop=stop)
-                record["concurrency"] = {**record["concurrency"], "lane": lane.index}
-                return _record(cell, pos, record), samples, why
+        def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
+            plan = _plan(cell, spec, lane.rig, chains[cell.protocol, cell.sig], ports[cell.server, cell.sig])
+            control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
+                                         max_bias=spec.max_bias, maximum=spec.parallel,
+                                         rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
+                                         budget=budget)
+            record, samples, why = cellmeasure.measure(lane.rig, plan, control, lane.scratch, tail=tail, stop=stop)
+            record["concurrency"] = {**record["concurrency"], "lane": lane.index}
+            return _record(cell, pos, record), samples, why
 
-            run_interleaved(lanes, todo, measure, save)
-            tb.reconfigure(LinkSpec())
-            calib_end = calibrate_floor(tb, spec)
-            warnings = floor_drift_warnings(calib_start, calib_end)
-            for w in warnings:
-                progress.say(f"warning: {w}")
-            store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
-            _measure_crypto(con, run_id, progress, algs, "end")
-        status = "done"
-    finally:
-        store.finish_run(con, run_id, status)
-        con.close()
-    return run_id
+        run_interleaved(lanes, todo, measure, save)
+        tb.reconfigure(LinkSpec())
+        calib_end = calibrate_floor(tb, spec)
+        warnings = floor_drift_warnings(calib_start, calib_end)
+        for w in warnings:
+            progress.say(f"warning: {w}")
+        store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
+        _measure_crypto(con, run_id, progress, algs, "end")
+    if not keep_files:
+        shutil.rmtree(run_dir, ignore_errors=True)  # the results are in the store
+    return "done"
 
 
 def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, chain, port: int) -> cellmeasure.Plan:

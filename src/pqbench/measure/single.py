@@ -22,6 +22,7 @@ from pqbench.sample import END_PHASE
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
 PORT = 4433
+MODE_OPTIONS = {"resume": "--resume", "page": "--page", "requests": "--requests"}  # the option that asks for a mode
 
 
 @dataclasses.dataclass
@@ -102,6 +103,13 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
             raise BadInput(role, f"{st.name} speaks {st.protocol}, not {cfg.protocol} (stacks: "
                                  f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol)})")
     ondemand.ensure([server.name, client.name], progress)  # built the first time they are named
+    for role, st in (("server", server), ("client", client)):
+        if cfg.mode not in st.capabilities().modes:
+            option = MODE_OPTIONS.get(cfg.mode, cfg.mode)
+            can = [n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol
+                   and cfg.mode in endpoints.get(n).capabilities().modes]
+            raise MissingCapability(f"{option}: the {st.name} {role} has no {cfg.mode} mode",
+                                    f"measure {option} with --{role} {' or '.join(can)}")
     kex, sig = _names(cfg)
     why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode)
     if why:

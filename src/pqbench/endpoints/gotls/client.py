@@ -21,7 +21,7 @@ class GoClient:
         if job.mode not in ("handshake", "page", "requests", "resume"):
             raise MissingCapability(f"the Go client has no {job.mode} mode", "use handshake, page, requests or resume")
         if job.pad:
-            raise MissingCapability("the Go client cannot pad its ClientHello (crypto/tls has no custom extensions)",
+            raise MissingCapability("--pad: the Go client cannot pad its ClientHello (crypto/tls has no custom extensions)",
                                     "measure padding with the openssl client")
         groups = [build.group_name(g) or g for g in job.groups]  # unknown ones: tlsgo exits 2 naming them
         return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]
