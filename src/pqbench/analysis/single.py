@@ -81,7 +81,7 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
 
 def format_summary(result: dict) -> str:
     s, c = result["summary"], result["config"]
-    lines = [f"{c['kex']} + {c['sig']} over {result['config']['backend']}: {s['n']} samples, "
+    lines = [f"{c['kex']} + {c['sig']}, server {c['server']}, client {c['client']}, over {c['backend']}: {s['n']} samples, "
              f"{s['failures']} failed" + (f" {s['failure_classes']}" if s["failures"] else ""),
              f"  {s['metric']} ms: mean {s['mean_ms']}  p5 {s['p5_ms']}  p25 {s['p25_ms']}  p50 {s['p50_ms']}  "
              f"p75 {s['p75_ms']}  p95 {s['p95_ms']}  p99 {s['p99_ms']}",
