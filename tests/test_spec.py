@@ -208,3 +208,38 @@ def test_bad_ssh_specs_name_the_field_and_the_closest_names(text, field, words):
     with pytest.raises(BadInput) as e:
         specmod.parse(text)
     assert e.value.field == field and words in str(e.value)
+
+
+def test_an_unknown_key_gets_the_closest_allowed_one():
+    from pqbench.experiment.spec import parse
+    with pytest.raises(BadInput) as e:
+        parse('lnaes = 2\n[axes]\nkex = ["X25519"]\nsig = ["ed25519"]\n')
+    assert e.value.field == "lnaes" and "did you mean 'lanes'?" in str(e.value)
+    with pytest.raises(BadInput) as e:
+        parse('[axes]\nkex = ["X25519"]\nsig = ["ed25519"]\nintcwnd = [10]\n')
+    assert e.value.field == "axes.intcwnd" and "did you mean 'initcwnd'?" in str(e.value)
+
+
+def test_a_value_that_makes_no_cell_is_reported_not_dropped():
+    from pqbench.experiment.spec import parse
+    base = '[axes]\nkex = ["X25519"]\nsig = ["ed25519"]\n'
+    with pytest.raises(BadInput) as e:
+        parse(base + 'stack = ["rustls/openssl"]\nprotocol = ["tls", "ssh"]\n')
+    assert e.value.field == "axes.protocol[1]" and "'ssh' makes no cell" in str(e.value)
+    with pytest.raises(BadInput) as e:
+        parse(base + 'server = ["openssh", "rustls"]\nclient = ["openssl"]\n')
+    assert e.value.field == "axes.server[0]" and "openssh makes no cell" in str(e.value)
+
+
+def test_a_top_level_queue_applies_to_every_grid_point():
+    from pqbench.experiment.spec import parse
+    s = parse('queue = 40\n[axes]\nkex = ["X25519"]\nsig = ["ed25519"]\nrtt = ["10ms", "20ms"]\nrate = ["10mbit"]\n')
+    assert {sc.queue for sc in s.scenarios} == {40}
+
+
+def test_every_key_and_axis_the_parser_takes_is_documented():
+    from pathlib import Path
+    from pqbench.experiment import spec
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "spec.md").read_text()
+    for key in (*spec.TOP_KEYS, *spec.AXES, "resume", *spec.SCENARIO_KEYS, "min", "max", "ci"):
+        assert f"`{key}`" in doc or f"`[{key}]`" in doc or f"`[[{key}]]`" in doc, key

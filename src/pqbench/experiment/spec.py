@@ -42,6 +42,7 @@
 """
 
 import dataclasses
+import difflib
 import tomllib
 from pathlib import Path
 
@@ -55,7 +56,7 @@ AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
             "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol")
 PROTOCOLS = ("tls", "ssh")
-SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "mtu", "initcwnd")
+SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue")  # mtu, initcwnd: axes for every scenario
 DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
 
 
@@ -119,7 +120,9 @@ def _list(field: str, value, allowed: str) -> list:
 def _unknown(field: str, table: dict, allowed) -> None:
     extra = sorted(set(table) - set(allowed))
     if extra:
-        raise BadInput(f"{field}{extra[0]}", f"unknown key (allowed: {', '.join(allowed)})")
+        close = difflib.get_close_matches(extra[0], allowed, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise BadInput(f"{field}{extra[0]}", f"unknown key ({hint}allowed: {', '.join(allowed)}; see docs/spec.md)")
 
 
 def _gemodel(field: str, value) -> tuple:
@@ -180,6 +183,9 @@ def parse(text: str, origin: str = "spec") -> Spec:
     link_axes = [a for a in ("rtt", "loss", "rate") if a in axes]
     if raw_scenarios and link_axes:
         raise BadInput(f"axes.{link_axes[0]}", "use either [[scenario]] tables or rtt/loss/rate axes, not both")
+    for key in ("gemodel", "queue"):
+        if raw_scenarios and key in data:
+            raise BadInput(key, "applies to the rtt/loss/rate axes; with [[scenario]] tables set it in each scenario")
     if raw_scenarios:
         scenarios = tuple(_scenario(f"scenario[{i}]", t) for i, t in enumerate(raw_scenarios))
         names = [s.name for s in scenarios]
@@ -191,7 +197,8 @@ def parse(text: str, origin: str = "spec") -> Spec:
         rates = [units.rate_mbit(f"axes.rate[{i}]", v) for i, v in enumerate(_list("axes.rate", axes["rate"], "rates"))] \
             if "rate" in axes else [None]
         gem = _gemodel("gemodel", data["gemodel"]) if "gemodel" in data else None
-        scenarios = tuple(Scenario(None, r, l, b, gem) for r in rtts for l in losses for b in rates)
+        queue = units.integer("queue", data["queue"], minimum=1) if "queue" in data else None
+        scenarios = tuple(Scenario(None, r, l, b, gem, queue=queue) for r in rtts for l in losses for b in rates)
 
     mtu = tuple(units.integer(f"axes.mtu[{i}]", v, minimum=576, maximum=65535)
                 for i, v in enumerate(_list("axes.mtu", axes.get("mtu", 1500), "MTUs")))
@@ -288,6 +295,12 @@ def _stacks(axes: dict, protocols: tuple[str, ...] | None) -> tuple[tuple[tuple[
         if protocols and p not in protocols:
             raise BadInput("axes.stack", f"{server if server == client else f'{server}/{client}'} speaks {p}, but "
                                          f"protocol is {', '.join(protocols)}")
+    for i, p in enumerate(protocols or ()):
+        if p not in speaks.values():  # a protocol no named pair speaks would make no cell at all
+            field = "axes.protocol" if "protocol" in axes else "protocol"
+            stacks = ", ".join(n for n in endpoints.names() if endpoints.get(n).protocol == p)
+            raise BadInput(f"{field}[{i}]" if len(protocols) > 1 else field,
+                           f"{p!r} makes no cell: none of the stacks named in axes speaks {p} ({p} stacks: {stacks})")
     return pairs, protocols or tuple(dict.fromkeys(speaks.values()))
 
 
@@ -312,10 +325,15 @@ def _named_pairs(axes: dict, name, protocols) -> tuple[tuple[str, str], ...]:
     def names(axis: str) -> list[str]:
         given = axes.get(axis, [pair[role[axis]] for pair in defaults])
         return [name(axis, i, str(v)) for i, v in enumerate(_list(f"axes.{axis}", given, "stack names"))]
-    pairs = tuple((srv, cli) for srv in names("server") for cli in names("client")
+    servers, clients = names("server"), names("client")
+    pairs = tuple((srv, cli) for srv in servers for cli in clients
                   if endpoints.get(srv).protocol == endpoints.get(cli).protocol)
-    if not pairs:
-        raise BadInput("axes.server", "no server stack speaks the protocol of a client stack")
+    for axis, values, k in (("server", servers, 0), ("client", clients, 1)):
+        for i, v in enumerate(values):
+            if axis in axes and not any(pair[k] == v for pair in pairs):  # a named stack that makes no cell
+                other = "client" if axis == "server" else "server"
+                raise BadInput(f"axes.{axis}[{i}]", f"{v} speaks {endpoints.get(v).protocol}, and no {other} stack "
+                                                    f"of the spec does: {v} makes no cell")
     return pairs
 
 
