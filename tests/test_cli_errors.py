@@ -62,3 +62,35 @@ def test_the_text_summary_names_the_server_and_client_stacks():
     first = single.format_summary(result).splitlines()[0]
     assert first.startswith("X25519 + ecdsap256, server rustls, client gotls, over pqlink: 20 samples")
     assert result["config"]["server"] == "rustls" and result["config"]["client"] == "gotls"
+
+
+def test_help_shows_percent_signs_as_percent():
+    r = run_pqbench("handshake", "--help")
+    assert r.returncode == 0 and "% or fraction" in r.stdout and "%%" not in r.stdout
+
+
+def test_the_algorithms_table_lines_up():
+    r = run_pqbench("algorithms")
+    lines = [l for l in r.stdout.splitlines() if l and not l.startswith("-")][:-1]
+    header = lines[0]
+    for col in ("kind", "family", "source"):
+        at = header.index(col)
+        assert all(l[at - 2:at] == "  " for l in lines[1:]), col  # every row has the column's gap there
+
+
+def test_plural_words_in_the_report_line():
+    from pqbench.commands.report import plural
+    assert plural(1, "warning") == "1 warning" and plural(2, "warning") == "2 warnings"
+
+
+def test_a_fixed_sample_count_is_not_told_to_raise_samples_max():
+    import numpy as np
+    from pqbench.analysis import cells, warnings
+    from pqbench.analysis.load import cell_data
+    durations = np.random.default_rng(3).lognormal(3, 0.6, 30)
+    samples = [{"ok": True, "t_ns": {"handshake_done": int(d * 1e6)}} for d in durations]
+    for reason, fix in (("fixed count", "raise samples (a fixed count"), ("reached samples.max", "raise samples.max")):
+        row = {"kex": "X25519", "sig": "ecdsap256", "loss": 0.01, "mode": "handshake", "stop_reason": reason}
+        c = cells.analyse_cell(cell_data(row, samples, "handshake_done"), {}, resamples=200)
+        wide = [w for w in warnings.cell_warnings(c) if w.check == "wide_ci"]
+        assert wide and wide[0].fix.startswith(fix), (reason, wide)

@@ -84,9 +84,15 @@ def select(names: list[str] | None) -> list[catalog.Algorithm]:
     return [a for a in catalog.algorithms() if catalog.availability(a).available]
 
 
-def run(algs: list[catalog.Algorithm], seconds: float = 0.5) -> list[dict]:
+def run(algs: list[catalog.Algorithm], seconds: float = 0.5, progress=None) -> list[dict]:
+    """Each algorithm measured for `seconds`; progress(k, n, name) before each, when given."""
     seconds = check_seconds(seconds)
-    return [measure(alg, seconds) for alg in algs]
+    out = []
+    for k, alg in enumerate(algs):
+        if progress:
+            progress(k, len(algs), alg.name)
+        out.append(measure(alg, seconds))
+    return out
 
 
 def rounds(algs: list[catalog.Algorithm], count: int, seconds: float) -> list[list[dict]]:

@@ -88,7 +88,10 @@ def format_summary(result: dict) -> str:
              f"  per handshake (median): packets c→s {result['packets']['client_to_server']} "
              f"s→c {result['packets']['server_to_client']}; bytes c→s {result['bytes']['client_to_server']} "
              f"s→c {result['bytes']['server_to_client']}",
-             f"  negotiated: group {result['negotiated']['group']}, signature {result['negotiated']['sigalg']}"]
+             f"  negotiated: group {result['negotiated']['group']}, "
+             + (f"signature {result['negotiated']['sigalg']}" if result["negotiated"]["sigalg"] is not None
+                else "no signature (resumed: the PSK stands for the certificate)" if c.get("mode") == "resume"
+                else "no signature")]
     cc = result.get("congestion_control")
     if cc:
         lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")

@@ -78,7 +78,7 @@ def cell_warnings(c: CellStats) -> list[Warning]:
                            "the machine was busy; rerun with fewer --parallel (spec: parallel) on an idle machine"))
     if p95[0] > 0 and (p95[2] - p95[1]) / p95[0] > CI_WIDTH:
         out.append(Warning("wide_ci", f"CI of p95 spans {100 * (p95[2] - p95[1]) / p95[0]:.0f} % of p95 "
-                                      f"(n = {c.ok})", "raise samples.max (or lower samples.ci)"))
+                                      f"(n = {c.ok})", _more_samples(c)))
     p50_lo, p50_hi = c.pct[50][1:]
     if c.ok >= FEW_SAMPLES and p50 > 0 and (p50_hi - p50_lo) / p50 > SPLIT_MEDIAN:
         out.append(Warning("split_median", f"the median {p50:.1f} ms has a 95 % CI of {p50_lo:.1f}–{p50_hi:.1f} ms: "
@@ -115,6 +115,14 @@ def cell_warnings(c: CellStats) -> list[Warning]:
                            "client and server fell back to another group: the cell does not measure "
                            f"{kex}; check the groups nginx offers"))
     return out
+
+
+def _more_samples(c: CellStats) -> str:
+    """How to get more samples for this cell: a fixed count (samples = N) is raised as such, an
+    adaptive one (the [samples] table) by its max or ci."""
+    if c.row.get("stop_reason") == "fixed count":
+        return "raise samples (a fixed count per cell)"
+    return "raise samples.max (or lower samples.ci)"
 
 
 def _quality(c: CellStats) -> list[Warning]:

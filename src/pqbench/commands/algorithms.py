@@ -44,25 +44,36 @@ def _stacks_cell(support: dict, protocol: str) -> str:
     return ", ".join(parts) or "–"
 
 
+def aligned(header: list[str], rows: list[list[str]], numeric=frozenset()) -> list[str]:
+    """The table's lines, each column as wide as its widest entry (numbers right-aligned), the last
+    column left free, a rule under the header."""
+    widths = [max(len(r[k]) for r in [header, *rows]) for k in range(len(header) - 1)]
+
+    def line(r):
+        cells = [c.rjust(w) if k in numeric else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))]
+        return "  ".join(cells + [r[-1]]).rstrip()
+    head = line(header)
+    return [head, "-" * len(head), *map(line, rows)]
+
+
 def handle(args) -> int:
     rows = [(alg, catalog.availability(alg), stack_support(alg)) for alg in catalog.algorithms(args.kind)]
     if args.json:
         print_json([{**alg.to_json(), "available": a.available, "tls": a.tls,
                      **({"unavailable_reason": a.reason} if a.reason else {}), "stacks": st} for alg, a, st in rows])
         return 0
-    head = f"{'name':<24} {'kind':<4} {'family':<22} {'lvl':>3} {'pk B':>7} {'ct/sig B':>8} " \
-           f"{'code pt':>7}  {'source':<9} {'available here':<16} {'TLS stacks (server and client)':<40} SSH name: stacks"
-    print(head)
-    print("-" * len(head))
+    header = ["name", "kind", "family", "lvl", "pk B", "ct/sig B", "code pt", "source", "available here",
+              "TLS stacks (server and client)", "SSH name: stacks"]
+    table = []
     for alg, a, st in rows:
-        second = alg.ct if alg.kind == "kem" else alg.sig
-        cp = f"0x{alg.codepoint:04x}" if alg.codepoint is not None else "-"
-        state = ("yes" if a.tls else "yes (no TLS)") if a.available else f"no: {a.reason}"
-        stacks = _stacks_cell(st, "tls") if a.available else ""
         ssh = ", ".join(alg.ssh_names())
-        ssh += f": {_stacks_cell(st, 'ssh')}" if ssh else ""
-        print(f"{alg.name:<24} {alg.kind:<4} {alg.family:<22} {alg.level:>3} {alg.pk:>7} {second:>8} "
-              f"{cp:>7}  {alg.source:<9} {state:<16} {stacks:<40} {ssh}")
+        table.append([alg.name, alg.kind, alg.family, str(alg.level), str(alg.pk),
+                      str(alg.ct if alg.kind == "kem" else alg.sig),
+                      f"0x{alg.codepoint:04x}" if alg.codepoint is not None else "-", alg.source,
+                      ("yes" if a.tls else "yes (no TLS)") if a.available else f"no: {a.reason}",
+                      _stacks_cell(st, "tls") if a.available else "",
+                      ssh + (f": {_stacks_cell(st, 'ssh')}" if ssh else "")])
+    print("\n".join(aligned(header, table, numeric={3, 4, 5})))
     n_avail = sum(a.available for _, a, _ in rows)
     print(f"\n{len(rows)} algorithms, {n_avail} available here; why a stack lacks one: --json (stacks.*.reason)")
     return 0

@@ -15,9 +15,13 @@ def register(sub):
 def handle(args) -> int:
     seconds = microbench.check_seconds(args.seconds)
     algs = microbench.select(args.alg)
+    progress = None
     if not args.json:
-        print(f"measuring {len(algs)} algorithms, {seconds:g} s each, through OpenSSL EVP", file=sys.stderr)
-    results = microbench.run(algs, seconds)
+        print(f"measuring {len(algs)} algorithms, {seconds:g} s each, through OpenSSL EVP "
+              f"(about {len(algs) * seconds * 1.3:.0f} s)", file=sys.stderr)
+        progress = (lambda k, n, name: print(f"\r[{k + 1}/{n}] {name:<40}", end="" if k + 1 < n else "\n",
+                                             file=sys.stderr, flush=True))
+    results = microbench.run(algs, seconds, progress)
     if args.json:
         print_json(results)
     else:

@@ -10,7 +10,7 @@ BACKEND_CHOICES = ("auto", "pqlink", "netem")
 
 
 def add_linkspec_options(p) -> None:
-    g = p.add_argument_group("link (LinkSpec; units: ms/s/us, %% or fraction, kbit/mbit/gbit)")
+    g = p.add_argument_group("link (LinkSpec; units: ms/s/us, % or fraction, kbit/mbit/gbit)")
     g.add_argument("--rtt", help="round-trip time, split evenly into the two one-way delays (e.g. 31.1ms)")
     g.add_argument("--delay-c2s", dest="delay_c2s", help="one-way delay client->server")
     g.add_argument("--delay-s2c", dest="delay_s2c", help="one-way delay server->client")

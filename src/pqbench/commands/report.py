@@ -20,6 +20,10 @@ def register(sub):
     p.set_defaults(func=handle)
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def handle(args) -> int:
     resamples = units.integer("--resamples", args.resamples, minimum=100, maximum=100_000)
     if args.out is not None and args.out.exists() and not args.out.is_dir():
@@ -35,8 +39,8 @@ def handle(args) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"report of {run_id}: {result['cells']} cells, {len(result['figures'])} figures, "
-              f"{result['warnings']} warnings", file=sys.stderr)
+        print(f"report of {run_id}: {plural(result['cells'], 'cell')}, {plural(len(result['figures']), 'figure')}, "
+              f"{plural(result['warnings'], 'warning')}", file=sys.stderr)
         print(result["html"])
         print(result["markdown"])
     return 0
