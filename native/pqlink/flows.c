@@ -283,10 +283,24 @@ static void note_client_side(struct flow *f, int dir, const struct flow_pkt *p, 
         note_flight(f, dir, p->payload, p->psh, now);
 }
 
+static void note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now,
+                 int64_t late);
+
 void flows_note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now)
 {
-    if (!t->capacity || (ev == FLOW_DELIVERY && dir == DIR_C2S))
-        return; /* the client saw its own packets when they arrived */
+    note(t, dir, ev, pkt, len, now, 0);
+}
+
+void flows_delivered(struct flow_table *t, int dir, const uint8_t *pkt, size_t len, int64_t now, int64_t late)
+{
+    note(t, dir, FLOW_DELIVERY, pkt, len, now, late);
+}
+
+static void note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now,
+                 int64_t late)
+{
+    if (!t->capacity || (ev == FLOW_DELIVERY && dir == DIR_C2S && late <= 0))
+        return; /* the client saw its own packets when they arrived; only their lateness is news */
     struct flow_pkt p;
     bool parsed = flow_parse(pkt, len, dir, &p) == 0;
     if (!parsed && ev != FLOW_ARRIVAL)
@@ -306,7 +320,10 @@ void flows_note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t
         if (dir == DIR_C2S)
             note_client_side(f, dir, &p, now);
     } else if (ev == FLOW_DELIVERY) {
-        note_client_side(f, dir, &p, now);
+        if (late > 0 && (uint64_t)late > f->side[dir].late_max_ns)
+            f->side[dir].late_max_ns = (uint64_t)late;
+        if (dir == DIR_S2C)
+            note_client_side(f, dir, &p, now);
     } else if (ev == FLOW_LOST) {
         f->side[dir].lost++;
     } else {
@@ -339,9 +356,10 @@ static void put_side(FILE *out, const char *name, const struct flow_side *s)
     fputc(',', out);
     put_time(out, "last_ns", s->last_ns);
     fprintf(out, ",\"packets\":%llu,\"bytes\":%llu,\"payload_bytes\":%llu,\"retrans\":%llu,\"lost\":%llu,"
-                 "\"queue_drops\":%llu}",
+                 "\"queue_drops\":%llu,\"late_max_ns\":%llu}",
             (unsigned long long)s->packets, (unsigned long long)s->bytes, (unsigned long long)s->payload_bytes,
-            (unsigned long long)s->retrans, (unsigned long long)s->lost, (unsigned long long)s->queue_drops);
+            (unsigned long long)s->retrans, (unsigned long long)s->lost, (unsigned long long)s->queue_drops,
+            (unsigned long long)s->late_max_ns);
 }
 
 static void put_flow(FILE *out, const struct flow *f)

@@ -52,6 +52,7 @@ struct flow_side {
     int64_t first_ns, last_ns; /* seen at the client side; FLOW_NO_TIME when none */
     uint64_t packets, bytes, payload_bytes;
     uint64_t retrans, lost, queue_drops;
+    uint64_t late_max_ns; /* the latest the link released one of this side's packets after its deadline */
     /* TCP sequence tracking, at arrival into the link */
     uint32_t isn;      /* sequence number of this side's SYN */
     uint32_t seq_high; /* highest sequence end (seq + payload + SYN + FIN) seen so far */
@@ -104,6 +105,9 @@ void flows_destroy(struct flow_table *t);
 void flows_reset(struct flow_table *t);
 /* One packet of direction dir (DIR_C2S/DIR_S2C) met event ev at time now. */
 void flows_note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now);
+/* A packet the link wrote out `late` ns after its deadline (FLOW_DELIVERY with the link's own lateness,
+ * so a slow sample can tell the emulator's delay from the endpoints'). */
+void flows_delivered(struct flow_table *t, int dir, const uint8_t *pkt, size_t len, int64_t now, int64_t late);
 /* Writes one JSON object per connection to f and fills sum. Returns 0, or -1 if a write failed. */
 int flows_write_json(struct flow_table *t, FILE *f, struct flows_summary *sum);
 /* Creates or truncates path (mode 0600) and writes the connections into it. Returns 0, or -1 with

@@ -62,7 +62,7 @@ void pipeline_pump(struct pipeline *pl, int64_t now)
                 cnt_add(&pl->cnt->fwd_bytes, p->len);
                 hist_add(&pl->cnt->lateness, late > 0 ? (uint64_t)late : 0);
                 if (pl->flows)
-                    flows_note(pl->flows, pl->dir, FLOW_DELIVERY, p->data, p->len, now);
+                    flows_delivered(pl->flows, pl->dir, p->data, p->len, now, late);
             } else {
                 cnt_add(&pl->cnt->write_errors, 1);
             }

@@ -505,16 +505,16 @@ static void test_json(void)
     CHECK(strstr(d.text, "{\"proto\":\"tcp\",\"client\":\"10.9.0.1:40000\",\"server\":\"10.9.0.2:4433\","
                          "\"open_ns\":5,\"syn_ns\":5,\"synack_ns\":7,\"fin_ns\":null,"
                          "\"c2s\":{\"first_ns\":5,\"last_ns\":8,\"packets\":2,\"bytes\":380,\"payload_bytes\":300,"
-                         "\"retrans\":0,\"lost\":0,\"queue_drops\":0},"
+                         "\"retrans\":0,\"lost\":0,\"queue_drops\":0,\"late_max_ns\":0},"
                          "\"s2c\":{\"first_ns\":7,\"last_ns\":7,\"packets\":1,\"bytes\":40,\"payload_bytes\":0,"
-                         "\"retrans\":0,\"lost\":0,\"queue_drops\":0},"
+                         "\"retrans\":0,\"lost\":0,\"queue_drops\":0,\"late_max_ns\":0},"
                          "\"flights\":[{\"dir\":\"c2s\",\"first_ns\":8,\"last_ns\":8,\"packets\":1,\"pushes\":0,\"bytes\":300}],"
                          "\"flights_overflow\":0}\n"),
           "TCP line:\n%s", d.text);
     CHECK(strstr(d.text, "{\"proto\":\"udp\",\"client\":\"[fd00::1]:5353\",\"server\":\"[fd00::2]:53\","
                          "\"open_ns\":9,\"syn_ns\":null,\"synack_ns\":null,\"fin_ns\":null,") &&
               strstr(d.text, "\"s2c\":{\"first_ns\":null,\"last_ns\":null,\"packets\":0,") &&
-              strstr(d.text, "\"lost\":1,\"queue_drops\":0},\"s2c\""),
+              strstr(d.text, "\"lost\":1,\"queue_drops\":0,\"late_max_ns\":0},\"s2c\""),
           "UDP over IPv6 line:\n%s", d.text);
     CHECK(json_lines("{\"a\":1}\n{\"a\":}\n") < 0 && json_lines("{\"a\":[1,null]}\n") == 1, "the checker checks");
     free(d.text);
@@ -543,6 +543,33 @@ static void test_json(void)
     flows_destroy(&t);
 }
 
+/* How late the link released each side's packets: the latest per direction, a client packet's lateness
+ * recorded without moving its client-side time (the client saw it when it arrived). */
+static void test_link_lateness(void)
+{
+    struct flow_table t;
+    flows_init(&t, 16);
+    c2s(&t, tcp(CLIENT, SERVER, 100, F_SYN, 0), 1000 * MS);
+    s2c(&t, tcp(SERVER, CLIENT, 900, F_SYN | F_ACK, 0), 1010 * MS, 10 * MS);
+    struct raw hello = tcp(CLIENT, SERVER, 101, F_ACK | F_PSH, 300);
+    c2s(&t, hello, 1021 * MS);
+    flows_delivered(&t, C2S, hello.b, hello.len, 1031 * MS + 2 * MS, 2 * MS); /* released 2 ms late */
+    struct raw answer = tcp(SERVER, CLIENT, 901, F_ACK | F_PSH, 1448);
+    flows_note(&t, S2C, FLOW_ARRIVAL, answer.b, answer.len, 1040 * MS);
+    flows_delivered(&t, S2C, answer.b, answer.len, 1050 * MS + 300000, 300000);
+    const struct flow *f = only(&t);
+    CHECK(f && f->side[C2S].late_max_ns == 2 * MS && f->side[S2C].late_max_ns == 300000,
+          "late c2s %llu s2c %llu", f ? (unsigned long long)f->side[C2S].late_max_ns : 0,
+          f ? (unsigned long long)f->side[S2C].late_max_ns : 0);
+    CHECK(f && f->side[C2S].last_ns == 1021 * MS && f->side[S2C].last_ns == 1050 * MS + 300000,
+          "client-side times: c2s at arrival, s2c at delivery");
+    struct dump d = dump(&t);
+    CHECK(d.text && strstr(d.text, "\"late_max_ns\":2000000") && strstr(d.text, "\"late_max_ns\":300000"),
+          "JSON: %s", d.text ? d.text : "");
+    free(d.text);
+    flows_destroy(&t);
+}
+
 int main(void)
 {
     test_parse_and_canonical_key();
@@ -552,6 +579,7 @@ int main(void)
     test_drops_attributed();
     test_table_full_and_reset();
     test_json();
+    test_link_lateness();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

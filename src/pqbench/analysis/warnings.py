@@ -31,6 +31,7 @@ class Warning:
     check: str
     message: str  # what was seen, with the numbers
     fix: str = ""  # what to do about it
+    note: bool = False  # information that moves no reported number beyond its CI: shown, not warned
 
     def text(self) -> str:
         return f"{self.message}; {self.fix}" if self.fix else self.message
@@ -49,6 +50,8 @@ TITLES = {
     "above_bound": f"median above {ABOVE_BOUND:g}× the lower bound at 0 % loss",
     "group": "another group negotiated than the cell's key exchange",
     "late": f"over {100 * late.LATE_SHARE:g} % of the samples without a retransmission came late",
+    "late_note": f"over {100 * late.LATE_SHARE:g} % of the samples without a retransmission came late, moving no "
+                 "reported percentile beyond its CI",
     "wire": f"client and wire times disagree in over {100 * wire.DISAGREE_SHARE:g} % of the samples",
 }
 
@@ -130,15 +133,7 @@ def _quality(c: CellStats) -> list[Warning]:
     out = []
     d = c.row.get("detector") if isinstance(c.row.get("detector"), dict) else {}
     if d.get("late") is not None and d["untouched"] and d["late"] / d["untouched"] > late.LATE_SHARE:
-        out.append(Warning("late", f"{d['late']} of {d['untouched']} samples without a retransmission "
-                                   f"({100 * d['late'] / d['untouched']:.1f} %) took over {d['threshold_ms']:.2f} ms "
-                                   f"against a clean {d['clean_ms']:.2f} ms"
-                                   + (f"; {d['late_client_cpu']} of them the client's own wait for a CPU"
-                                      if d.get("late_client_cpu") is not None else "")
-                                   + ("" if d.get("wire") else " (no wire record: server retransmissions count too)"),
-                           "they waited for a CPU (other workers, lanes or programs) or the CPU ran slower for a "
-                           "while; rerun on an idle machine, with a lower max_bias or fewer lanes, and compare "
-                           "this cell through p25 or its CDF"))
+        out.append(_late(c, d))
     w = c.row.get("wire") if isinstance(c.row.get("wire"), dict) else {}
     if w.get("n") and w["disagree"] / w["n"] > wire.DISAGREE_SHARE:
         out.append(Warning("wire", f"the client's time differs from the wire's by more than {w['tolerance_ms']} ms "
@@ -147,6 +142,57 @@ def _quality(c: CellStats) -> list[Warning]:
                            "connect or after the server's last packet): read the wire times, or rerun on an "
                            "idle machine"))
     return out
+
+
+# What to do about late samples, by the side that held them up.
+LATE_FIXES = {
+    "server": "the server answered late (a stall some handshakes pay, not its computation, which every "
+              "handshake pays and the clean time holds): run on an idle machine, with fewer server workers "
+              "(spec: workers) or lanes",
+    "client": "the client waited for a CPU: run with fewer lanes or workers (spec: lanes, parallel, a lower "
+              "max_bias) or on an idle machine",
+    "link": "the emulator released packets late: run on an idle machine (pqlink's threads need a CPU at "
+            "each deadline; `pqbench doctor` shows its real-time priority)",
+    "unexplained": "no instrument recorded where they waited (a client without a CPU-wait record, or no wire "
+                   "record): rerun on an idle machine and compare this cell through p25 or its CDF",
+}
+
+
+def _late(c: CellStats, d: dict) -> Warning:
+    """Late samples, split by the side that held them up; a warning only when dropping them would move
+    the reported p50 or p95 beyond its confidence interval, else a note."""
+    by_side = d.get("by_side") or {}
+    excess = d.get("excess_ms") or {}
+    sides = sorted((k for k in by_side if by_side[k]), key=lambda k: -by_side[k])
+    split = "; ".join(f"{by_side[k]} {'not attributed' if k == 'unexplained' else 'the ' + k + chr(39) + 's'}"
+                      + (f" (+{excess[k]:.2f} ms median)" if k in excess else "") for k in sides)
+    if not by_side and d.get("late_client_cpu") is not None:  # stores from before sides were told apart
+        split = f"{d['late_client_cpu']} of them the client's own wait for a CPU"
+    answer = f"; the server's typical answer at the wire {d['server_answer_ms']:.2f} ms" \
+        if d.get("server_answer_ms") is not None else ""
+    message = (f"{d['late']} of {d['untouched']} samples without a retransmission "
+               f"({100 * d['late'] / d['untouched']:.1f} %) took over {d['threshold_ms']:.2f} ms against a clean "
+               f"{d['clean_ms']:.2f} ms" + (f": {split}" if split else "") + answer
+               + ("" if d.get("wire") else " (no wire record: server retransmissions count too)"))
+    fix = LATE_FIXES[sides[0]] if sides else LATE_FIXES["unexplained"]
+    moved = _moves_a_percentile(c, d)
+    if moved is False:
+        return Warning("late_note", message + "; without them p50 and p95 stay within their CIs", note=True)
+    return Warning("late", message + (f"; {moved}" if moved else ""), fix)
+
+
+def _moves_a_percentile(c: CellStats, d: dict) -> str | bool | None:
+    """What dropping the late samples does to p50 and p95 against their CIs: a sentence when one moves
+    beyond its CI, False when neither does, None when the detector did not record it (older stores)."""
+    moved = []
+    for q in (50, 95):
+        without = d.get(f"p{q}_without_late_ms")
+        if without is None:
+            return None
+        est, lo, hi = c.pct[q]
+        if not lo - 1e-9 <= without <= hi + 1e-9:
+            moved.append(f"without them p{q} would be {without:.2f} ms, outside its CI [{lo:.2f}, {hi:.2f}]")
+    return "; ".join(moved) if moved else False
 
 
 def _classes(c: CellStats) -> str:

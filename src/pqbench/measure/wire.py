@@ -64,8 +64,16 @@ def summary(flow: dict, milestone: Milestone) -> dict:
             "drops_c2s": c2s.get("lost", 0) + c2s.get("queue_drops", 0),
             "drops_s2c": s2c.get("lost", 0) + s2c.get("queue_drops", 0),
             "flights": len(flow.get("flights") or []),
+            # the most the emulator released one of this connection's packets after its deadline (ms;
+            # None from a pqlink that did not record it)
+            "link_late_ms": _late_ms(c2s, s2c),
             # the server's first flight (TLS: ServerHello … Finished): segments, and writes (PSH) it came in
             "server_flight_packets": server_flight.get("packets"), "server_flight_pushes": server_flight.get("pushes")}
+
+
+def _late_ms(*sides: dict) -> float | None:
+    late = [s["late_max_ns"] for s in sides if s.get("late_max_ns") is not None]
+    return max(late) / 1e6 if late else None
 
 
 def sample_milestone(s: dict, flow: dict) -> Milestone | None:

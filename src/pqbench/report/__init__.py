@@ -63,7 +63,7 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000) -> dict:
     title = f"pqbench report: {a.run.get('name') or run_id}"
     summary = tables.summary(a)
     warnings = tables.warnings(a)
-    body = [t for t in (tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.wire(a),
+    body = [t for t in (tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
                         tables.model(a), tables.not_run(a), tables.crypto(a), tables.calibration(a),
                         tables.provenance(a)) if t is not None]
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,

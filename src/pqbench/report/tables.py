@@ -257,8 +257,10 @@ def quality(a: Analysis) -> Table:
     for c in ordered(a):
         d = c.row.get("detector") if isinstance(c.row.get("detector"), dict) else {}
         w = c.row.get("wire") if isinstance(c.row.get("wire"), dict) else {}
+        by_side = {k: v for k, v in (d.get("by_side") or {}).items() if v}
         late = (f"{d['late']} of {d['untouched']}" + ("" if d.get("wire") else " (no wire record)")
-                + (f", {d['late_client_cpu']} the client's CPU wait" if d.get("late") and
+                + (": " + ", ".join(f"{k} {v}" for k, v in by_side.items()) if by_side else
+                   f", {d['late_client_cpu']} the client's CPU wait" if d.get("late") and
                    d.get("late_client_cpu") is not None else "")
                 if d.get("late") is not None else "–")
         rows.append([a.label(c), condition(c), ms(d.get("clean_ms")), late,
@@ -353,12 +355,15 @@ def _cal(v) -> str:
 
 
 def warnings(a: Analysis) -> list[tuple[str, list[str]]]:
-    """Run-level warnings, then each cell check with the cells it hit: (headline, details)."""
+    """Run-level warnings, then each cell check with the cells it hit: (headline, details). Cells hit
+    by one check with different fixes (late samples held up by the server in some, by the client in
+    others) get a line per fix. Notes are left to notes()."""
     out = [(w.text(), []) for w in a.warnings]
-    by_check: dict[str, list] = {}
+    by_check: dict[tuple, list] = {}
     for c, w in a.cell_warnings():
-        by_check.setdefault(w.check, []).append((c, w))
-    for check, hits in by_check.items():
+        if not w.note:
+            by_check.setdefault((w.check, w.fix), []).append((c, w))
+    for (check, _), hits in by_check.items():
         first = hits[0][1]
         if len(hits) == 1:
             c = hits[0][0]
@@ -367,3 +372,16 @@ def warnings(a: Analysis) -> list[tuple[str, list[str]]]:
             head = f"{len(hits)} cells: {TITLES.get(check, check)}" + (f"; {first.fix}" if first.fix else "")
         out.append((head, [f"{a.label(c)}, {condition(c)}: {w.message}" for c, w in hits] if len(hits) > 1 else []))
     return out
+
+
+def notes(a: Analysis) -> Table | None:
+    """What the checks saw that moves no reported number beyond its CI: information, not warnings."""
+    rows = [[a.label(c), condition(c), TITLES.get(w.check, w.check), w.message]
+            for c, w in a.cell_warnings() if w.note]
+    if not rows:
+        return None
+    return Table("notes", "Notes: seen, but moving no reported percentile beyond its CI",
+                 ["algorithm", "condition", "what", "details"], rows,
+                 "Late samples split by the side that held them up (the client's wait for a CPU, the server's "
+                 "answer at the wire against its typical value, the emulator's late releases); the cell's p50 "
+                 "and p95 without them stay within their 95 % CIs, so no figure or table changes.")
