@@ -38,12 +38,18 @@ def bed(rust_built, tmp_path_factory):
         yield b
 
 
+RUNNABLE, REFUSED = tlsstacks.runnable([(s, c, k, g) for s, c in PAIRS for k in GROUPS for g in tlsstacks.SIGS])
+
+
 @pytest.mark.root
-@pytest.mark.parametrize("server,client", PAIRS)
-@pytest.mark.parametrize("kex", GROUPS)
-@pytest.mark.parametrize("sig", tlsstacks.SIGS)
+@pytest.mark.parametrize("server,client,kex,sig", RUNNABLE)
 def test_each_pair_negotiates_what_was_asked(bed, server, client, kex, sig):
     tlsstacks.check_negotiates(bed, server, client, kex, sig)
+
+
+@pytest.mark.parametrize("reason", sorted(REFUSED))
+def test_what_a_pair_cannot_run_is_refused_with_its_reason(rust_built, reason):
+    tlsstacks.check_refused(reason, REFUSED[reason])
 
 
 def test_the_expected_pairs_are_supported_and_the_others_say_why(rust_built):

@@ -53,3 +53,26 @@ def check_negotiates(bed: dict, server: str, client: str, kex: str, sig: str) ->
     assert len(samples) == 4
     assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
     assert {(s["group"], s["sigalg"]) for s in samples} == {(PRINTED[kex], catalog.find(sig, "sig").sigalg)}
+
+
+def runnable(combos: list[tuple], mode: str = "handshake") -> tuple[list[tuple], dict[str, tuple]]:
+    """(server, client, kex, sig) combinations split, at collection, into those the stacks as built can
+    run and, per reason, one that they refuse: a matrix test generates only the first, and one test
+    per reason checks the refusal, so the skips left in a summary are about the machine. Stacks not
+    built yet keep every combination (their tests then fail with what is missing, never skip)."""
+    run, refused = [], {}
+    for combo in combos:
+        why = endpoints.unsupported(*combo, mode)
+        if why and "is not built" not in why and "is missing" not in why:
+            refused.setdefault(why, combo)
+        else:
+            run.append(combo)
+    return run, refused
+
+
+def check_refused(reason: str, combo: tuple, mode: str = "handshake") -> None:
+    """The combination is refused with exactly that reason, which names the stack and role that lacks it."""
+    server, client, kex, sig = combo
+    assert endpoints.unsupported(server, client, kex, sig, mode) == reason
+    assert any(f"{name} {role}" in reason for name, role in ((server, "server"), (client, "client"))) \
+        or "different protocols" in reason, reason
