@@ -72,3 +72,17 @@ def test_late_samples_that_move_no_percentile_beyond_its_ci_are_a_note_not_a_war
     (w,) = _warned(many)
     assert not w.note and w.check == "late" and "without them p95 would be" in w.message
     assert w.fix.startswith("the server answered late")
+
+
+def test_mode_shares_and_a_p95_between_modes_is_a_note_with_the_shares():
+    from pqbench.analysis import cells, warnings
+    from pqbench.analysis.load import cell_data
+    clean = [{"ok": True, "t_ns": {"handshake_done": int((12 + 0.01 * (k % 7)) * 1e6)}} for k in range(270)]
+    fast = [{"ok": True, "t_ns": {"handshake_done": int(30e6)}, "tcp_handshake": {"retransmits": 1}}] * 15
+    rto = [{"ok": True, "t_ns": {"handshake_done": int(1012e6)}, "wire": {"retrans_c2s": 0, "retrans_s2c": 1}}] * 15
+    c = cells.analyse_cell(cell_data({"kex": "X25519", "loss": 0.03, "mode": "handshake"}, clean + fast + rto,
+                                     "handshake_done"), {}, resamples=300)
+    assert c.modes["clean"][0] == 0.9 and c.modes["fast"][0] == 0.05 and c.modes["timeout"][0] == 0.05
+    assert c.modes["timeout"][1] < 0.05 < c.modes["timeout"][2]  # a Wilson interval around it
+    (w,) = [w for w in warnings.cell_warnings(c) if w.check in ("wide_ci", "modes")]
+    assert w.check == "modes" and w.note and "90.0 % clean" in w.message

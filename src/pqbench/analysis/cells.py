@@ -59,6 +59,7 @@ class CellStats:
     groups: list  # negotiated groups seen (distinct)
     sigalgs: list  # negotiated signature algorithms seen (distinct)
     warnings: list = dataclasses.field(default_factory=list)
+    modes: dict = dataclasses.field(default_factory=dict)  # mode -> (share, lo, hi) of successful samples
 
     def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
         row = self.__dict__.get("row")
@@ -163,6 +164,30 @@ def cell_bound(cd: CellData, crypto: dict) -> tuple[model.Bound | None, str]:
     return bound, f"flights from {flights.source} sizes, crypto {costs.source}"
 
 
+RTO_MIN_MS = 200.0  # Linux's shortest retransmission timeout: a recovery that cost this much waited for one
+MODES = ("clean", "fast", "timeout")
+
+
+def modes(cd: CellData) -> dict:
+    """The share of successful samples in each mode, with Wilson 95 % CIs: clean (no retransmission
+    either way: the client's TCP_INFO and the wire record), recovered fast (retransmitted, and no more
+    than RTO_MIN_MS over the clean time: fast retransmit or a tail-loss probe) and recovered after a
+    timeout (RTO_MIN_MS or more over it). Where a percentile sits between modes its CI is wide at any
+    sample count; these shares are what stays stable."""
+    ok = cd.ok
+    if not ok.size or not ok.any():
+        return {}
+    vals = lambda f: np.nan_to_num(cd.values[f][ok]) if f in cd.values else np.zeros(int(ok.sum()))  # noqa: E731
+    touched = (vals("tcp_retransmits") + vals("wire_retrans_c2s") + vals("wire_retrans_s2c")) > 0
+    times = cd.values["duration_ms"][ok]
+    untouched = np.sort(times[~touched & np.isfinite(times)])
+    clean = stats.percentile(untouched.tolist(), 5) if untouched.size else np.nanmin(times)
+    timeout = touched & (times - clean >= RTO_MIN_MS)
+    counts = {"clean": int((~touched).sum()), "fast": int((touched & ~timeout).sum()), "timeout": int(timeout.sum())}
+    n = int(ok.sum())
+    return {m: stats.binomial_ci(k, n, CONFIDENCE) for m, k in counts.items()}
+
+
 def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int = 0) -> CellStats:
     row = cd.row
     n = int(cd.ok.size) if cd.ok.size else int(row.get("n") or 0)
@@ -188,4 +213,4 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
                      failure_rate=stats.binomial_ci(n - ok, n, CONFIDENCE), failure_classes=classes, wire=wire,
                      phases=_phase_split(cd), bound=bound, bound_note=note,
                      groups=sorted({str(g) for g in cd.groups if g}),
-                     sigalgs=sorted({str(g) for g in cd.sigalgs if g}))
+                     sigalgs=sorted({str(g) for g in cd.sigalgs if g}), modes=modes(cd))

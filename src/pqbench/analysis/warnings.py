@@ -16,6 +16,7 @@ from pqbench.errors import BadInput
 
 TAIL_RATIO = 2.0  # p99/p50 above this on a loss-free link means something other than the link
 CI_WIDTH = 0.10  # p95's CI wider than this fraction of p95
+MODES_SHARE = 0.01  # with this share of retransmitted handshakes or more, a wide p95 CI is their doing
 SPLIT_MEDIAN = 0.5  # p50's CI wider than this fraction of p50: the samples split into modes around it
 FEW_SAMPLES = 20
 OUTLIER_IQR = 3.0
@@ -43,6 +44,7 @@ TITLES = {
     "few_samples": f"fewer than {FEW_SAMPLES} successful samples",
     "tail": f"p99/p50 above {TAIL_RATIO:g} at 0 % loss",
     "wide_ci": f"CI of p95 wider than {100 * CI_WIDTH:g} % of p95",
+    "modes": f"CI of p95 wider than {100 * CI_WIDTH:g} % of p95, between the modes of clean and recovered handshakes",
     "split_median": f"CI of the median wider than {100 * SPLIT_MEDIAN:g} % of it",
     "outliers": f"samples beyond Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss",
     "failures": "failures at 0 % loss",
@@ -80,8 +82,16 @@ def cell_warnings(c: CellStats) -> list[Warning]:
         out.append(Warning("tail", f"p99/p50 = {p99 / p50:.1f} at 0 % loss",
                            "the machine was busy; rerun with fewer --parallel (spec: parallel) on an idle machine"))
     if p95[0] > 0 and (p95[2] - p95[1]) / p95[0] > CI_WIDTH:
-        out.append(Warning("wide_ci", f"CI of p95 spans {100 * (p95[2] - p95[1]) / p95[0]:.0f} % of p95 "
-                                      f"(n = {c.ok})", _more_samples(c)))
+        width = f"CI of p95 spans {100 * (p95[2] - p95[1]) / p95[0]:.0f} % of p95 (n = {c.ok})"
+        recovered = 1 - c.modes["clean"][0] if c.modes else 0.0
+        if recovered >= MODES_SHARE:
+            out.append(Warning("modes", f"{width}: it sits between modes ({100 * c.modes['clean'][0]:.1f} % clean, "
+                                        f"{100 * c.modes['fast'][0]:.1f} % recovered fast, "
+                                        f"{100 * c.modes['timeout'][0]:.1f} % after a timeout)",
+                               "more samples do not narrow a percentile between modes: read these cells through "
+                               "their mode shares (figure: handshakes by mode) and p50", note=True))
+        else:
+            out.append(Warning("wide_ci", width, _more_samples(c)))
     p50_lo, p50_hi = c.pct[50][1:]
     if c.ok >= FEW_SAMPLES and p50 > 0 and (p50_hi - p50_lo) / p50 > SPLIT_MEDIAN:
         out.append(Warning("split_median", f"the median {p50:.1f} ms has a 95 % CI of {p50_lo:.1f}–{p50_hi:.1f} ms: "

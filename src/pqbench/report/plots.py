@@ -143,6 +143,41 @@ def handshake_vs_loss(a: Analysis) -> Figure | None:
     return fig
 
 
+MODE_STYLES = {"clean": ("-", "no retransmission"), "fast": (":", "recovered fast"),
+               "timeout": ("--", "recovered after a timeout (≥ 200 ms)")}
+
+
+def modes_vs_loss(a: Analysis) -> Figure | None:
+    """The share of handshakes in each mode against loss: where a percentile sits between modes (its CI
+    spanning the gap between clean and recovered handshakes), these shares are what stays stable."""
+    cells = [c for c in _loss_cells(a) if c.modes]
+    if len({c.loss or 0 for c in cells}) < 2:
+        return None
+    cols = colours(a)
+    panels = _groups(cells, _panel_fields(a))[:MAX_PANELS]
+    fig, axes = _grid(len(panels))
+    used = []
+    for ax, (key, members) in zip(axes, panels):
+        for label, group in _by_label(a, members):
+            group.sort(key=lambda c: c.loss or 0)
+            xs = [100 * (c.loss or 0) for c in group]
+            for mode, (ls, _) in MODE_STYLES.items():
+                ax.plot(xs, [100 * c.modes[mode][0] for c in group], ls=ls, lw=1.6, color=cols[label],
+                        marker="o" if mode == "clean" else None, ms=3)
+                ax.fill_between(xs, [100 * c.modes[mode][1] for c in group], [100 * c.modes[mode][2] for c in group],
+                                color=cols[label], alpha=0.12, lw=0)
+            used.append(label)
+        ax.set_title(_panel_title(key), fontsize="medium")
+        ax.set_xlabel("loss per direction (%)")
+        ax.set_ylabel("handshakes (%)")
+        ax.set_ylim(-2, 102)
+        ax.grid(alpha=0.3)
+    fig.suptitle("Handshakes by mode vs loss (Wilson 95 % CI bands)")
+    _legend(fig, cols, _unique(used), [Line2D([], [], color="0.3", lw=1.6, ls=ls, label=name)
+                                       for ls, name in MODE_STYLES.values()])
+    return fig
+
+
 def handshake_points(a: Analysis) -> Figure | None:
     """Runs with a single loss rate: median and p95 (with CIs) per algorithm, one panel per condition."""
     cells = _loss_cells(a)
@@ -475,6 +510,7 @@ def failures(a: Analysis) -> Figure | None:
 # (id, title, function, what it shows when present)
 FIGURES = (
     ("handshake-vs-loss", "Handshake time vs loss", handshake_vs_loss),
+    ("modes", "Handshakes by mode vs loss", modes_vs_loss),
     ("handshake", "Handshake time per algorithm", handshake_points),
     ("scenarios", "Named scenarios", scenarios),
     ("wire", "Bytes and packets per handshake", wire),
