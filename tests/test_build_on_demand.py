@@ -24,7 +24,9 @@ def build(tmp_path, monkeypatch):
     script.write_text(RECORDING_SCRIPT)
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PQBENCH_BUILD_SCRIPT", str(script))
-    return tmp_path
+    yield tmp_path
+    monkeypatch.undo()
+    ondemand.forget_capabilities()  # what the stacks said of the empty folder must not outlive the test
 
 
 def asked(build) -> list[str]:

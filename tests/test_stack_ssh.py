@@ -94,6 +94,7 @@ def test_each_kex_and_host_key_negotiates_what_was_asked(bed, server, client, ke
     assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
     alg, _ = sshkeys.split_hostkey(hostkey)  # a size-only key: its certificate algorithm
     assert {(s["group"], s["sigalg"]) for s in samples} == {(kex, alg)}
+    assert all(isinstance(s.get("cpu_wait_ns"), int) and s["cpu_wait_ns"] >= 0 for s in samples), samples
     if client == "gossh":  # x/crypto reports the server's identification
         want = "OpenSSH_10" if server == "openssh" else "pqbench_sshserver"
         assert all(want in s["server_version"] for s in samples)

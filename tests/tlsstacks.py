@@ -53,6 +53,8 @@ def check_negotiates(bed: dict, server: str, client: str, kex: str, sig: str) ->
     assert len(samples) == 4
     assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
     assert {(s["group"], s["sigalg"]) for s in samples} == {(PRINTED[kex], catalog.find(sig, "sig").sigalg)}
+    # every client reports its own wait for a CPU, as pqtimer does, for the late-sample detector
+    assert all(isinstance(s.get("cpu_wait_ns"), int) and s["cpu_wait_ns"] >= 0 for s in samples), samples
 
 
 def runnable(combos: list[tuple], mode: str = "handshake") -> tuple[list[tuple], dict[str, tuple]]:

@@ -93,13 +93,14 @@ def ensure(stacks, say=None) -> None:
         raise MissingCapability(f"building {what} failed (exit {proc.returncode}): {' / '.join(tail)}",
                                 f"see {logs}, fix the cause, then run `make stacks`")
     say(f"[build] {what} built in {time.monotonic() - started:.0f} s")
-    _forget_capabilities(stacks)
+    forget_capabilities(stacks)
 
 
-def _forget_capabilities(stacks) -> None:
-    """What a stack could do was asked of a binary that did not exist yet; ask again."""
+def forget_capabilities(stacks=None) -> None:
+    """What a stack could do was asked of a binary that did not exist yet; ask again (every stack's
+    when stacks is None)."""
     from pqbench import endpoints
-    for name in stacks:
+    for name in endpoints.names() if stacks is None else stacks:
         caps = endpoints.get(name).capabilities
         if hasattr(caps, "cache_clear"):
             caps.cache_clear()

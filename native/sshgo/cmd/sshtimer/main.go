@@ -202,6 +202,9 @@ type sample struct {
 	TCPHandshake  *tcpCounts        `json:"tcp_handshake"`
 	TCPEnd        *tcpCounts        `json:"tcp_end"`
 	ExitStatus    *int              `json:"exit_status"`
+	// sshtimer's own wait for a CPU during the sample (its threads' schedstat); with OpenSSH's ssh
+	// it is the relay's, which takes the timestamps, not the ssh process's
+	CPUWaitNs *int64 `json:"cpu_wait_ns"`
 }
 
 // milestone: where handshake_done lies on the wire, as the client saw the flights (see trace.go).
@@ -430,7 +433,12 @@ func loop(o options, runSample func(int) sample, clientName string) int {
 		if i >= o.count {
 			break
 		}
+		wait0 := cpuWaitNs()
 		s := runSample(i)
+		if wait1 := cpuWaitNs(); wait0 >= 0 && wait1 >= wait0 {
+			d := wait1 - wait0
+			s.CPUWaitNs = &d
+		}
 		s.Client = clientName
 		if i < 0 {
 			continue // warm-up: not recorded
@@ -446,4 +454,26 @@ func loop(o options, runSample func(int) sample, clientName string) int {
 		return 1
 	}
 	return 0
+}
+
+// cpuWaitNs is how long this process's threads have waited for a CPU so far (ns), the sum of the
+// second field of each thread's schedstat (Go runs the handshake on whichever threads its scheduler
+// picks). -1 when unreadable.
+func cpuWaitNs() int64 {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return -1
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		var run, wait int64
+		if _, err := fmt.Sscan(string(b), &run, &wait); err == nil {
+			total += wait
+		}
+	}
+	return total
 }

@@ -211,6 +211,7 @@ type sample struct {
 	Cipher       *string       `json:"cipher"`
 	HRR          bool          `json:"hello_retry_request"`
 	Writes       int           `json:"handshake_writes"` // socket writes crypto/tls made for the handshake
+	CPUWaitNs    *int64        `json:"cpu_wait_ns"`      // the process's wait for a CPU during the sample
 }
 
 // orderedPhases prints t_ns with pqtimer's key order, ns since start, null where not observed.
@@ -447,7 +448,12 @@ func clientMain(args []string) int {
 			break
 		}
 		s := sample{Worker: o.worker, I: i, Mode: o.mode}
+		wait0 := cpuWaitNs()
 		runSample(cfg, o, &s)
+		if wait1 := cpuWaitNs(); wait0 >= 0 && wait1 >= wait0 {
+			d := wait1 - wait0
+			s.CPUWaitNs = &d
+		}
 		if i < 0 {
 			continue // warm-up: not recorded
 		}

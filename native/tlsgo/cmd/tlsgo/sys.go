@@ -25,6 +25,28 @@ func monoNs() int64 {
 	return ts.Nano()
 }
 
+// cpuWaitNs is how long this process's threads have waited for a CPU so far (ns), the sum of the
+// second field of each thread's schedstat: Go runs a handshake on whichever threads its scheduler
+// picks, so the whole process stands for what pqtimer reads of its one thread. -1 when unreadable.
+func cpuWaitNs() int64 {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return -1
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		var run, wait int64
+		if _, err := fmt.Sscan(string(b), &run, &wait); err == nil {
+			total += wait
+		}
+	}
+	return total
+}
+
 // tcpCounts is TCP_INFO in pqtimer's shape.
 type tcpCounts struct {
 	BytesSent     uint64 `json:"bytes_sent"`

@@ -148,10 +148,28 @@ struct Sample {
     sigalg: Option<String>,
     tcp_handshake: Option<TcpCounts>,
     tcp_end: Option<TcpCounts>,
+    cpu_wait_ns: Option<u64>,
     extra: Vec<(String, String)>,
 }
 
+/// This thread's total wait for a CPU so far (ns), from the kernel's schedstat ("run wait slices"),
+/// read outside every timestamp: what the detector calls the client's own wait.
+fn cpu_wait_total_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn run_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
+    let wait0 = cpu_wait_total_ns();
+    let mut s = measure_sample(lib, o);
+    s.cpu_wait_ns = match (wait0, cpu_wait_total_ns()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    s
+}
+
+fn measure_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
     let start = now_ns();
     let deadline = start + o.timeout_ms * 1_000_000;
     let mut s = Sample {
@@ -167,6 +185,7 @@ fn run_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
         sigalg: None,
         tcp_handshake: None,
         tcp_end: None,
+        cpu_wait_ns: None,
         extra: vec![],
     };
     let sock = match net::tcp_connect(o.host, o.port, deadline) {
@@ -248,7 +267,8 @@ fn print_sample(o: &ClientOpts, index: u64, s: &Sample) {
     out.push_str(&net::tcp_json(&s.tcp_end));
     out.push_str(", \"http_status\": ");
     json::opt_u64(&mut out, s.http.status.map(u64::from));
-    out.push_str(&format!(", \"body_bytes\": {}, \"requests\": {}", s.http.body_bytes, s.http.requests));
+    out.push_str(&format!(", \"body_bytes\": {}, \"requests\": {}, \"cpu_wait_ns\": ", s.http.body_bytes, s.http.requests));
+    json::opt_u64(&mut out, s.cpu_wait_ns);
     for (k, v) in &s.extra {
         out.push_str(", ");
         json::string(&mut out, k);

@@ -26,12 +26,17 @@ def _query(what: str) -> list[str]:
     return proc.stdout.split() if proc.returncode == 0 else []
 
 
-@functools.lru_cache(maxsize=None)
 def queried() -> dict:
     """What the unpacked OpenSSH implements, asked of its binaries (`ssh -Q kex`, `ssh -Q key-sig`;
-    sshd is the same release and the same library code). Empty when it is not unpacked."""
+    sshd is the same release and the same library code). Empty when it is not unpacked (not
+    remembered: it may be unpacked on first use, pqbench.endpoints.ondemand)."""
     if not sshd.sbin().exists():
         return {}
+    return _queried(str(sshd.sbin()), sshd.sbin().stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=None)
+def _queried(sbin: str, stamp: int) -> dict:
     ssh = sshkeys.openssh_root() / "usr" / "bin" / "ssh"
     v = subprocess.run([str(ssh), "-V"], capture_output=True, text=True, env=sshkeys.openssh_env(), timeout=30)
     m = re.search(r"OpenSSH_(\S+)", v.stderr + v.stdout)
