@@ -5,11 +5,13 @@ prints, per cell, the medians and the late samples' excess over them:
 
   conn_wake       client's TCP connect minus the SYN-ACK's arrival (the client waking; + its start→SYN)
   synack_to_ch    SYN-ACK to the ClientHello on the wire (the client writing its first flight)
-  server          the server's first flight minus the ClientHello minus the RTT (the server's wait + work)
+  server          the server's answer (late.server_answer_ms: the client's first flight's last segment to
+                  the server's first) minus the RTT (the server's wait + work)
   client_fin      the server flight's last packet to the client's Finished (the client's wait + work)
   synack_late     SYN-ACK minus the RTT (the link and the server's kernel: should be ~0)
-  cpu_wait        the client's own run-queue wait during the handshake (pqtimer's cpu_wait_ns, the
-                  kernel's schedstat; nan for clients that do not report it)
+  cpu_wait        the client's own run-queue wait during the handshake (cpu_wait_ns, the kernel's
+                  schedstat; every client reports it)
+  link_late       the most the emulator released one of the connection's packets after its deadline
 
     build/venv/bin/python bench/late_split.py DB [RUN] [--show 15]
 """
@@ -24,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from pqbench import stats, store  # noqa: E402
 from pqbench.measure import late
 
-PARTS = ("total", "conn_wake", "synack_to_ch", "server", "client_fin", "synack_late", "cpu_wait")
+PARTS = ("total", "conn_wake", "synack_to_ch", "server", "client_fin", "synack_late", "cpu_wait", "link_late")
 
 
 def split(s: dict, rtt_ms: float) -> tuple | None:
@@ -34,9 +36,11 @@ def split(s: dict, rtt_ms: float) -> tuple | None:
     if w.get("synack_ms") is None or len(c2s) < 2 or not s2c or late.touched(s):
         return None
     t = s["t_ns"]
+    answer = late.server_answer_ms(s)  # the detector's own measure of the server's side
     return (t["handshake_done"] / 1e6, t["tcp_connected"] / 1e6 - w["synack_ms"], c2s[0][1] - w["synack_ms"],
-            s2c[0][1] - c2s[0][1] - rtt_ms, c2s[1][1] - s2c[0][2], w["synack_ms"] - rtt_ms,
-            s["cpu_wait_ns"] / 1e6 if s.get("cpu_wait_ns") is not None else float("nan"))
+            answer - rtt_ms if answer is not None else float("nan"), c2s[1][1] - s2c[0][2], w["synack_ms"] - rtt_ms,
+            s["cpu_wait_ns"] / 1e6 if s.get("cpu_wait_ns") is not None else float("nan"),
+            w["link_late_ms"] if w.get("link_late_ms") is not None else float("nan"))
 
 
 def main() -> int:
@@ -58,10 +62,9 @@ def main() -> int:
         threshold = det.get("threshold_ms") or parts[len(parts) // 20][0] * 1.02 + late.MARGIN_MS
         median = [stats.percentile(sorted(p[i] for p in parts), 50) for i in range(len(PARTS))]
         slow = [p for p in parts if p[0] > threshold]
-        waited = sum(1 for p in slow if p[-1] >= (p[0] - median[0]) / 2)  # as late.detect counts them
+        sides = ", ".join(f"{k} {v}" for k, v in (det.get("by_side") or {}).items() if v) or "not split (older store)"
         print(f"{row['kex']} + {row['sig']}, {row['rtt_ms']:g} ms, {100 * row['loss']:g} %: {len(slow)} of "
-              f"{len(parts)} without retransmission beyond {threshold:.2f} ms; {waited} of them spent half their "
-              "excess or more waiting for a CPU in the client")
+              f"{len(parts)} without retransmission beyond {threshold:.2f} ms; the detector's sides: {sides}")
         print("  median       " + "  ".join(f"{n} {m:7.3f}" for n, m in zip(PARTS, median)))
         for p in slow[:args.show]:
             print("  late excess  " + "  ".join(f"{n} {v - m:+7.3f}" for n, v, m in zip(PARTS, p, median)))
