@@ -33,11 +33,16 @@ logged() {
 # How each third-party component is configured; its hash keys the caches, so changing a flag
 # rebuilds that component and nothing else.
 OPENSSL_CONFIGURE=(linux-x86_64 --libdir=lib shared no-tests no-docs '-Wl,-rpath,\$$ORIGIN/../lib')
+# Shared libraries only: with the static ones too, OpenSSL 3 compiles all of libcrypto twice (one set of
+# objects per library), and nothing here links it statically.
+OPENSSL_MAKE=(LIBS= INSTALL_LIBS=)
 LIBOQS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DOQS_BUILD_ONLY_LIB=ON
               -DOQS_ENABLE_KEM_HQC=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON -DCMAKE_INSTALL_LIBDIR=lib)
 recipe_hash() { printf '%s\n' "$@" | sha256sum | cut -c1-12; }
-OPENSSL_RECIPE=$(recipe_hash "$OPENSSL_VERSION" "$OPENSSL_SHA256" "${OPENSSL_CONFIGURE[@]}")
-LIBOQS_RECIPE=$(recipe_hash "$OQS_SYS_VERSION" "${LIBOQS_CMAKE[@]}")
+OPENSSL_RECIPE=$(recipe_hash "$OPENSSL_VERSION" "$OPENSSL_SHA256" "${OPENSSL_CONFIGURE[@]}" "${OPENSSL_MAKE[@]}")
+# liboqs is built with only the algorithms the catalog names (scripts/liboqs_algorithms.py), so the
+# catalog's list keys its cache too.
+LIBOQS_RECIPE=$(recipe_hash "$OQS_SYS_VERSION" "${LIBOQS_CMAKE[@]}" $(python3 "$ROOT/scripts/liboqs_algorithms.py"))
 # .done holds "VERSION RECIPE" of a finished install tree.
 is_done() { [ -f "$1/.done" ] && [ "$(cut -d' ' -f2 "$1/.done")" = "$2" ]; }
 
@@ -113,7 +118,8 @@ do_openssl() {
     rm -rf "$dest"
     step openssl "building $OPENSSL_VERSION shared (about 4 minutes on 2 cores; log: $LOGS/openssl.log)"
     (cd "$src" && logged openssl ./Configure "${OPENSSL_CONFIGURE[@]}" --prefix="$dest" --openssldir="$dest/ssl" \
-        && logged openssl make -j"$JOBS" build_sw && logged openssl make install_sw install_ssldirs)
+        && logged openssl make -j"$JOBS" "${OPENSSL_MAKE[@]}" build_sw \
+        && logged openssl make "${OPENSSL_MAKE[@]}" install_sw install_ssldirs)
     cat >"$dest/PROVENANCE.json" <<EOF
 {"name": "openssl", "version": "$OPENSSL_VERSION", "source": "Debian's archive, source package openssl (upstream orig tarball)",
  "tarball": "$(basename "$tarball")", "sha256": "$OPENSSL_SHA256"}
@@ -143,14 +149,17 @@ do_liboqs() {
     local src=$BUILD/src/oqs-sys
     rm -rf "$src" && mkdir -p "$src" && tar -xzf "$crate" -C "$src" --strip-components=1
     rm -rf "$dest" "$BUILD/src/liboqs-build"
-    step liboqs "building $LIBOQS_VERSION shared, all algorithms, HQC on (about 5 minutes; log: $LOGS/liboqs.log)"
+    local algs
+    algs=$(python3 "$ROOT/scripts/liboqs_algorithms.py" "$src/liboqs" 2>>"$LOGS/liboqs.log") \
+        || die "the catalog names an algorithm liboqs $LIBOQS_VERSION lacks; see $LOGS/liboqs.log"
+    step liboqs "building $LIBOQS_VERSION shared, the catalog's $(tr ';' '\n' <<<"$algs" | wc -l) algorithms (about 3 minutes; log: $LOGS/liboqs.log)"
     logged liboqs cmake -S "$src/liboqs" -B "$BUILD/src/liboqs-build" -G Ninja "${LIBOQS_CMAKE[@]}" \
-        -DCMAKE_INSTALL_PREFIX="$dest"
+        -DOQS_MINIMAL_BUILD="$algs" -DCMAKE_INSTALL_PREFIX="$dest"
     logged liboqs cmake --build "$BUILD/src/liboqs-build" -j "$JOBS"
     logged liboqs cmake --install "$BUILD/src/liboqs-build"
     cat >"$dest/PROVENANCE.json" <<EOF
 {"name": "liboqs", "version": "$LIBOQS_VERSION", "source": "the crates registry, oqs-sys $OQS_SYS_VERSION (vendored liboqs)",
- "sha256": "$sha", "cmake": "${LIBOQS_CMAKE[*]}"}
+ "sha256": "$sha", "cmake": "${LIBOQS_CMAKE[*]}", "algorithms": "$algs"}
 EOF
     echo "$LIBOQS_VERSION $LIBOQS_RECIPE" >"$dest/.done"
     save_to_cache "$name" "$dest"
