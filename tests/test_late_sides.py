@@ -54,14 +54,28 @@ def test_the_percentiles_with_and_without_the_late_samples():
     assert abs(d["p50_ms"] - d["p50_without_late_ms"]) < 0.02
 
 
-def _warned(samples):
-    """The cell's late-sample verdict as the report makes it: a warning, or a note."""
+def _warned(samples, check="late", detector=True):
+    """The cell's verdicts of one check as the report makes them: warnings, or notes."""
     from pqbench.analysis import cells, warnings
     from pqbench.analysis.load import cell_data
     row = {"kex": "X25519", "sig": "ecdsap256", "loss": 0, "mode": "handshake",
-           "detector": late.detect(samples, "handshake_done", 0.02)}
+           "detector": late.detect(samples, "handshake_done", 0.02) if detector else None}
     c = cells.analyse_cell(cell_data(row, samples, "handshake_done"), {}, resamples=300)
-    return [w for w in warnings.cell_warnings(c) if w.check.startswith("late")]
+    return [w for w in warnings.cell_warnings(c) if w.check.startswith(check)]
+
+
+def test_far_samples_at_no_loss_are_told_by_side_and_once():
+    """Three far samples among 200 (1.5 %): the late detector's split names the server, and as dropping them
+    moves no percentile beyond its CI it is a note. Where the late check already reports them, the far
+    samples are not told twice; a store without a detector keeps the bare warning."""
+    few = clean_cell(200) + [sample(15.6, answer_gap_ms=RTT + 3.6) for _ in range(3)]
+    (w,) = _warned(few, "outliers")
+    assert w.note and w.check == "outliers_note" and "3 the server's" in w.message
+    assert _warned(few, "late") == []  # 1.5 % late: under the late check's share
+    many = clean_cell(200) + [sample(15.6, answer_gap_ms=RTT + 3.6) for _ in range(30)]
+    assert _warned(many, "outliers") == [] and len(_warned(many, "late")) == 1
+    (w,) = _warned(few, "outliers", detector=False)
+    assert not w.note and "other processes" in w.fix
 
 
 def test_late_samples_that_move_no_percentile_beyond_its_ci_are_a_note_not_a_warning():

@@ -47,6 +47,7 @@ TITLES = {
     "modes": f"CI of p95 wider than {100 * CI_WIDTH:g} % of p95, between the modes of clean and recovered handshakes",
     "split_median": f"CI of the median wider than {100 * SPLIT_MEDIAN:g} % of it",
     "outliers": f"samples beyond Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss",
+    "outliers_note": f"samples beyond Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss, moving no reported percentile beyond its CI",
     "failures": "failures at 0 % loss",
     "below_bound": "median below the lower-bound model",
     "above_bound": f"median above {ABOVE_BOUND:g}× the lower bound at 0 % loss",
@@ -103,9 +104,8 @@ def cell_warnings(c: CellStats) -> list[Warning]:
         q1, q3 = np.percentile(c.durations, [25, 75])
         far = int((c.durations > q3 + OUTLIER_IQR * (q3 - q1)).sum())
         if far >= 2 and far / c.durations.size > OUTLIER_SHARE and q3 > q1:
-            out.append(Warning("outliers", f"{far} samples ({100 * far / c.durations.size:.0f} %) beyond "
-                                           f"Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss",
-                               "other processes interfered; rerun with fewer --parallel or on an idle machine"))
+            out.extend(_outliers(c, f"{far} samples ({100 * far / c.durations.size:.0f} %) beyond "
+                                    f"Q3 + {OUTLIER_IQR:g}×IQR at 0 % loss"))
     if _lossless(c) and c.failures:
         out.append(Warning("failures", f"{c.failures} of {c.n} samples failed at 0 % loss ({_classes(c)})",
                            "a loss-free link should not fail: check the timeout and the nginx error log"))
@@ -168,9 +168,9 @@ LATE_FIXES = {
 }
 
 
-def _late(c: CellStats, d: dict) -> Warning:
-    """Late samples, split by the side that held them up; a warning only when dropping them would move
-    the reported p50 or p95 beyond its confidence interval, else a note."""
+def _sides(d: dict) -> tuple[str, str]:
+    """The detector's split of the late samples by the side that held them up, as text, and the fix that
+    fits the side holding up the most."""
     by_side = d.get("by_side") or {}
     excess = d.get("excess_ms") or {}
     sides = sorted((k for k in by_side if by_side[k]), key=lambda k: -by_side[k])
@@ -178,17 +178,42 @@ def _late(c: CellStats, d: dict) -> Warning:
                       + (f" (+{excess[k]:.2f} ms median)" if k in excess else "") for k in sides)
     if not by_side and d.get("late_client_cpu") is not None:  # stores from before sides were told apart
         split = f"{d['late_client_cpu']} of them the client's own wait for a CPU"
+    return split, LATE_FIXES[sides[0]] if sides else LATE_FIXES["unexplained"]
+
+
+def _late(c: CellStats, d: dict) -> Warning:
+    """Late samples, split by the side that held them up; a warning only when dropping them would move
+    the reported p50 or p95 beyond its confidence interval, else a note."""
+    split, fix = _sides(d)
     answer = f"; the server's typical answer at the wire {d['server_answer_ms']:.2f} ms" \
         if d.get("server_answer_ms") is not None else ""
     message = (f"{d['late']} of {d['untouched']} samples without a retransmission "
                f"({100 * d['late'] / d['untouched']:.1f} %) took over {d['threshold_ms']:.2f} ms against a clean "
                f"{d['clean_ms']:.2f} ms" + (f": {split}" if split else "") + answer
                + ("" if d.get("wire") else " (no wire record: server retransmissions count too)"))
-    fix = LATE_FIXES[sides[0]] if sides else LATE_FIXES["unexplained"]
     moved = _moves_a_percentile(c, d)
     if moved is False:
         return Warning("late_note", message + "; without them p50 and p95 stay within their CIs", note=True)
     return Warning("late", message + (f"; {moved}" if moved else ""), fix)
+
+
+def _outliers(c: CellStats, seen: str) -> list[Warning]:
+    """Far samples at 0 % loss. Where the late-sample detector ran they are among its late samples:
+    nothing more to say when it already reports them, else its split by side and its verdict on the
+    percentiles (a note when none moves beyond its CI). Older stores: the bare count."""
+    d = c.row.get("detector") if isinstance(c.row.get("detector"), dict) else {}
+    if d.get("late") is None:
+        return [Warning("outliers", seen, "other processes interfered; rerun with fewer --parallel or on an "
+                                          "idle machine")]
+    if d["untouched"] and d["late"] / d["untouched"] > late.LATE_SHARE:
+        return []  # the late check reports them, with their sides
+    split, fix = _sides(d)
+    message = (f"{seen}; of the {d['late']} late ones (over {d['threshold_ms']:.2f} ms), {split}" if d["late"]
+               else f"{seen}; none over the late threshold {d['threshold_ms']:.2f} ms")
+    moved = _moves_a_percentile(c, d)
+    if moved is False:
+        return [Warning("outliers_note", message + "; without them p50 and p95 stay within their CIs", note=True)]
+    return [Warning("outliers", message + (f"; {moved}" if moved else ""), fix)]
 
 
 def _moves_a_percentile(c: CellStats, d: dict) -> str | bool | None:

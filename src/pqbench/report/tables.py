@@ -384,5 +384,6 @@ def notes(a: Analysis) -> Table | None:
                  ["algorithm", "condition", "what", "details"], rows,
                  "Late samples split by the side that held them up (the client's wait for a CPU, the server's "
                  "answer at the wire against its typical value, the emulator's late releases) whose removal would "
-                 "leave p50 and p95 within their 95 % CIs; and p95s that sit between the modes of clean and "
+                 "leave p50 and p95 within their 95 % CIs; far samples at 0 % loss (beyond Q3 + 3×IQR) told the "
+                 "same way; and p95s that sit between the modes of clean and "
                  "recovered handshakes (their CIs stay wide at any sample count: the mode shares are stable).")
