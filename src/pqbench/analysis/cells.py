@@ -12,6 +12,7 @@ from pqbench import model, stats, units
 from pqbench.algorithms import catalog
 from pqbench.analysis.load import CellData
 from pqbench.errors import BadInput
+from pqbench.measure.late import RTO_MIN_MS
 from pqbench.sample import Phase, SshPhase
 
 QS = stats.PERCENTILES
@@ -164,7 +165,6 @@ def cell_bound(cd: CellData, crypto: dict) -> tuple[model.Bound | None, str]:
     return bound, f"flights from {flights.source} sizes, crypto {costs.source}"
 
 
-RTO_MIN_MS = 200.0  # Linux's shortest retransmission timeout: a recovery that cost this much waited for one
 MODES = ("clean", "fast", "timeout")
 
 

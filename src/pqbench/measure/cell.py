@@ -47,6 +47,26 @@ def ci_narrow(durations: list[float], target: float) -> bool:
     return True
 
 
+def between_modes(durations: list[float], target: float) -> bool:
+    """True when more samples would narrow nothing a report shows: p50's CI is narrow, p95's CI straddles
+    the gap between the clean handshakes and those that waited for a retransmission timeout (RTO_MIN_MS
+    over the clean time), so it stays wide at any sample count, and the share of the timeout mode (what
+    the report shows beside it) is known to ±target."""
+    if len(durations) < 5:
+        return False
+    v = sorted(durations)
+    clean = stats.percentile(v, late.CLEAN_QUANTILE)
+    gap = clean + late.RTO_MIN_MS
+    lo, hi = stats.bootstrap_ci(v, 95, resamples=400)
+    if not lo < gap <= hi:
+        return False
+    lo50, hi50 = stats.bootstrap_ci(v, 50, resamples=400)
+    if (hi50 - lo50) / 2 > target * stats.percentile(v, 50):
+        return False
+    _, share_lo, share_hi = stats.binomial_ci(sum(1 for d in v if d >= gap), len(v))
+    return (share_hi - share_lo) / 2 <= target
+
+
 def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | None = None,
             stop: threading.Event | None = None) -> tuple[list, str]:
     """Samples in batches until the CIs are narrow enough, or min/max says stop. control: how many
@@ -69,6 +89,8 @@ def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | 
         durations = [s["t_ns"][metric] / 1e6 for s in samples if s.get("ok") and s["t_ns"].get(metric) is not None]
         if ci_narrow(durations, rule.ci):
             return samples, "confidence intervals narrow enough"
+        if between_modes(durations, rule.ci):
+            return samples, "p95 between modes, their shares known"
         if len(samples) >= rule.max:
             return samples, "reached samples.max"
         control.start = control.peak  # the next batch starts where this one got to

@@ -27,6 +27,7 @@ MARGIN_MS = 0.5  # beyond the clean time by max_bias and this much, a sample is 
 MIN_UNTOUCHED = 10
 LATE_SHARE = 0.03  # the report warns above this share of late samples among the untouched
 SIDES = ("server", "client", "link")
+RTO_MIN_MS = 200.0  # Linux's shortest retransmission timeout: a recovery that cost this much waited for one
 
 
 def touched(s: dict) -> bool:
