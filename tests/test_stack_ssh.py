@@ -101,6 +101,19 @@ def test_each_kex_and_host_key_negotiates_what_was_asked(bed, server, client, ke
 
 
 @pytest.mark.root
+def test_the_rig_warms_the_go_server_and_not_sshd(bed):
+    """Go's server keeps its process, so the rig's unrecorded warm-up handshakes reach it first; sshd
+    starts a process per connection, where nothing stays warm, so it gets none (256 of them once starved
+    its sessions behind the polling clients)."""
+    import json
+    from pqbench.measure import rig as rigmod
+    warm = [json.loads(line) for f in (bed["servings"]["gossh"].run_dir / "warm-up").glob("*.jsonl")
+            for line in f.read_text().splitlines()]
+    assert len(warm) == rigmod.WARM_PER_WORKER and all(s["ok"] for s in warm)
+    assert not (bed["servings"]["openssh"].run_dir / "warm-up").exists()
+
+
+@pytest.mark.root
 def test_the_go_server_logs_what_it_negotiated(bed):
     rig = bed["rig"]
     samples = rig.sample(job(bed, "gossh", "mlkem768x25519-sha256", "ssh-mldsa-65"), 2, 1, bed["dir"], client=CLIENT)

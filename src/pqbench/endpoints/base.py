@@ -103,6 +103,10 @@ class Capabilities:
 
 
 class Server(Protocol):
+    # False for a server that starts a process per connection: the rig's unrecorded warm-up handshakes
+    # (measure.rig.Rig._warm) would leave nothing warm. Read with getattr: absent means True.
+    warm_up: bool = True
+
     def start(self, place: Place, serving: Serving) -> None:
         """Starts in the server namespace (place)."""
 

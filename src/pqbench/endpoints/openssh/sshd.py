@@ -96,6 +96,8 @@ def passwd_copy(home: Path) -> str:
 
 
 class SshdServer:
+    warm_up = False  # a process per connection (re-exec): nothing a warm-up handshake does stays warm
+
     def __init__(self):
         require()
         self.procs: dict[int, subprocess.Popen] = {}
