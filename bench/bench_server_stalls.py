@@ -22,7 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from pqbench import stats  # noqa: E402
-from pqbench.measure import late  # noqa: E402
 
 ONE = """
 import json, sys

@@ -116,7 +116,7 @@ do_openssl() {
     rm -rf "$src" && mkdir -p "$BUILD/src" && tar -xzf "$tarball" -C "$BUILD/src"
     [ -f "$src/util/mkdef.pl" ] || die "$tarball is not a complete OpenSSL tree (no util/mkdef.pl)"
     rm -rf "$dest"
-    step openssl "building $OPENSSL_VERSION shared (about 4 minutes on 2 cores; log: $LOGS/openssl.log)"
+    step openssl "building $OPENSSL_VERSION shared (about 3 minutes on 2 cores; log: $LOGS/openssl.log)"
     (cd "$src" && logged openssl ./Configure "${OPENSSL_CONFIGURE[@]}" --prefix="$dest" --openssldir="$dest/ssl" \
         && logged openssl make -j"$JOBS" "${OPENSSL_MAKE[@]}" build_sw \
         && logged openssl make "${OPENSSL_MAKE[@]}" install_sw install_ssldirs)

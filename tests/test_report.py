@@ -17,6 +17,8 @@ from test_analysis import save
 COMMON = """
 seed = 3
 parallel = 2
+lanes = 1      # what is tested is the report: one testbed and a few server workers start fastest
+workers = 4
 warmup = 1
 calibration_samples = 20
 [axes]

@@ -39,6 +39,19 @@ def start_run(spec_path, db, *extra):
                             env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
 
 
+def ended_within(proc, seconds):
+    """Waits for the run to end; if it does not, fails with where each of its threads waited (the CLI
+    prints their stacks on SIGUSR1)."""
+    try:
+        return proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(3)
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"the run had not ended {seconds} s after Ctrl-C; its threads:\n{err[-6000:]}")
+
+
 def wait_for_cells(proc, count, timeout=120):
     """Reads progress lines until `count` cells are reported done."""
     deadline = time.monotonic() + timeout
@@ -131,7 +144,7 @@ def test_ctrl_c_keeps_finished_cells_and_cleans_up(built_stack, tmp_path):
     proc = start_run(spec_path, db)
     assert wait_for_cells(proc, 1) == 1
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=60)
+    ended_within(proc, 120)
     assert proc.returncode != 0
     assert leftovers(run_testbeds(db)) == ([], [])  # the run tore every testbed down itself
     cells, per_cell, runs = db_state(db)

@@ -1,10 +1,12 @@
 """The `pqbench` command: a thin layer over the library. Errors become exit codes here."""
 
 import argparse
+import faulthandler
 import importlib
 import json
 import os
 import re
+import signal
 import sys
 
 from pqbench import __version__
@@ -72,6 +74,8 @@ def print_json(obj) -> None:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: where a run that seems stuck waits.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         return int(args.func(args) or 0)
     except PqbenchError as e:
