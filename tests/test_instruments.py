@@ -293,7 +293,14 @@ def test_auto_parallel_adds_workers_only_where_they_cannot_queue_the_crypto(buil
     assert r["summary"]["n"] == 60 and r["summary"]["failures"] == 0
     conc = r["concurrency"]
     assert conc["policy"] == "auto" and conc["max_bias"] == 0.02
-    assert (conc["workers"] > 2) if grows else (conc["workers"] == 1), conc
+    if not grows:
+        assert conc["workers"] == 1, conc
+    elif conc["load_mean"] is not None and conc["load_mean"] > conc["load_target"]:
+        # a busy machine (a CPU hog beside the suite): auto counts the machine's load as its own
+        # workers' cost, and a load already past its target admits no more of them
+        assert conc["workers"] <= 2, conc
+    else:
+        assert conc["workers"] > 2, conc
 
 
 def test_concurrent_synthetic_handshakes_do_not_queue_at_the_server(built_stack):
