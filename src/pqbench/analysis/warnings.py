@@ -191,10 +191,15 @@ def _late(c: CellStats, d: dict) -> Warning:
                f"({100 * d['late'] / d['untouched']:.1f} %) took over {d['threshold_ms']:.2f} ms against a clean "
                f"{d['clean_ms']:.2f} ms" + (f": {split}" if split else "") + answer
                + ("" if d.get("wire") else " (no wire record: server retransmissions count too)"))
+    return _verdict("late", c, d, message, fix)
+
+
+def _verdict(check: str, c: CellStats, d: dict, message: str, fix: str) -> Warning:
+    """A warning when dropping the late samples would move p50 or p95 beyond its CI, else a note."""
     moved = _moves_a_percentile(c, d)
     if moved is False:
-        return Warning("late_note", message + "; without them p50 and p95 stay within their CIs", note=True)
-    return Warning("late", message + (f"; {moved}" if moved else ""), fix)
+        return Warning(f"{check}_note", message + "; without them p50 and p95 stay within their CIs", note=True)
+    return Warning(check, message + (f"; {moved}" if moved else ""), fix)
 
 
 def _outliers(c: CellStats, seen: str) -> list[Warning]:
@@ -210,10 +215,7 @@ def _outliers(c: CellStats, seen: str) -> list[Warning]:
     split, fix = _sides(d)
     message = (f"{seen}; of the {d['late']} late ones (over {d['threshold_ms']:.2f} ms), {split}" if d["late"]
                else f"{seen}; none over the late threshold {d['threshold_ms']:.2f} ms")
-    moved = _moves_a_percentile(c, d)
-    if moved is False:
-        return [Warning("outliers_note", message + "; without them p50 and p95 stay within their CIs", note=True)]
-    return [Warning("outliers", message + (f"; {moved}" if moved else ""), fix)]
+    return [_verdict("outliers", c, d, message, fix)]
 
 
 def _moves_a_percentile(c: CellStats, d: dict) -> str | bool | None:

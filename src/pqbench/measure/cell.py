@@ -34,37 +34,26 @@ class Plan:
         return END_PHASE[self.job.mode]
 
 
-def ci_narrow(durations: list[float], target: float) -> bool:
-    """True when the p50 and p95 bootstrap CIs' half-widths are within target × the estimate."""
+def stop_reason(durations: list[float], target: float) -> str | None:
+    """Why the samples so far are enough, or None. Enough when the p50 and p95 bootstrap CIs'
+    half-widths are within target × the estimate; or when only p95's is not, because its CI straddles
+    the gap between the clean handshakes and those that waited for a retransmission timeout
+    (RTO_MIN_MS over the clean time): it stays wide at any sample count, so the cell stops once the
+    timeout mode's share (what the report shows beside it) is known to ±target."""
     if len(durations) < 5:
-        return False
+        return None
     v = sorted(durations)
-    for q in (50, 95):
-        lo, hi = stats.bootstrap_ci(v, q, resamples=400)
-        est = stats.percentile(v, q)
-        if est <= 0 or (hi - lo) / 2 > target * est:
-            return False
-    return True
-
-
-def between_modes(durations: list[float], target: float) -> bool:
-    """True when more samples would narrow nothing a report shows: p50's CI is narrow, p95's CI straddles
-    the gap between the clean handshakes and those that waited for a retransmission timeout (RTO_MIN_MS
-    over the clean time), so it stays wide at any sample count, and the share of the timeout mode (what
-    the report shows beside it) is known to ±target."""
-    if len(durations) < 5:
-        return False
-    v = sorted(durations)
-    clean = stats.percentile(v, late.CLEAN_QUANTILE)
-    gap = clean + late.RTO_MIN_MS
-    lo, hi = stats.bootstrap_ci(v, 95, resamples=400)
-    if not lo < gap <= hi:
-        return False
-    lo50, hi50 = stats.bootstrap_ci(v, 50, resamples=400)
-    if (hi50 - lo50) / 2 > target * stats.percentile(v, 50):
-        return False
-    _, share_lo, share_hi = stats.binomial_ci(sum(1 for d in v if d >= gap), len(v))
-    return (share_hi - share_lo) / 2 <= target
+    est = {q: stats.percentile(v, q) for q in (50, 95)}
+    ci = {q: stats.bootstrap_ci(v, q, resamples=400) for q in (50, 95)}
+    narrow = {q: est[q] > 0 and (ci[q][1] - ci[q][0]) / 2 <= target * est[q] for q in (50, 95)}
+    if all(narrow.values()):
+        return "confidence intervals narrow enough"
+    gap = stats.percentile(v, late.CLEAN_QUANTILE) + late.RTO_MIN_MS
+    if narrow[50] and ci[95][0] < gap <= ci[95][1]:
+        _, lo, hi = stats.binomial_ci(sum(1 for d in v if d >= gap), len(v))
+        if (hi - lo) / 2 <= target:
+            return "p95 between modes, their shares known"
+    return None
 
 
 def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | None = None,
@@ -87,10 +76,9 @@ def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | 
         if rule.ci is None:
             return samples, "fixed count"
         durations = [s["t_ns"][metric] / 1e6 for s in samples if s.get("ok") and s["t_ns"].get(metric) is not None]
-        if ci_narrow(durations, rule.ci):
-            return samples, "confidence intervals narrow enough"
-        if between_modes(durations, rule.ci):
-            return samples, "p95 between modes, their shares known"
+        why = stop_reason(durations, rule.ci)
+        if why:
+            return samples, why
         if len(samples) >= rule.max:
             return samples, "reached samples.max"
         control.start = control.peak  # the next batch starts where this one got to
