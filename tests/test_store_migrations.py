@@ -60,3 +60,16 @@ def test_export_takes_a_run_id_with_a_quote(tmp_path):
     paths = store.export(con, "it's-a-run", tmp_path / "out", "csv")
     con.close()
     assert "it's-a-run" in paths[0].read_text()
+
+
+def test_scans_keep_the_newest_per_address(tmp_path):
+    con = store.connect(tmp_path / "s.duckdb")
+    for k, summary in enumerate(("first", "second")):
+        store.save_scan(con, f"scan-{k}", target="lab", address="10.0.0.2:4433", protocol="tls", summary=summary,
+                        result={"k": k}, provenance={})
+    store.save_scan(con, "scan-ssh", target="lab", address="10.0.0.2:22", protocol="ssh", summary="ssh",
+                    result={}, provenance={})
+    rows = store.scan_rows(con)
+    assert [r["summary"] for r in rows] == ["second", "ssh"]
+    assert rows[0]["result"] == {"k": 1}
+    assert [r["summary"] for r in store.scan_rows(con, ["10.0.0.2:22"])] == ["ssh"]

@@ -95,6 +95,22 @@ ALTER TABLE cells ADD COLUMN cc_client VARCHAR;
 ALTER TABLE cells ADD COLUMN cc_server VARCHAR;
 """
 
+# A cell measured against a target (a server pqbench did not start, over the host's real network): the
+# target's name, and the path's TCP-connect RTT measured before and after the cell (the link is measured, not
+# emulated). NULL for cells on the emulated link.
+_V7 = """
+ALTER TABLE cells ADD COLUMN target VARCHAR;
+ALTER TABLE cells ADD COLUMN path JSON;
+"""
+
+# `pqbench scan` results: what a server accepts and prefers (TLS groups, chain; SSH KEXINIT), one row per scan.
+_V8 = """
+CREATE TABLE IF NOT EXISTS scans (
+    scan_id VARCHAR PRIMARY KEY, created TIMESTAMP, target VARCHAR, address VARCHAR, protocol VARCHAR,
+    summary VARCHAR, result JSON, provenance JSON
+);
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -102,6 +118,8 @@ MIGRATIONS = (
     (4, "the protocol of a cell (tls, ssh)", _V4),
     (5, "SSH's phases and the client's CPU wait per sample", _V5),
     (6, "the congestion control a cell asked for and the one each endpoint used", _V6),
+    (7, "targets: the target a cell measured and its path's measured RTT", _V7),
+    (8, "scans of servers' post-quantum readiness", _V8),
 )
 LATEST = MIGRATIONS[-1][0]
 

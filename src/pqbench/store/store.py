@@ -280,3 +280,23 @@ def sample_columns(con, run_id: str, numeric: tuple[str, ...]) -> dict:
                      for f in numeric)
     return con.execute(f'SELECT cell_id, ok, "group", sigalg, error_class, {cols} FROM samples WHERE run_id = ? '
                        "ORDER BY cell_id, seq", [run_id]).fetchnumpy()  # columnar: a million rows in a second
+
+
+def save_scan(con, scan_id: str, *, target: str, address: str, protocol: str, summary: str, result: dict,
+              provenance: dict) -> None:
+    """One `pqbench scan` of one target (replacing an earlier scan with the same id)."""
+    con.execute("DELETE FROM scans WHERE scan_id = ?", [scan_id])
+    con.execute("INSERT INTO scans VALUES (?, now(), ?, ?, ?, ?, ?, ?)",
+                [scan_id, target, address, protocol, summary, json.dumps(result), json.dumps(provenance)])
+
+
+def scan_rows(con, addresses: list[str] | None = None) -> list[dict]:
+    """The newest scan of each target address (of these addresses only, when given), oldest first;
+    result and provenance as dicts. Empty for a store from before scans."""
+    if not _has_table(con, "scans"):
+        return []
+    rows = _dicts(con.execute("SELECT * FROM scans s WHERE created = (SELECT max(created) FROM scans t "
+                              "WHERE t.address = s.address AND t.protocol = s.protocol) ORDER BY created"))
+    for r in rows:
+        r["result"], r["provenance"] = json.loads(r["result"]), json.loads(r["provenance"])
+    return [r for r in rows if addresses is None or r["address"] in addresses]
