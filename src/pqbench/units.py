@@ -76,6 +76,17 @@ def fraction(field: str, value, *, minimum: float, maximum: float) -> float:
     return f
 
 
+def number(field: str, value, *, minimum: float, maximum: float) -> float:
+    """A plain number (e.g. connections per second) within minimum..maximum."""
+    try:
+        f = _check_finite(field, float(value))
+    except (TypeError, ValueError):
+        raise BadInput(field, f"{value!r} is not a number") from None
+    if not minimum <= f <= maximum:
+        raise BadInput(field, f"{value!r} is outside {minimum:g}..{maximum:g}")
+    return f
+
+
 def size_bytes(field: str, value, *, minimum: int = 0) -> int:
     """'10k', '1M', '1500' -> bytes (k and M are decimal; Ki and Mi binary)."""
     allowed = "a whole number of bytes with optional k, M, Ki or Mi"

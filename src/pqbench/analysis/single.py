@@ -74,6 +74,8 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
             result[key] = record[key]
     if "link_counters" in record:
         result["link"] = record["link_counters"]
+    if record.get("path"):
+        result["path"] = record["path"]  # a target's: TCP-connect times before and after
     if record.get("cc_client"):
         result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}
     return result

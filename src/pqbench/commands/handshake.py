@@ -8,14 +8,17 @@ from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.errors import BadInput
 from pqbench.measure.single import new_run_dir
+from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, make
 
 
 def register(sub):
     p = sub.add_parser("handshake", help="measure TLS 1.3 handshakes for one key exchange and signature "
-                                         "over an emulated link")
+                                         "over an emulated link, or to a target server over the real network")
     p.add_argument("--kex", required=True, help="key exchange group (e.g. X25519MLKEM768)")
-    p.add_argument("--sig", required=True, help="signature algorithm of the certificate chain (e.g. mldsa44)")
+    p.add_argument("--sig", help="signature algorithm of the certificate chain (e.g. mldsa44); with --target: "
+                                 "optional, a label for the target's own chain")
     add_sampling_options(p)
+    add_target_options(p, "HOST:PORT")
     p.add_argument("--page", help="after the handshake GET a page of this size (e.g. 10k)")
     p.add_argument("--requests", help="GET the page this many times on the connection (default page 1k)")
     p.add_argument("--resume", action="store_true", help="TLS 1.3 resumption (psk_dhe_ke) with a ticket")
@@ -41,6 +44,33 @@ def add_sampling_options(p) -> None:
     p.add_argument("--keep", action="store_true", help="keep the run folder under build/runs (raw samples, server "
                                                        "config and logs); by default it goes when no sample failed")
     add_linkspec_options(p)
+
+
+def add_target_options(p, form: str) -> None:
+    """What `handshake` and `ssh` take to measure a server pqbench did not start."""
+    p.add_argument("--target", metavar=form, help="measure this server (one pqbench did not start) over the host's "
+                                                  "network instead of an emulated link; pqbench contacts nothing else")
+    p.add_argument("--ca", help="with --target: the CA certificate (PEM) to verify it with; without, the verification "
+                                "result is recorded and not enforced")
+    p.add_argument("--servername", help="with --target: the name to ask for and verify (default: the target's host)")
+    p.add_argument("--netns", help="with --target: run the client in this existing network namespace")
+    p.epilog = (f"With --target, --rate is the pace: connections per second at most, one at a time (default "
+                f"{DEFAULT_RATE:g}); the other link options do not apply.")
+
+
+def target_config(args, protocol: str) -> dict:
+    """The HandshakeConfig fields of add_target_options, checked; {} without --target."""
+    if not args.target:
+        for option in ("ca", "servername", "netns"):
+            if getattr(args, option):
+                raise BadInput(f"--{option}", "applies with --target only")
+        return {}
+    # --rate is the link's bandwidth on the emulated link; a target's link is real, so there it is the pace
+    rate = units.number("--rate", args.rate or DEFAULT_RATE, minimum=0.01, maximum=MAX_RATE)
+    args.rate = None
+    target = make("--target", args.target, ca=args.ca, server_name=args.servername, sig=getattr(args, "sig", None),
+                  protocol=protocol)
+    return {"target": target, "rate": rate, "netns": args.netns, "protocol": protocol, "server": "remote"}
 
 
 def sampling_config(args) -> dict:
@@ -94,11 +124,14 @@ def config_from_args(args) -> single.HandshakeConfig:
         mode = "requests"
     if args.resume and mode != "resume":
         raise BadInput("--resume", "cannot be combined with --page or --requests")
+    target = target_config(args, "tls")
+    if not args.sig and not target:
+        raise BadInput("--sig", "is required (a signature algorithm, e.g. mldsa44), unless --target names a server")
     page = None
     if args.page or mode == "requests":
         page = units.page("--page", args.page or "1k")
     return single.HandshakeConfig(
-        kex=args.kex, sig=args.sig, server=args.server, client=args.client, mode=mode, page=page, requests=requests,
+        kex=args.kex, sig=args.sig or "", **{"server": args.server, **target}, client=args.client, mode=mode, page=page, requests=requests,
         pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
         warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000), **sampling_config(args))
 

@@ -9,9 +9,12 @@ DEFAULT_STACK = "openssl"
 # The (server, client) pair a protocol is measured with when nobody names one: for SSH, OpenSSH's sshd
 # measured by sshtimer (default_pair moves the host keys OpenSSH lacks to the Go server).
 DEFAULT_PAIRS = {"tls": (DEFAULT_STACK, DEFAULT_STACK), "ssh": ("openssh", "gossh")}
+# A signature algorithm every stack of the protocol implements (endpoints.unsupported).
+KNOWN_SIG = {"tls": "ecdsap256", "ssh": "ssh-ed25519"}
 # One folder per stack under pqbench/endpoints/, each exporting STACK.
 STACK_MODULES = ("openssl", "s2n", "rustls", "gotls", "openssh", "gossh")
 _STACKS: dict[str, Stack] = {}
+_TARGETS: dict[str, Stack] = {}  # servers pqbench did not start (endpoints/remote): by get(), not in names()
 _loaded = False
 
 
@@ -26,9 +29,22 @@ def names() -> list[str]:
 
 def get(name: str, field: str = "stack") -> Stack:
     _load()
+    if name in _TARGETS:
+        return _TARGETS[name]
     if name not in _STACKS:
         raise BadInput(field, f"{name!r} is not one of {', '.join(sorted(_STACKS))}")
     return _STACKS[name]
+
+
+def target_stack(protocol: str) -> Stack:
+    """The server endpoint of a target (a server pqbench did not start) speaking protocol."""
+    _load()
+    return next(s for s in _TARGETS.values() if s.protocol == protocol)
+
+
+def is_target(name: str) -> bool:
+    _load()
+    return name in _TARGETS
 
 
 def unsupported(server: str, client: str, kex: str, sig: str, mode: str) -> str | None:
@@ -36,6 +52,9 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str) -> str 
     mode, or None: each stack answers for its own role."""
     if get(server).protocol != get(client).protocol:
         return f"the {server} server and the {client} client speak different protocols"
+    from pqbench.endpoints.remote import UNKNOWN_SIG
+    if sig == UNKNOWN_SIG:  # a target's own chain: only the key exchange can be checked, with a signature
+        sig = KNOWN_SIG[get(server).protocol]  # every stack has; the chain itself is the target's business
     for role, name in (("server", server), ("client", client)):
         caps = get(name, role).capabilities()
         if mode not in caps.modes:
@@ -64,3 +83,5 @@ def _load() -> None:
     import importlib
     for module in STACK_MODULES:
         register(importlib.import_module(f"pqbench.endpoints.{module}").STACK)
+    from pqbench.endpoints.remote import STACKS
+    _TARGETS.update({s.name: s for s in STACKS})

@@ -46,9 +46,11 @@ class Place:
 
 @dataclasses.dataclass
 class Site:
-    """One port serving one certificate chain."""
+    """One port serving one certificate chain; host: the server's address where it is not the testbed's
+    server side (a target: a server pqbench did not start)."""
     port: int
     chain: Chain
+    host: str | None = None
 
 
 @dataclasses.dataclass
@@ -67,7 +69,7 @@ class ClientJob:
     host: str
     port: int
     groups: list[str]
-    cafile: str
+    cafile: str | None  # None: no verification enforced (a target without a CA: the result is recorded)
     servername: str
     mode: str = "handshake"
     path: str = "/"
@@ -75,17 +77,19 @@ class ClientJob:
     warmup: int = 0
     timeout_ms: int = 10_000
     pad: int = 0
+    pause_ms: int = 0  # between one sample's end and the next one's start, per worker (a target's gentle pace)
 
     def tls_client_options(self, groups: list[str], count: int, worker: int, claims: Path | None) -> list[str]:
         """The options every TLS timing client takes as pqtimer defines them (pqtimer, tlsgo, pqrustls,
         pqs2n): groups as that client names them. A resumption primes its ticket with a request for the page
         (an error page there left servers' single ticket unusable)."""
         argv = ["--host", self.host, "--port", str(self.port), "--mode", self.mode, "--groups", ":".join(groups),
-                "--cafile", self.cafile, "--servername", self.servername, "--count", str(count),
+                *(["--cafile", self.cafile] if self.cafile else []), "--servername", self.servername, "--count", str(count),
                 "--warmup", str(self.warmup), "--timeout-ms", str(self.timeout_ms), "--worker", str(worker)]
         argv += ["--claim", str(claims)] if claims else []
         argv += ["--path", self.path] if self.mode in ("page", "requests", "resume") else []
         argv += ["--requests", str(self.requests)] if self.mode == "requests" else []
+        argv += ["--pause-ms", str(self.pause_ms)] if self.pause_ms else []
         return argv + (["--pad", str(self.pad)] if self.pad else [])
 
 

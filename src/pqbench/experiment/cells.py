@@ -36,6 +36,14 @@ class Cell:
     client: str = DEFAULT_STACK
     protocol: str = "tls"
     congctl: str | None = None  # None: the host's default
+    target: str | None = None  # a target's name: a server pqbench did not start, over a measured path
+
+    @classmethod
+    def of_target(cls, target, kex: str, mode: str, page, requests, pad: int, client: str) -> "Cell":
+        """A cell against a target: its path is the host's network (no link parameters), its server the
+        target's endpoint, its signature algorithm the target's chain (named, or unknown until sent)."""
+        return cls(kex, target.credentials.sig, Scenario(target.name, 0.0, 0.0), None, None, mode, page, requests,
+                   pad, endpoints.target_stack(target.protocol).name, client, target.protocol, None, target.name)
 
     @property
     def stack(self) -> str:
@@ -46,11 +54,14 @@ class Cell:
         """The cell's parameters as the store's cells columns."""
         s = self.scenario
         loss_model = "bernoulli" if not s.gemodel else "gemodel " + ",".join(f"{v:g}" for v in s.gemodel)
-        return {"kex": self.kex, "sig": self.sig, "scenario": s.name, "rtt_ms": s.rtt_ms,
-                "loss": self.link_spec(0).client_to_server.loss.mean, "loss_model": loss_model,
+        link = {"rtt_ms": s.rtt_ms, "loss": self.link_spec(0).client_to_server.loss.mean, "loss_model": loss_model}
+        if self.target:  # nothing emulated: the path is measured per cell (cells.path)
+            link = {"rtt_ms": None, "loss": None, "loss_model": None}
+        return {"kex": self.kex, "sig": self.sig, "scenario": s.name, **link,
                 "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
                 "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
-                "server": self.server, "client": self.client, "protocol": self.protocol, "congctl": self.congctl}
+                "server": self.server, "client": self.client, "protocol": self.protocol, "congctl": self.congctl,
+                **({"target": self.target} if self.target else {})}
 
     @property
     def cell_id(self) -> str:
@@ -72,6 +83,8 @@ class Cell:
         return json.dumps([dataclasses.asdict(self.scenario), self.mtu], sort_keys=True)
 
     def link_spec(self, run_seed: int) -> LinkSpec:
+        if self.target:
+            return LinkSpec()
         s = self.scenario
         loss = Loss.gemodel(*s.gemodel) if s.gemodel else s.loss
         seed = int.from_bytes(hashlib.sha256(f"{run_seed}:{self.link_key()}".encode()).digest()[:4], "big")
@@ -106,6 +119,8 @@ def _named(name: str, kind: str, protocol: str) -> str:
 
 
 def expand(spec: Spec) -> list[Cell]:
+    if spec.targets:
+        return _expand_targets(spec)
     cells = []
     for kex, sig, scen, mtu, cwnd, cc, page, req, pad, (server, client) in itertools.product(
             spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.congctl, spec.page, spec.requests,
@@ -120,6 +135,17 @@ def expand(spec: Spec) -> list[Cell]:
     return list(unique.values())
 
 
+def _expand_targets(spec: Spec) -> list[Cell]:
+    cells = []
+    for kex, target, page, req, pad, (server, client) in itertools.product(
+            spec.kex, spec.targets, spec.page, spec.requests, spec.pad, spec.stacks):
+        if endpoints.get(server).protocol != target.protocol:
+            continue
+        mode, page_, req_ = _mode(spec, page, req)
+        cells.append(Cell.of_target(target, _named(kex, "kem", target.protocol), mode, page_, req_, pad, client))
+    return list({c.cell_id: c for c in cells}.values())
+
+
 def order(cells: list[Cell], seed: int) -> list[Cell]:
     """Randomised, interleaved order from the seed: slow drift hits every algorithm alike."""
     shuffled = sorted(cells, key=lambda c: c.cell_id)
@@ -127,6 +153,16 @@ def order(cells: list[Cell], seed: int) -> list[Cell]:
     return shuffled
 
 
-def unavailable_reason(cell: Cell) -> str | None:
+# The clients that can leave a target's chain unverified and record the result (pqtimer); the others
+# always verify, so they need the target's CA.
+RECORDS_VERIFICATION = ("openssl",)
+
+
+def unavailable_reason(cell: Cell, spec: Spec | None = None) -> str | None:
     """Why the cell's server or client stack, as built here, cannot run the cell, or None."""
+    if cell.target and spec is not None and cell.client not in RECORDS_VERIFICATION:
+        target = next(t for t in spec.targets if t.name == cell.target)
+        if target.protocol == "tls" and target.credentials.root_cert is None:
+            return (f"the {cell.client} client always verifies the server's chain: give target {target.name!r} "
+                    f"its ca (or measure it with the {' or '.join(RECORDS_VERIFICATION)} client)")
     return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode)

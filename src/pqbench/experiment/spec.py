@@ -39,6 +39,19 @@
     rtt = "44ms"
     loss = "4%"
     rate = "880mbit"
+
+Targets (servers pqbench did not start, over the host's own network) replace the link axes:
+
+    rate = 5                           # connections per second at most, one at a time (the default)
+    [[target]]
+    name = "lab"
+    address = "192.0.2.10:443"         # HOST:PORT, or ssh://HOST:PORT
+    ca = "lab-root.pem"                # optional: without, verification is recorded, not enforced
+    server_name = "lab.example"        # optional: default the host
+    [[target]]
+    name = "served"
+    manifest = "serve.json"            # a `pqbench serve` manifest: one target per axes.sig it serves
+    host = "192.0.2.11"                # where to reach it, when it listens on every address
 """
 
 import dataclasses
@@ -54,7 +67,10 @@ from pqbench.testbed.linkspec import congctl_name
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
         "client", "protocol")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
-            "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol")
+            "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol", "target", "rate", "netns")
+TARGET_KEYS = ("name", "address", "ca", "server_name", "sig", "manifest", "host")
+# What a target replaces: the emulated link's axes and settings (a target's path is measured instead).
+LINK_KEYS = ("rtt", "loss", "rate", "mtu", "initcwnd", "congctl")
 PROTOCOLS = ("tls", "ssh")
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue")  # mtu, initcwnd: axes for every scenario
 DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
@@ -107,6 +123,9 @@ class Spec:
     calibration_samples: int
     source: str  # the TOML text, stored with the run
     congctl: tuple[str | None, ...] = (None,)  # TCP congestion control per route; None: the host's default
+    targets: tuple = ()  # pqbench.remote.target.Target: when given, cells are algorithms × targets (no link axes)
+    rate: float = 5.0  # a target's pace: connections per second at most, one at a time
+    netns: str | None = None  # targets' clients run in this existing namespace instead of the host's
 
 
 def _list(field: str, value, allowed: str) -> list:
@@ -165,14 +184,17 @@ def parse(text: str, origin: str = "spec") -> Spec:
     except tomllib.TOMLDecodeError as e:
         raise BadInput(origin, f"not valid TOML: {e}") from None
     _unknown("", data, TOP_KEYS)
+    data["__origin__"] = origin
     axes = data.get("axes", {})
     if not isinstance(axes, dict):
         raise BadInput("axes", "must be a table")
     _unknown("axes.", axes, AXES + ("resume",))
-    for required in ("kex", "sig"):
+    for required in ("kex",) if "target" in data else ("kex", "sig"):
         if required not in axes:
             raise BadInput(f"axes.{required}", "is required (a list of algorithm names)")
 
+    if "target" in data:
+        return _with_targets(text, data, axes)
     stacks, protocols = _stacks(axes, _protocols(data, axes))
     kex = tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
                 for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
@@ -224,24 +246,107 @@ def parse(text: str, origin: str = "spec") -> Spec:
     backend = data.get("backend", "auto")
     if backend not in ("auto", "pqlink", "netem"):
         raise BadInput("backend", f"{backend!r} is not one of auto, pqlink, netem")
-    name = data.get("name", Path(origin).stem)
+    for key in ("rate", "netns"):
+        if key in data:
+            raise BadInput(key, "applies to [[target]] specs only (the link's rate is axes.rate)")
+    return Spec(**_common(text, data, axes), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
+                page=page, requests=requests, pad=pad, stacks=stacks, protocols=protocols,
+                stacks_named=any(a in axes for a in ("stack", "server", "client")), resume=resume, backend=backend,
+                lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
+                **_parallel(data), congctl=congctl)
+
+
+def _common(text: str, data: dict, axes: dict) -> dict:
+    """The settings every spec has, whatever its servers and path."""
+    name = data.get("name", Path(data.get("__origin__", "spec")).stem)
     if not isinstance(name, str) or not name:
         raise BadInput("name", "must be a non-empty string")
-    return Spec(
+    return dict(
         name=name, description=str(data.get("description", "")),
         seed=units.integer("seed", data.get("seed", 1), minimum=0, maximum=2**31 - 1),
-        **_parallel(data),
         timeout_ms=int(units.duration_ms("timeout", data.get("timeout", "10s"), allow_zero=False)),
         warmup=units.integer("warmup", data.get("warmup", 1), minimum=0, maximum=1000),
         samples=_samples(data.get("samples", {"min": 30, "max": 200, "ci": 0.05})),
-        kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd, page=page, requests=requests,
-        pad=pad, stacks=stacks, protocols=protocols, stacks_named=any(a in axes for a in ("stack", "server", "client")),
-        resume=resume, backend=backend,
         workers=units.integer("workers", data.get("workers", DEFAULT_WORKERS), minimum=1, maximum=256),
-        lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
         calibration_samples=units.integer("calibration_samples", data.get("calibration_samples", 200),
                                           minimum=10, maximum=100_000),
-        source=text, congctl=congctl)
+        source=text)
+
+
+def _with_targets(text: str, data: dict, axes: dict) -> Spec:
+    """A spec whose servers are targets: algorithms × targets × pages/requests, measured over the host's
+    network one connection at a time (one lane), the client stacks from axes.client."""
+    from pqbench.remote import target as targetmod
+    for key in LINK_KEYS:
+        if key in axes:
+            raise BadInput(f"axes.{key}", "targets replace the link axes: their path is measured, not emulated")
+    for key in ("scenario", "gemodel", "queue", "backend", "lanes", "protocol"):
+        if key in data:
+            raise BadInput(key, f"does not apply with [[target]] (a target's protocol is its address's: "
+                                f"HOST:PORT is TLS, ssh://HOST:PORT SSH)")
+    for key in ("stack", "server", "protocol"):
+        if key in axes:
+            raise BadInput(f"axes.{key}", "the targets are the servers; axes.client names the client stacks")
+    if data.get("parallel", 1) != 1 or "max_parallel" in data or "max_bias" in data:
+        raise BadInput("parallel", "targets are measured one connection at a time (rate sets the pace)")
+    raw = data["target"] if isinstance(data["target"], list) else [data["target"]]
+    here = Path(data["__origin__"]).parent  # a target's files are named relative to the spec
+
+    def file(value) -> Path:
+        return here / Path(str(value)).expanduser()
+    sigs = [str(s) for s in _list("axes.sig", axes["sig"], "signature names")] if "sig" in axes else []
+    targets = []
+    for i, t in enumerate(raw):
+        field = f"target[{i}]"
+        if not isinstance(t, dict):
+            raise BadInput(field, "must be a table ([[target]] with name, address …)")
+        _unknown(f"{field}.", t, TARGET_KEYS)
+        if ("manifest" in t) == ("address" in t):
+            raise BadInput(f"{field}.address", "give either address (HOST:PORT or ssh://HOST:PORT) or manifest")
+        name = str(t.get("name") or t.get("address") or f"target{i}")
+        if "manifest" in t:
+            for sig in ([t["sig"]] if "sig" in t else sigs) or [None]:
+                if sig is None:
+                    raise BadInput(f"{field}.sig", "a manifest target needs the signature algorithms to measure "
+                                                   "(its sig, or axes.sig)")
+                sig = _algorithm(f"{field}.sig", sig, "sig", ("tls",))
+                many = "sig" not in t and len(sigs) > 1
+                targets.append(targetmod.from_manifest(field, file(t["manifest"]), sig, host=t.get("host"),
+                                                       name=f"{name}/{sig}" if many else name))
+        else:
+            targets.append(targetmod.make(field, t["address"], name=name, ca=file(t["ca"]) if "ca" in t else None,
+                                          server_name=t.get("server_name"), sig=t.get("sig")))
+    names = [t.name for t in targets]
+    if len(set(names)) != len(names):
+        raise BadInput("target", f"names must be unique (got {names})")
+    protocols = tuple(dict.fromkeys(t.protocol for t in targets))
+    from pqbench import endpoints
+    clients = [endpoints.get(str(v), f"axes.client[{i}]").name
+               for i, v in enumerate(_list("axes.client", axes["client"], "stack names"))] if "client" in axes else \
+        [endpoints.DEFAULT_PAIRS[p][1] for p in protocols]
+    stacks = tuple((endpoints.target_stack(p).name, c) for p in protocols for c in clients
+                   if endpoints.get(c).protocol == p)
+    kex = tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
+                for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
+    page = tuple(units.page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
+        if "page" in axes else (None,)
+    requests = tuple(units.integer(f"axes.requests[{i}]", v, minimum=1, maximum=100000)
+                     for i, v in enumerate(_list("axes.requests", axes["requests"], "counts"))) \
+        if "requests" in axes else (None,)
+    pad = tuple(units.integer(f"axes.pad[{i}]", v, minimum=0, maximum=60000)
+                for i, v in enumerate(_list("axes.pad", axes.get("pad", 0), "bytes")))
+    resume = axes.get("resume", False)
+    if not isinstance(resume, bool):
+        raise BadInput("axes.resume", "must be true or false")
+    netns = data.get("netns")
+    if netns is not None and (not isinstance(netns, str) or not netns):
+        raise BadInput("netns", "must be the name of an existing network namespace")
+    return Spec(**_common(text, data, axes), kex=kex, sig=tuple(dict.fromkeys(t.credentials.sig for t in targets)),
+                scenarios=(), mtu=(None,), initcwnd=(None,), page=page, requests=requests, pad=pad, stacks=stacks,
+                protocols=protocols, stacks_named=True, resume=resume, backend="real", lanes=1, parallel=1,
+                max_bias=None, targets=tuple(targets),
+                rate=units.number("rate", data.get("rate", targetmod.DEFAULT_RATE), minimum=0.01,
+                                  maximum=targetmod.MAX_RATE), netns=netns)
 
 
 def _algorithm(field: str, value, kind: str, protocols: tuple[str, ...]) -> str:

@@ -90,13 +90,16 @@ def measure(rig, plan: Plan, control, scratch: Path, *, tail=None, stop=None) ->
     started = datetime.datetime.now()
     rig.begin_cell(plan.link, plan.tcp)
     cc = rig.tb.congestion_control()  # what both ends' connections use, not only what was asked
+    before = rig.path_rtt(plan.job)
     samples, why = collect(rig, plan, control, scratch, tail=tail, stop=stop)
     counters = rig.end_cell(samples, plan.job.mode, scratch, client=plan.client, server=plan.server)
+    path = {"before": before, "after": rig.path_rtt(plan.job)} if before else None
     ok = sum(1 for s in samples if s.get("ok"))
     record = {"status": "done" if ok else "failed", "reason": None if ok else why,
               "link": plan.link.to_dict(), "metric": plan.metric, "n": len(samples), "ok": ok,
               "failures": len(samples) - ok, "failure_classes": failure_classes(samples), "link_counters": counters,
               "concurrency": control.summary(), "started": started, "finished": datetime.datetime.now(),
               "stop_reason": why, "detector": late.detect(samples, plan.metric, plan.max_bias),
-              "wire": wire.agreement(samples, plan.metric), "cc_client": cc["client"], "cc_server": cc["server"]}
+              "wire": wire.agreement(samples, plan.metric), "cc_client": cc["client"], "cc_server": cc["server"],
+              **({"path": path} if path else {})}
     return record, samples, why

@@ -8,6 +8,10 @@ and the same loss pattern (paired comparisons).
     with Rig(endpoints.get("openssl"), serving, link, tcp) as rig:          # one stack, both roles
     with Rig.pairs({"openssl": serving, "rustls": serving2}, ["openssl", "gotls"], link, tcp) as rig:
         rig.begin_cell(link, tcp)
+
+The path between the sides is a testbed (the emulated link) unless the rig is given another: a
+pqbench.remote.realpath.RealPath, the host's own network, where the servers are targets (servers pqbench
+did not start) and the path is measured before and after each cell instead of emulated (path_rtt).
         samples = rig.sample(job, 100, 4, scratch, client="gotls")
         wire = rig.end_cell(samples, job.mode, scratch, client="gotls")
 """
@@ -42,21 +46,22 @@ class Rig:
     def __init__(self, stack: Stack, serving: Serving, link: LinkSpec, tcp: TcpKnobs | None = None, *,
                  backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0):
         """One stack as server and client (the common case); Rig.pairs for several."""
-        self._init({stack.name: serving}, [stack.name], link, tcp, backend, emulator, index)
+        self._init({stack.name: serving}, [stack.name], link, tcp, backend, emulator, index, None)
 
     @classmethod
     def pairs(cls, servers: dict[str, Serving], clients: list[str], link: LinkSpec, tcp: TcpKnobs | None = None, *,
-              backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0) -> "Rig":
-        """A server per stack named in `servers` (each serving on its own ports) and the named client stacks."""
+              backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0, path=None) -> "Rig":
+        """A server per stack named in `servers` (each serving on its own ports) and the named client stacks.
+        path: what joins them when not a new testbed (a RealPath)."""
         rig = cls.__new__(cls)
-        rig._init(dict(servers), list(clients), link, tcp, backend, emulator, index)
+        rig._init(dict(servers), list(clients), link, tcp, backend, emulator, index, path)
         return rig
 
-    def _init(self, servers, clients, link, tcp, backend, emulator, index) -> None:
+    def _init(self, servers, clients, link, tcp, backend, emulator, index, path) -> None:
         self.servings = servers
         self.client_names = clients
         self.index, self.link, self.tcp = index, link, tcp or TcpKnobs()
-        self._backend, self._emulator = backend, emulator
+        self._backend, self._emulator, self._path = backend, emulator, path
         self._opened = contextlib.ExitStack()
         self.tb: Testbed | None = None
         self.clients: dict = {}
@@ -64,8 +69,8 @@ class Rig:
 
     def __enter__(self) -> "Rig":
         try:
-            self.tb = self._opened.enter_context(Testbed(self.link, tcp=self.tcp, backend=self._backend,
-                                                         emulator=self._emulator))
+            self.tb = self._opened.enter_context(self._path or Testbed(self.link, tcp=self.tcp, backend=self._backend,
+                                                                       emulator=self._emulator))
             self.clients = {name: endpoints.get(name, "client").client() for name in self.client_names}
             for name, serving in self.servings.items():
                 server = endpoints.get(name, "server").server()
@@ -118,9 +123,18 @@ class Rig:
             return proc
         return Place(addr=tb.addr(side), popen=popen, socket=lambda: tb.socket(side))
 
-    def job(self, port: int, kex: str, chain, **kw) -> ClientJob:
-        return ClientJob(host=self.tb.server_addr, port=port, groups=[kex], cafile=str(chain.root_cert),
-                         servername=chain.server_name, **kw)
+    def job(self, port: int, kex: str, chain, host: str | None = None, **kw) -> ClientJob:
+        """host: a target's address (default: the testbed's server side)."""
+        return ClientJob(host=host or self.tb.server_addr, port=port, groups=[kex],
+                         cafile=str(chain.root_cert) if chain.root_cert else None, servername=chain.server_name, **kw)
+
+    def path_rtt(self, job: ClientJob) -> dict | None:
+        """TCP-connect times to the job's server over a measured path (a target's), None over an emulated
+        link, whose round trip is what was configured."""
+        if self.tb.backend_name != "real":
+            return None
+        from pqbench.remote.realpath import connect_rtt
+        return connect_rtt(self.place("client"), job.host, job.port).to_dict()
 
     def begin_cell(self, link: LinkSpec, tcp: TcpKnobs | None = None) -> None:
         """Sets the link (and TCP knobs when they differ) and zeroes counters and the wire record;

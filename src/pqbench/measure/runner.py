@@ -30,6 +30,9 @@ from pqbench.measure import provenance
 from pqbench.measure.progress import Progress
 from pqbench.measure.rig import Rig, credentials
 from pqbench.measure.schedule import run_interleaved
+from pqbench.endpoints.remote import UNKNOWN_SIG
+from pqbench.remote.realpath import RealPath
+from pqbench.remote.target import pause_ms
 from pqbench.testbed import LinkSpec
 from pqbench.testbed.calibrate import measure_floor
 
@@ -76,6 +79,8 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     stacks = sorted({n for c in all_cells for n in (c.server, c.client)})
     ondemand.ensure(stacks)  # the optional stacks the spec names are built the first time
     prov = provenance.of_run(spec, stacks)
+    if spec.targets:
+        prov["targets"] = [t.to_json() for t in spec.targets]  # what each name stood for, as resolved
     if resume:
         run_id = find_resumable(con, spec, resume_run)
         store.update_run(con, run_id, status="running")
@@ -105,7 +110,7 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
     for pos, cell in enumerate(all_cells):
         if cell.cell_id in done:
             continue
-        reason = cellmod.unavailable_reason(cell)
+        reason = cellmod.unavailable_reason(cell, spec)
         if reason:
             store.save_cell(con, run_id, _record(cell, pos, {"status": "skipped", "reason": reason}))
             progress.cell_done(cell.label(), f"skipped: {reason}", measured=False)
@@ -118,24 +123,16 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
     run_dir.mkdir(parents=True, exist_ok=True)
     algs = _crypto_algorithms([n for _, c in todo for n in (c.kex, c.sig)])
     _measure_crypto(con, run_id, progress, algs, "start")
-    sigs = sorted({(c.protocol, c.sig) for _, c in todo})
-    chains = {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s) for p, s in sigs}
-    servers, clients = sorted({c.server for _, c in todo}), sorted({c.client for _, c in todo})
-    protocol_of = {c.server: c.protocol for _, c in todo}
-    ports = {(srv, s): FIRST_PORT + i for i, (srv, s) in
-             enumerate((srv, s) for srv in servers for p, s in sigs if p == protocol_of[srv])}
-    pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for _, c in todo if c.page}}
+    sites, servings = _servers(spec, [c for _, c in todo], run_dir)
+    clients = sorted({c.client for _, c in todo})
     budget = concurrency.Budget()
     with contextlib.ExitStack() as opened:
         first = todo[0][1]
         lanes = []
         for k in range(min(spec.lanes, len(todo))):
-            servings = {srv: Serving(run_dir / f"server-{k}" / srv,
-                                     [Site(ports[srv, s], chains[p, s]) for p, s in sigs if p == protocol_of[srv]],
-                                     list(dict.fromkeys(c.kex for _, c in todo if c.server == srv)), pages,
-                                     spec.workers) for srv in servers}
-            rig = opened.enter_context(Rig.pairs(servings, clients, first.link_spec(spec.seed), first.tcp(),
-                                                 backend=spec.backend, index=k))
+            path = RealPath(netns={"client": spec.netns} if spec.netns else None) if spec.targets else None
+            rig = opened.enter_context(Rig.pairs(servings(k), clients, first.link_spec(spec.seed), first.tcp(),
+                                                 backend=spec.backend, index=k, path=path))
             scratch = run_dir / f"lane-{k}"
             scratch.mkdir(exist_ok=True)
             lanes.append(Lane(k, rig, scratch))
@@ -145,8 +142,9 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
             "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in lanes])})
         calib_start = calibrate_floor(tb, spec)
         store.update_run(con, run_id, calibration_start=calib_start)
-        progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; "
-                     f"{len(lanes)} testbed(s)")
+        progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; {len(lanes)} testbed(s)"
+                     if calib_start else f"{len(spec.targets)} target(s) over the host's network: each cell measures "
+                                         "its path (TCP connect) before and after")
 
         def save(cell: cellmod.Cell, record: dict, samples: list, why: str) -> None:
             store.save_cell(con, run_id, record, samples, record["metric"])
@@ -157,7 +155,7 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
                                              f"{f', {late} late' if late else ''} ({why})")
 
         def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
-            plan = _plan(cell, spec, lane.rig, chains[cell.protocol, cell.sig], ports[cell.server, cell.sig])
+            plan = _plan(cell, spec, lane.rig, sites(cell))
             control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
                                          max_bias=spec.max_bias, maximum=spec.parallel,
                                          rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
@@ -169,7 +167,7 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
         run_interleaved(lanes, todo, measure, save)
         tb.reconfigure(LinkSpec())
         calib_end = calibrate_floor(tb, spec)
-        warnings = floor_drift_warnings(calib_start, calib_end)
+        warnings = floor_drift_warnings(calib_start or {}, calib_end or {})
         for w in warnings:
             progress.say(f"warning: {w}")
         store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
@@ -179,9 +177,35 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
     return "done"
 
 
-def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, chain, port: int) -> cellmeasure.Plan:
-    job = rig.job(port, cell.kex, chain, mode=cell.mode, path=f"/{cell.page or '1k'}", requests=cell.requests or 1,
-                  warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad)
+def _servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path):
+    """(site_of(cell), servings(lane)): where each cell's server answers, and what each lane's servers
+    serve. Servers pqbench starts serve a port per credentials (certificate chain, SSH host keys) with
+    every key exchange of the run; a target is one site that is already there."""
+    if spec.targets:
+        targets = {t.name: t for t in spec.targets}
+        by_server = {srv: [targets[n].site() for n in dict.fromkeys(c.target for c in cells if c.server == srv)]
+                     for srv in {c.server for c in cells}}
+        return (lambda cell: targets[cell.target].site(),
+                lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, sites, [], {}, 0)
+                           for srv, sites in by_server.items()})
+    sigs = sorted({(c.protocol, c.sig) for c in cells})
+    chains = {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s) for p, s in sigs}
+    servers = sorted({c.server for c in cells})
+    protocol_of = {c.server: c.protocol for c in cells}
+    ports = {(srv, s): FIRST_PORT + i for i, (srv, s) in
+             enumerate((srv, s) for srv in servers for p, s in sigs if p == protocol_of[srv])}
+    pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
+    return (lambda cell: Site(ports[cell.server, cell.sig], chains[cell.protocol, cell.sig]),
+            lambda k: {srv: Serving(run_dir / f"server-{k}" / srv,
+                                    [Site(ports[srv, s], chains[p, s]) for p, s in sigs if p == protocol_of[srv]],
+                                    list(dict.fromkeys(c.kex for c in cells if c.server == srv)), pages,
+                                    spec.workers) for srv in servers})
+
+
+def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, site: Site) -> cellmeasure.Plan:
+    job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
+                  requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad,
+                  pause_ms=pause_ms(spec.rate) if cell.target else 0)
     return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
                             spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
                             client=cell.client, server=cell.server)
@@ -192,7 +216,7 @@ def _crypto_algorithms(names: list[str]) -> list:
     groups, not a size-only host key's stand-in: its cells never compute that algorithm)."""
     algs = {}
     for name in dict.fromkeys(names):
-        if catalog.is_size_only(name):
+        if catalog.is_size_only(name) or name == UNKNOWN_SIG:  # a target's chain: its algorithm is the server's
             continue
         alg = catalog.find(name)
         if catalog.availability(alg).available:
@@ -210,8 +234,11 @@ def _measure_crypto(con, run_id: str, progress, algs: list, when: str) -> None:
     store.save_crypto(con, run_id, microbench.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS))
 
 
-def calibrate_floor(tb, spec: Spec) -> dict:
-    """TCP-connect RTT through the link configured to 0 ms: the emulator's floor."""
+def calibrate_floor(tb, spec: Spec) -> dict | None:
+    """TCP-connect RTT through the link configured to 0 ms: the emulator's floor. None on a real path:
+    no emulator, and each cell measures its path instead."""
+    if tb.backend_name == "real":
+        return None
     saved = tb.spec
     tb.reconfigure(LinkSpec())
     try:

@@ -19,6 +19,8 @@ from pqbench.experiment.spec import Samples
 from pqbench.measure import cell as cellmeasure
 from pqbench.measure.rig import Rig, credentials
 from pqbench.sample import END_PHASE
+from pqbench.remote.realpath import RealPath
+from pqbench.remote.target import DEFAULT_RATE, Target, pause_ms
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
 PORT = 4433
@@ -47,6 +49,9 @@ class HandshakeConfig:
     server: str = endpoints.DEFAULT_STACK  # server stack (pqbench.endpoints)
     client: str = endpoints.DEFAULT_STACK  # client stack
     protocol: str = "tls"  # or "ssh" (`pqbench ssh`: kex and sig take SSH names, sig is the host key)
+    target: Target | None = None  # a server pqbench did not start, over the host's network (no emulated link)
+    rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
+    netns: str | None = None  # a target's client side in this existing namespace instead of the host's
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -54,6 +59,7 @@ class HandshakeConfig:
         d["spec"] = self.spec.to_dict()
         d["tcp"] = self.tcp.to_dict()
         d["emulator"] = dataclasses.asdict(self.emulator)
+        d["target"] = self.target.to_json() if self.target else None
         return d
 
 
@@ -66,6 +72,8 @@ def new_run_dir(prefix: str = "handshake") -> Path:
 
 def _names(cfg: HandshakeConfig) -> tuple[str, str]:
     """The key exchange and signature (SSH: host key) by their canonical names, checked."""
+    if cfg.target:
+        return catalog.find(cfg.kex, "kem", field="--kex", protocol=cfg.protocol).name, cfg.target.credentials.sig
     if cfg.protocol == "ssh":
         return sshkeys.check_kex(cfg.kex, "--kex"), sshkeys.check_hostkey(cfg.sig, "--hostkey")
     return (catalog.find(cfg.kex, "kem", field="--kex", protocol="tls").name,
@@ -97,7 +105,10 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
     units.integer("-n", cfg.n, minimum=1)
     if cfg.parallel != "auto":
         units.integer("--parallel", cfg.parallel, minimum=1, maximum=256)
-    server, client = endpoints.get(cfg.server, "--server"), endpoints.get(cfg.client, "--client")
+    if cfg.target:
+        _check_target(cfg)
+    server = endpoints.target_stack(cfg.protocol) if cfg.target else endpoints.get(cfg.server, "--server")
+    client = endpoints.get(cfg.client, "--client")
     for role, st in (("--server", server), ("--client", client)):
         if st.protocol != cfg.protocol:
             raise BadInput(role, f"{st.name} speaks {st.protocol}, not {cfg.protocol} (stacks: "
@@ -118,14 +129,21 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
     run_dir = run_dir or new_run_dir()
     say = progress or (lambda msg: None)
     say(f"{'host key' if cfg.protocol == 'ssh' else 'certificates'}: {sig}")
-    chain = credentials(cfg.protocol, sig, run_dir / ("keys" if cfg.protocol == "ssh" else "certs"))
+    if cfg.target:
+        site, path = cfg.target.site(), RealPath(netns={"client": cfg.netns} if cfg.netns else None)
+        chain = site.chain
+    else:
+        chain = credentials(cfg.protocol, sig, run_dir / ("keys" if cfg.protocol == "ssh" else "certs"))
+        site, path = Site(PORT, chain), None
     pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
-    serving = Serving(run_dir / "server", [Site(PORT, chain)], [kex], {**DEFAULT_PAGES, **pages}, cfg.workers)
+    serving = Serving(run_dir / "server", [site], [kex], {**DEFAULT_PAGES, **pages}, cfg.workers)
     with Rig.pairs({server.name: serving}, [client.name], cfg.spec, cfg.tcp, backend=cfg.backend,
-                   emulator=cfg.emulator) as rig:
-        say(f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
-        job = rig.job(PORT, kex, chain, mode=cfg.mode, path=f"/{cfg.page}" if cfg.page else "/1k",
-                      requests=cfg.requests, warmup=cfg.warmup, timeout_ms=cfg.timeout_ms, pad=cfg.pad)
+                   emulator=cfg.emulator, path=path) as rig:
+        say(f"target {cfg.target.name}, over the host's network" if cfg.target else
+            f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
+        job = rig.job(site.port, kex, chain, host=site.host, mode=cfg.mode,
+                      path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests, warmup=cfg.warmup,
+                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0)
         control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
                                      rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
         say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")
@@ -135,3 +153,15 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
         backend = rig.tb.backend_name
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     return Measured(samples, record, chain, backend, run_dir)
+
+
+def _check_target(cfg: HandshakeConfig) -> None:
+    """A target's link is the real path and its pace one connection at a time: the emulator's options
+    and --parallel do not apply."""
+    if cfg.spec != LinkSpec() or cfg.tcp != TcpKnobs():
+        raise BadInput("--target", f"a target is reached over the host's network: the link options "
+                                   f"({cfg.spec.describe()}) apply to the emulated link only")
+    if cfg.parallel != 1:
+        raise BadInput("--parallel", "a target is measured one connection at a time (--rate sets the pace)")
+    if cfg.target.protocol != cfg.protocol:
+        raise BadInput("--target", f"{cfg.target.address} is an {cfg.target.protocol.upper()} address")

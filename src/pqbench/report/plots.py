@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.cells import SPLITS
 from pqbench.experiment.condition import condition
+from pqbench.report import targets
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
            "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
@@ -508,6 +509,34 @@ def failures(a: Analysis) -> Figure | None:
 
 
 # (id, title, function, what it shows when present)
+def targets_vs_path(a: Analysis) -> Figure | None:
+    """Median handshake time (95 % CI) against the measured path RTT, one colour per algorithm."""
+    cells = [c for c in targets.target_cells(a) if targets.path_rtt(c) is not None]
+    if not cells:
+        return None
+    cols = colours(a)
+    labels = [l for l in a.labels() if any(a.label(c) == l for c in cells)]
+    fig, (ax,) = _grid(1, width=6.5, height=4.2, max_cols=1)
+    xs = []
+    for label in labels:
+        mine = sorted((c for c in cells if a.label(c) == label), key=targets.path_rtt)
+        x = [targets.path_rtt(c) for c in mine]
+        y = [c.pct[50][0] for c in mine]
+        err = [[c.pct[50][0] - c.pct[50][1] for c in mine], [c.pct[50][2] - c.pct[50][0] for c in mine]]
+        ax.errorbar(x, y, yerr=err, color=cols[label], marker="o", ls="", capsize=3)
+        xs += x
+        for c, xi, yi in zip(mine, x, y):
+            ax.annotate(c.target, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7, alpha=0.6)
+    lo, hi = 0, max(xs) * 1.1
+    ax.plot([lo, hi], [2 * lo, 2 * hi], color="grey", ls=":", lw=1)  # 2 round trips: TCP + TLS 1.3
+    ax.set_xlabel("measured path RTT (ms, TCP connect p50, mean of before and after the cell)")
+    ax.set_ylabel("handshake time (ms)")
+    ax.grid(alpha=0.3)
+    fig.suptitle("Targets: median handshake time (95 % CI) vs the measured path; dotted: 2 × RTT")
+    _legend(fig, cols, labels)
+    return fig
+
+
 FIGURES = (
     ("handshake-vs-loss", "Handshake time vs loss", handshake_vs_loss),
     ("modes", "Handshakes by mode vs loss", modes_vs_loss),
@@ -520,6 +549,7 @@ FIGURES = (
     ("phases", "Phase split", phase_split),
     ("model", "Measured vs lower-bound model", model_overlay),
     ("failures", "Failure rates", failures),
+    ("targets", "Targets: handshake time vs the measured path", targets_vs_path),
 )
 
 

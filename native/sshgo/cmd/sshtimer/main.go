@@ -6,7 +6,7 @@
 //
 //	sshtimer --host ADDR --port N --kex NAME --hostkey NAME --user U --identity KEYFILE
 //	         --known-host-key PUBFILE [--command true] [--count N] [--warmup N] [--timeout-ms T]
-//	         [--worker K] [--claim FILE] [--mode handshake] [--principal pqbench]
+//	         [--worker K] [--claim FILE] [--mode handshake] [--principal pqbench] [--pause-ms MS]
 //	sshtimer --capabilities      what this build implements (JSON)
 //	sshtimer --openssh PATH ...  the same samples from OpenSSH's ssh at PATH (see openssh.go)
 //
@@ -53,7 +53,7 @@ import (
 type options struct {
 	host, kex, hostkey, user, identity, knownHostKey, command, claim, mode string
 	principal                                                              string
-	port, count, warmup, timeoutMs, worker                                 int
+	port, count, warmup, timeoutMs, worker, pauseMs                        int
 	openssh, out                                                           string
 	relay                                                                  bool
 }
@@ -80,6 +80,7 @@ func parseOptions() options {
 	fs.StringVar(&o.mode, "mode", "handshake", "")
 	fs.IntVar(&o.count, "count", 1, "")
 	fs.IntVar(&o.warmup, "warmup", 0, "")
+	fs.IntVar(&o.pauseMs, "pause-ms", 0, "")
 	fs.IntVar(&o.timeoutMs, "timeout-ms", 10000, "")
 	fs.IntVar(&o.worker, "worker", 0, "")
 	fs.StringVar(&o.claim, "claim", "", "")
@@ -115,8 +116,8 @@ func parseOptions() options {
 		usage("--known-host-key", "required")
 	case o.mode != "handshake":
 		usage("--mode", "only handshake (connect, key exchange, authentication, one command)")
-	case o.count < 0, o.warmup < 0:
-		usage("--count/--warmup", "must be >= 0")
+	case o.count < 0, o.warmup < 0, o.pauseMs < 0:
+		usage("--count/--warmup/--pause-ms", "must be >= 0")
 	case o.timeoutMs < 1:
 		usage("--timeout-ms", "must be >= 1")
 	}
@@ -449,6 +450,7 @@ func loop(o options, runSample func(int) sample, clientName string) int {
 		if err := out.Encode(&s); err != nil { // one line, written at once (stdout is unbuffered)
 			return 3
 		}
+		time.Sleep(time.Duration(o.pauseMs) * time.Millisecond) // a target's gentle pace; 0 by default
 	}
 	if failures > 0 {
 		return 1

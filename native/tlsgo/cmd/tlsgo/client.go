@@ -40,7 +40,7 @@ import (
 type clientOptions struct {
 	host, path, cafile, servername string
 	port, requests, count, warmup  int
-	timeout                        time.Duration
+	timeout, pause                 time.Duration
 	worker                         int
 	mode                           string
 	groups                         []tls.CurveID
@@ -49,13 +49,14 @@ type clientOptions struct {
 
 func parseClientOptions(args []string) *clientOptions {
 	o := parseOptions(args, "--host", "--port", "--mode", "--path", "--requests", "--groups", "--cafile",
-		"--servername", "--count", "--warmup", "--timeout-ms", "--worker", "--claim")
+		"--servername", "--count", "--warmup", "--timeout-ms", "--worker", "--claim", "--pause-ms")
 	c := &clientOptions{
 		host: o.required("--host"), port: o.int("--port", 0, 1, 65535), path: o.str("--path", "/"),
 		requests: o.int("--requests", 1, 1, 100000), cafile: o.str("--cafile", ""),
 		servername: o.str("--servername", ""), count: o.int("--count", 1, 1, 100000000),
 		warmup: o.int("--warmup", 0, 0, 1000000), worker: o.int("--worker", 0, 0, 1<<31-1),
 		timeout: time.Duration(o.int("--timeout-ms", 10000, 1, 3600000)) * time.Millisecond,
+		pause:   time.Duration(o.int("--pause-ms", 0, 0, 3600000)) * time.Millisecond,
 		mode:    o.str("--mode", "handshake"),
 	}
 	if c.port == 0 {
@@ -464,6 +465,7 @@ func clientMain(args []string) int {
 		if !s.OK {
 			failures++
 		}
+		time.Sleep(o.pause) // a target's gentle pace; 0 by default
 	}
 	if failures > 0 {
 		return 1

@@ -2,7 +2,7 @@
 //
 //	tlsgo client --host ADDR --port N [--mode handshake|page|requests|resume] [--path /1k] [--requests N]
 //	             [--groups G] [--cafile F] [--servername NAME] [--count N] [--warmup N]
-//	             [--timeout-ms T] [--worker K] [--claim FILE]
+//	             [--timeout-ms T] [--worker K] [--claim FILE] [--pause-ms MS]
 //	    pqtimer's command line and sample format: one JSON object per sample on stdout (see client.go).
 //	tlsgo server --addr ADDR --site PORT,CHAIN_PEM,KEY_PEM [--site ...] --groups G1:G2
 //	             [--page NAME=BYTES ...] [--log FILE]

@@ -24,6 +24,8 @@ pub struct ClientOpts {
     pub count: u64,
     pub warmup: u64,
     pub timeout_ms: u64,
+    /// A pause after each sample (a target's gentle pace).
+    pub pause_ms: u64,
     pub worker: u64,
     pub claim: Option<String>,
     /// Library-specific options (e.g. s2n's --policy), name -> value.
@@ -45,6 +47,7 @@ pub fn parse(prog: &str, args: &[String], extra: &[&str]) -> ClientOpts {
         count: 1,
         warmup: 0,
         timeout_ms: 10_000,
+        pause_ms: 0,
         worker: 0,
         claim: None,
         extra: vec![],
@@ -73,6 +76,7 @@ pub fn parse(prog: &str, args: &[String], extra: &[&str]) -> ClientOpts {
             "--count" => o.count = parse_num(prog, a, v, 1u64, 100_000_000),
             "--warmup" => o.warmup = parse_num(prog, a, v, 0u64, 1_000_000),
             "--timeout-ms" => o.timeout_ms = parse_num(prog, a, v, 1u64, 3_600_000),
+            "--pause-ms" => o.pause_ms = parse_num(prog, a, v, 0u64, 3_600_000),
             "--worker" => o.worker = parse_num(prog, a, v, 0u64, i32::MAX as u64),
             "--claim" => o.claim = Some(v.into()),
             "--pad" => {
@@ -342,6 +346,7 @@ pub fn run<L: Library>(prog: &str, lib: &mut L, o: &ClientOpts) -> i32 {
         let s = run_sample(lib, o);
         failures += s.ok_fail.is_some() as u32;
         print_sample(o, i, &s);
+        std::thread::sleep(std::time::Duration::from_millis(o.pause_ms));
     }
     (failures > 0) as i32
 }

@@ -1,0 +1,90 @@
+"""A target as a spec or the command line names it: a server pqbench did not start, its address, the CA
+to trust (or none: the verification result is recorded instead of failing) and the server name; or a
+port of a `pqbench serve` manifest, which supplies all three for the signature algorithm asked."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from pqbench.endpoints.base import Site
+from pqbench.errors import BadInput
+from pqbench.remote import address as addrmod
+from pqbench.remote.address import Address
+
+DEFAULT_RATE = 5.0  # connections per second to a target unless asked for more: one at a time, gently
+MAX_RATE = 1000.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Credentials:
+    """What a client trusts a target with, in the shape of a chain (pqbench.algorithms.certs.Chain)."""
+    root_cert: Path | None
+    server_name: str
+    sig: str
+    sent_bytes: int | None = None  # unknown until the target sends its chain
+
+    def to_json(self) -> dict:
+        return {"root_cert": str(self.root_cert) if self.root_cert else None, "server_name": self.server_name,
+                "sig": self.sig}
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    name: str
+    address: Address
+    credentials: Credentials
+
+    @property
+    def protocol(self) -> str:
+        return self.address.protocol
+
+    def site(self) -> Site:
+        return Site(self.address.port, self.credentials, host=self.address.ip)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "address": str(self.address), "ip": self.address.ip,
+                **self.credentials.to_json()}
+
+
+def make(field: str, address: str, *, name: str | None = None, ca=None, server_name: str | None = None,
+         sig: str | None = None, protocol: str | None = None) -> Target:
+    from pqbench.endpoints.remote import UNKNOWN_SIG
+    a = addrmod.parse(f"{field}.address" if name is not None else field, address, protocol)
+    root = None
+    if ca:
+        root = Path(ca).expanduser()
+        if not root.is_file():
+            raise BadInput(f"{field}.ca" if name is not None else "--ca", f"{root} is not a file (a PEM CA certificate)")
+    if sig:
+        from pqbench.algorithms import catalog
+        sig = catalog.find(str(sig), "sig", field=f"{field}.sig" if name is not None else "--sig",
+                           protocol=a.protocol).name
+    return Target(name or str(a), a, Credentials(root, server_name or a.host, sig or UNKNOWN_SIG))
+
+
+def from_manifest(field: str, manifest: Path, sig: str, *, name: str | None = None, host: str | None = None) -> Target:
+    """The port serving sig's chain in a `pqbench serve` manifest; host: where the server is, when the
+    manifest's own address is not how the client reaches it (a wildcard bind)."""
+    try:
+        m = json.loads(Path(manifest).read_text())
+    except (OSError, ValueError) as e:
+        raise BadInput(f"{field}.manifest", f"cannot read {manifest} as a `pqbench serve` manifest: {e}") from None
+    ports = {p["sig"]: p for p in m.get("tls", [])} | {p["sig"]: p for p in m.get("ssh", [])}
+    if sig not in ports:
+        raise BadInput(f"{field}.sig", f"{sig!r}: the manifest serves {', '.join(ports) or 'no chain'}")
+    p = ports[sig]
+    where = host or m["address"]
+    if where in ("0.0.0.0", ""):
+        raise BadInput(f"{field}.host", f"the server listens on every address ({m['address']}): name the one to "
+                                        "reach it by (host = \"…\")")
+    root = Path(manifest).parent / p["ca"] if p.get("ca") else None
+    prefix = "ssh://" if p in m.get("ssh", []) else ""
+    return Target(name or f"{where}:{p['port']}", addrmod.parse(f"{field}.host", f"{prefix}{where}:{p['port']}"),
+                  Credentials(root, p.get("server_name") or where, sig, p.get("bytes_sent")))
+
+
+def pause_ms(rate: float) -> int:
+    """The pause after each connection that keeps one client at or under rate connections per second."""
+    return int(round(1000 / rate))
