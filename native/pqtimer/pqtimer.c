@@ -6,13 +6,18 @@
  *
  *   pqtimer --host ADDR --port N [--mode handshake|page|requests|resume] [--path /1k]
  *           [--requests N] [--groups G1:G2] [--sigalgs S1:S2] [--cafile F] [--servername NAME]
- *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K] [--claim FILE]
+ *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K] [--claim FILE] [--pause-ms MS]
+ *           [--verify enforce|record]
  *   pqtimer --clock-info     resolution and cost of the clock and of the message callback (JSON)
  *
  * --claim FILE: workers share the samples of a cell instead of each taking --count of its own.
  * FILE holds a 64-bit counter (native byte order); each sample first claims the next index from
  * it and the worker stops once the index reaches --count, so all workers finish within one
  * handshake of each other and more can join while the cell runs.
+ *
+ * --verify record: with --cafile, check the chain and --servername as enforce (the default) does but
+ * let the handshake go on; each sample says what verification found ("verify"). Without --cafile
+ * nothing is enforced and the result (usually an unknown issuer) is recorded all the same.
  *
  * Exit: 0 every sample succeeded, 1 some failed, 2 bad options, 3 setup impossible.
  */
@@ -36,6 +41,8 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/objects.h>
+#include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
 #include "trace.h"
@@ -49,6 +56,8 @@ static const char *const mode_names[] = {"handshake", "page", "requests", "resum
 struct options {
     const char *host, *path, *groups, *sigalgs, *cafile, *servername, *claim;
     int port, requests, count, warmup, timeout_ms, pad, worker;
+    int pause_ms; /* after each sample: a target's gentle pace */
+    int verify_record; /* --verify record */
     enum mode mode;
 };
 
@@ -102,10 +111,16 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (!strcmp(a, "--servername")) o->servername = v;
         else if (!strcmp(a, "--count")) o->count = parse_int(v, a, 1, 100000000);
         else if (!strcmp(a, "--warmup")) o->warmup = parse_int(v, a, 0, 1000000);
+        else if (!strcmp(a, "--pause-ms")) o->pause_ms = parse_int(v, a, 0, 3600000);
         else if (!strcmp(a, "--timeout-ms")) o->timeout_ms = parse_int(v, a, 1, 3600000);
         else if (!strcmp(a, "--pad")) o->pad = parse_int(v, a, 0, MAX_PAD);
         else if (!strcmp(a, "--worker")) o->worker = parse_int(v, a, 0, INT_MAX);
         else if (!strcmp(a, "--claim")) o->claim = v;
+        else if (!strcmp(a, "--verify")) {
+            if (strcmp(v, "enforce") && strcmp(v, "record"))
+                bad_usage("allowed: enforce, record", a);
+            o->verify_record = !strcmp(v, "record");
+        }
         else if (!strcmp(a, "--mode")) {
             int found = 0;
             for (int m = 0; m < 4; m++)
@@ -162,7 +177,7 @@ static SSL_CTX *make_ctx(struct options *o) {
     if (o->cafile) {
         if (!SSL_CTX_load_verify_locations(ctx, o->cafile, NULL))
             bad_usage("cannot load CA certificates from this file", "--cafile");
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        SSL_CTX_set_verify(ctx, o->verify_record ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     }
     if (o->pad && !SSL_CTX_add_custom_ext(ctx, PAD_EXTENSION_TYPE, SSL_EXT_CLIENT_HELLO, pad_add, NULL,
                                           &o->pad, NULL, NULL))
@@ -229,6 +244,27 @@ static int local_port(int fd) {
     if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET)
         return 0;
     return ntohs(sa.sin_port);
+}
+
+/* What the server proved itself with; read after the sample's times are taken. */
+static void read_peer(SSL *ssl, struct trace *tr) {
+    STACK_OF(X509) *chain = SSL_get_peer_cert_chain(ssl); /* the client's view: leaf first */
+    int n = chain ? sk_X509_num(chain) : 0;
+    tr->chain_n = n;
+    for (int i = 0; i < n && i < TRACE_MAX_CHAIN; i++) {
+        X509 *x = sk_X509_value(chain, i);
+        int der = i2d_X509(x, NULL);
+        tr->chain_der[i] = der > 0 ? (uint32_t)der : 0;
+        const X509_ALGOR *alg = NULL;
+        const ASN1_OBJECT *obj = NULL;
+        X509_get0_signature(NULL, &alg, x);
+        if (alg)
+            X509_ALGOR_get0(&obj, NULL, NULL, alg);
+        if (!obj || OBJ_obj2txt(tr->chain_sig[i], sizeof tr->chain_sig[i], obj, 0) <= 0)
+            tr->chain_sig[i][0] = '\0';
+    }
+    tr->verify_valid = n > 0;
+    tr->verify = SSL_get_verify_result(ssl);
 }
 
 static void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *during) {
@@ -356,7 +392,7 @@ static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, str
     if (o->servername) {
         SSL_set_tlsext_host_name(ssl, o->servername);
         if (o->cafile)
-            SSL_set1_host(ssl, o->servername);
+            SSL_set1_host(ssl, o->servername); /* checked as part of verification, enforced or recorded */
     }
     if (resume)
         SSL_set_session(ssl, resume);
@@ -377,6 +413,7 @@ static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, str
         cpu_wait_since(tr, wait0);
     tcp_counts_read(fd, &tr->tcp_end);
     tr->local_port = local_port(fd);
+    read_peer(ssl, tr);
     if (kept && !out->error_class) {
         *kept = ssl; /* the caller needs it a little longer (to receive a ticket) */
         return;
@@ -484,6 +521,19 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     printf(", \"body_bytes\": %llu, \"requests\": %d, \"cpu_wait_ns\": ", (unsigned long long)tr->body_bytes,
            tr->requests_done);
     tr->cpu_wait_ns == UINT64_MAX ? (void)printf("null") : (void)printf("%llu", (unsigned long long)tr->cpu_wait_ns);
+    printf(", \"hrr\": %s, \"peer_chain\": [", tr->hrr ? "true" : "false");
+    for (int i = 0; i < tr->chain_n && i < TRACE_MAX_CHAIN; i++)
+        printf("%s%u", i ? ", " : "", tr->chain_der[i]);
+    printf("], \"peer_chain_sigs\": [");
+    for (int i = 0; i < tr->chain_n && i < TRACE_MAX_CHAIN; i++) {
+        printf("%s", i ? ", " : "");
+        json_string(stdout, tr->chain_sig[i]);
+    }
+    printf("], \"peer_chain_count\": %d, \"verify\": ", tr->chain_n);
+    if (!tr->verify_valid)
+        printf("null");
+    else
+        json_string(stdout, tr->verify == X509_V_OK ? "ok" : X509_verify_cert_error_string(tr->verify));
     printf("}\n");
 }
 
@@ -601,6 +651,11 @@ int main(int argc, char **argv) {
             SSL_shutdown(ssl);
             close(SSL_get_fd(ssl));
             SSL_free(ssl);
+        }
+        if (o.pause_ms) {
+            struct timespec pause = {.tv_sec = o.pause_ms / 1000, .tv_nsec = (long)(o.pause_ms % 1000) * 1000000};
+            while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+                ;
         }
     }
     SSL_SESSION_free(g_ticket);

@@ -23,6 +23,11 @@ uint64_t now_ns(void) {
 
 void trace_reset(struct trace *tr) { memset(tr, 0, sizeof *tr); }
 
+/* SHA-256("HelloRetryRequest"): the random of a ServerHello that is a HelloRetryRequest (RFC 8446 4.1.3) */
+static const unsigned char hrr_random[32] = {
+    0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
+    0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C};
+
 uint64_t cpu_wait_total_ns(void) {
     /* "run_ns wait_ns slices": opened once, re-read from offset 0 (a few microseconds, outside any
      * phase's timestamp) */
@@ -61,8 +66,12 @@ void trace_msg_cb(int write_p, int version, int content_type, const void *buf, s
     } else {
         tr->recv_bytes[type] += (uint32_t)len;
         tr->recv_count[type]++;
-        if (type == SSL3_MT_SERVER_HELLO)
+        if (type == SSL3_MT_SERVER_HELLO) {
             tr->t[PH_SERVER_HELLO_RECEIVED] = now_ns(); /* the last one, after a HelloRetryRequest */
+            /* type (1), length (3), legacy_version (2), then the random */
+            if (len >= 38 && !memcmp(p + 6, hrr_random, sizeof hrr_random))
+                tr->hrr = 1;
+        }
         else if (type == SSL3_MT_FINISHED && !tr->t[PH_SERVER_FINISHED_RECEIVED])
             tr->t[PH_SERVER_FINISHED_RECEIVED] = now_ns();
     }

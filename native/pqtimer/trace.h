@@ -49,7 +49,17 @@ struct trace {
     /* Time this thread waited on a run queue for a CPU (the kernel's schedstat) from the start to the
      * handshake's completion, or to the end of a failed sample; UINT64_MAX = unknown. */
     uint64_t cpu_wait_ns;
+    int hrr; /* the server sent a HelloRetryRequest (a ServerHello with RFC 8446's special random) */
+    /* Read after the timed phases, before the connection is freed: DER size of each certificate the
+     * server sent, leaf first (chain_n = how many; more than TRACE_MAX_CHAIN are counted, not sized),
+     * the algorithm that signed each, and the verification result (verify_valid = 0 when no certificate arrived). */
+    int chain_n;
+    uint32_t chain_der[16];
+    char chain_sig[16][48]; /* the algorithm each certificate is signed with (its issuer's), as OpenSSL names it */
+    int verify_valid;
+    long verify;
 };
+#define TRACE_MAX_CHAIN 16
 
 uint64_t now_ns(void);
 void trace_reset(struct trace *tr);

@@ -69,7 +69,7 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000) -> dict:
     warnings = tables.warnings(a)
     body = [t for t in (tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
                         tables.model(a), tables.not_run(a), tables.crypto(a), tables.calibration(a),
-                        tables.provenance(a)) if t is not None]
+                        tables.provenance(a), __import__("pqbench.report.scans", fromlist=["table"]).table(con)) if t is not None]
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,
                                                a.run.get("spec_toml")))
     md_figs = [(fid, t, f"figures/{fid}.png", cap) for fid, t, _, cap in rendered]

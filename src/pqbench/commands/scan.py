@@ -1,0 +1,94 @@
+"""`pqbench scan TARGET... [--file FILE] [--json] [--db results.duckdb]`: a server's post-quantum readiness."""
+
+import concurrent.futures
+import os
+import platform
+import uuid
+from pathlib import Path
+
+from pqbench import __version__, store, units
+from pqbench.cli import print_json
+from pqbench.errors import BadInput, MissingCapability
+
+MAX_CONCURRENCY = 16
+MAX_TARGETS = 10_000
+
+
+def register(sub):
+    p = sub.add_parser("scan", help="what a TLS or SSH server accepts and prefers: its post-quantum readiness")
+    p.add_argument("targets", nargs="*", metavar="TARGET", help="HOST:PORT (TLS) or ssh://HOST:PORT (SSH)")
+    p.add_argument("--file", type=Path, help="targets, one a line (# starts a comment)")
+    p.add_argument("--concurrency", default="2", help="targets scanned at once (default 2; each target sees one "
+                                                        "connection at a time)")
+    p.add_argument("-n", dest="n", default="10", help="timed handshakes per accepted TLS group (default 10)")
+    p.add_argument("--timeout", default="5s", help="per connection (default 5s)")
+    p.add_argument("--ca", type=Path, help="CA certificates to verify TLS chains with (without: the result is recorded)")
+    p.add_argument("--servername", help="TLS server name (SNI and verification; default: the target's host)")
+    p.add_argument("--netns", help="run the scanning clients in this existing network namespace")
+    p.add_argument("--db", type=Path, default=store.DEFAULT_DB, help="results database (default results.duckdb)")
+    p.add_argument("--json", action="store_true", help="the results as JSON")
+    p.set_defaults(func=handle)
+
+
+def targets(args) -> list:
+    from pqbench.remote import address
+    found = [address.parse("TARGET", t) for t in args.targets]
+    if args.file is not None:
+        try:
+            text = args.file.read_text()
+        except OSError as e:
+            raise BadInput("--file", f"{args.file}: {e.strerror}") from None
+        for k, line in enumerate(text.splitlines(), start=1):
+            line = line.split("#", 1)[0].strip()
+            if line:
+                found.append(address.parse(f"--file {args.file}:{k}", line))
+    if not found:
+        raise BadInput("TARGET", "name at least one target: HOST:PORT (TLS), ssh://HOST:PORT (SSH) or --file FILE")
+    if len(found) > MAX_TARGETS:
+        raise BadInput("TARGET", f"{len(found)} targets; at most {MAX_TARGETS} per scan")
+    return list(dict.fromkeys(found))  # each once
+
+
+def provenance(netns: str | None) -> dict:
+    from pqbench.algorithms import openssl_build
+    from pqbench.measure.provenance import git_commit
+    return {"pqbench": __version__, "git_commit": git_commit(), "host": platform.node(),
+            "openssl": openssl_build.openssl_version(), "netns": netns}
+
+
+def handle(args) -> int:
+    found = targets(args)
+    concurrency = units.integer("--concurrency", args.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+    n = units.integer("-n", args.n, minimum=1, maximum=1000)
+    timeout_s = units.duration_ms("--timeout", args.timeout, allow_zero=False) / 1000
+    if args.ca is not None and not args.ca.is_file():
+        raise BadInput("--ca", f"{args.ca} is not a file (a PEM file of CA certificates)")
+    if args.netns and os.geteuid() != 0:
+        raise MissingCapability("--netns needs root (entering a network namespace)", "run as root, or scan without --netns")
+    from pqbench import scan
+    from pqbench.remote.realpath import RealPath
+
+    with RealPath(netns={"client": args.netns} if args.netns else None) as path:
+        place = path.place("client")
+
+        def one(a):
+            return scan.scan(a, place, n=n, timeout_s=timeout_s, cafile=str(args.ca) if args.ca else None,
+                             servername=args.servername)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
+            results = list(pool.map(one, found))
+    con = store.connect(args.db)
+    try:
+        prov = provenance(args.netns)
+        for r in results:
+            r["scan_id"] = uuid.uuid4().hex[:12]
+            store.save_scan(con, r["scan_id"], target=r["target"], address=r["address"], protocol=r["protocol"],
+                            summary=r["summary"], result=r, provenance=prov)
+    finally:
+        con.close()
+    if args.json:
+        print_json(results if len(results) > 1 or args.file else results[0])
+    else:
+        from pqbench.scan import render
+        print("\n".join(render.lines(results)).rstrip())
+    answered = [r for r in results if not r.get("failure") or r.get("readiness")]
+    return 0 if answered else 1

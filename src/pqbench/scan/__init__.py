@@ -1,0 +1,89 @@
+"""`pqbench scan`: what a server pqbench did not start negotiates, and how ready for post-quantum
+cryptography it is. `tls` asks a TLS server with pqtimer, `ssh` reads an SSH server's KEXINIT; this
+module runs either for one address and sums the result up in one line (`readiness`, `summary`).
+
+    result = scan(address.parse("target", "example.org:443"), place, n=10)
+    print(result["summary"])
+"""
+
+from __future__ import annotations
+
+from pqbench.endpoints.base import Place
+from pqbench.remote.address import Address
+from pqbench.scan import pq, ssh, tls
+
+
+def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0, cafile: str | None = None,
+         servername: str | None = None, pause_s: float = tls.PAUSE_S) -> dict:
+    """One target, from place (the client side of a path). Never raises for what the server does: a
+    failure is in result["failure"] ({"class", "error"})."""
+    if address.protocol == "ssh":
+        result = ssh.scan(address, place, timeout_s=timeout_s)
+    else:
+        result = tls.scan(address, place, n=n, timeout_s=timeout_s, cafile=cafile, servername=servername,
+                          pause_s=pause_s)
+    result["readiness"] = readiness(result)
+    result["summary"] = summary(result)
+    return result
+
+
+def readiness(result: dict) -> dict:
+    if result.get("failure") and not result.get("groups", {}).get("accepted") and "kex" not in result:
+        return {}
+    if result["protocol"] == "ssh":
+        kex = result.get("kex", [])
+        return {"mlkem768x25519_sha256": pq.SSH_HYBRID_MLKEM in kex,
+                "sntrup761x25519_sha512": any(k in kex for k in pq.SSH_SNTRUP),
+                "kex_post_quantum": result.get("kex_post_quantum", []),
+                "kex_first_post_quantum": bool(kex) and pq.ssh_kex_is_pq(kex[0]),
+                "host_key_post_quantum": result.get("host_key_post_quantum", [])}
+    accepted = result["groups"]["accepted"]
+    hybrids = [g for g in accepted if pq.is_hybrid_mlkem(g)]
+    pref = result.get("preference", {})
+    tiers = pref.get("tiers") or []
+    if not hybrids:
+        preferred = False
+    elif not tiers or (pref.get("method") is None):
+        preferred = None  # order unknown
+    elif any(pq.is_hybrid_mlkem(g) for g in tiers[0]):
+        preferred = True if len(tiers[0]) == 1 else "client's order"
+    else:
+        preferred = False
+    cert = result.get("certificate", {})
+    return {"hybrid_mlkem_accepted": hybrids, "hybrid_mlkem_preferred": preferred,
+            "post_quantum_accepted": [g for g in accepted if _kem_pq(g)],
+            "chain_post_quantum": cert.get("post_quantum"), "sigalg": cert.get("sigalg")}
+
+
+def _kem_pq(group: str) -> bool:
+    from pqbench.algorithms import catalog
+    try:
+        return pq.kem_is_pq(catalog.find(group, "kem"))
+    except Exception:
+        return False
+
+
+def summary(result: dict) -> str:
+    """The post-quantum readiness line."""
+    f = result.get("failure")
+    r = result.get("readiness") or readiness(result)
+    if f and not r:
+        return f"no answer: {f['class']} ({f['error']})"
+    if result["protocol"] == "ssh":
+        offered = [name for name, key in ((pq.SSH_HYBRID_MLKEM, "mlkem768x25519_sha256"),
+                                          ("sntrup761x25519-sha512", "sntrup761x25519_sha512")) if r[key]]
+        kex = (f"post-quantum key exchange offered: {', '.join(offered)}" if offered else
+               "no post-quantum key exchange offered" if not r["kex_post_quantum"] else
+               f"post-quantum key exchange offered: {', '.join(r['kex_post_quantum'])}")
+        first = "; first choice post-quantum" if r["kex_first_post_quantum"] else ""
+        hk = (f"post-quantum host keys: {', '.join(r['host_key_post_quantum'])}" if r["host_key_post_quantum"]
+              else "host keys classical")
+        return f"{kex}{first}; {hk}"
+    h = r["hybrid_mlkem_accepted"]
+    pref = {True: ", preferred", False: ", not preferred", None: " (preference unknown)",
+            "client's order": ", preferred as much as a classical group (the client's order decides)"}[r["hybrid_mlkem_preferred"]]
+    kex = f"hybrid ML-KEM accepted ({', '.join(h)}){pref}" if h else \
+        ("no hybrid ML-KEM; other post-quantum groups: " + ", ".join(r["post_quantum_accepted"])
+         if r["post_quantum_accepted"] else "no post-quantum key exchange accepted")
+    chain = {True: "chain post-quantum", False: "chain not post-quantum", None: "chain unknown"}[r["chain_post_quantum"]]
+    return f"{kex}; {chain} ({r['sigalg'] or 'no signature'})"
