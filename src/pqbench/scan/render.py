@@ -49,7 +49,7 @@ def tls_lines(r: dict) -> list[str]:
     if pref.get("note"):
         lines.append(f"  order: {pref['note']}" + (f" (decoy key share: {pref['decoy']})" if pref.get("decoy") else ""))
     elif pref.get("decoy"):
-        lines.append(f"  order: from the HelloRetryRequests to a {pref['decoy']} key share, which the server rejects")
+        lines.append(f"  order: from the HelloRetryRequests to a key share for {pref['decoy']}, a group the server rejects")
     rej = r["groups"]["rejected"]
     if rej:
         reasons = sorted({f["error"].rsplit("::", 1)[-1] for f in rej.values()})

@@ -52,6 +52,7 @@ class TlsProber:
         argv = [str(b), "--host", self.address.ip, "--port", str(self.address.port), "--groups", groups,
                 "--count", str(count), "--warmup", str(warmup), "--timeout-ms", str(self.timeout_ms),
                 "--servername", self.servername, "--verify", "record"]
+        argv += ["--pause-ms", str(round(self.pause_s * 1000))] if count + warmup > 1 and self.pause_s > 0 else []
         return argv + (["--cafile", self.cafile] if self.cafile else [])
 
     def run(self, groups: str, count: int = 1, warmup: int = 0) -> list[dict]:
