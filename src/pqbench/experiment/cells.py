@@ -160,6 +160,9 @@ RECORDS_VERIFICATION = ("openssl",)
 
 def unavailable_reason(cell: Cell, spec: Spec | None = None) -> str | None:
     """Why the cell's server or client stack, as built here, cannot run the cell, or None."""
+    if cell.target and cell.protocol == "ssh":
+        return ("an SSH target's handshake needs a timing client that stops at NEWKEYS without an account on the "
+                "server, which sshtimer does not have yet; `pqbench scan ssh://HOST:PORT` reads its algorithms")
     if cell.target and spec is not None and cell.client not in RECORDS_VERIFICATION:
         target = next(t for t in spec.targets if t.name == cell.target)
         if target.protocol == "tls" and target.credentials.root_cert is None:

@@ -1,0 +1,233 @@
+"""Targets: servers pqbench did not start, measured over a path that is measured instead of emulated.
+
+In the testbed: `pqbench serve` runs in the server namespace (as it would on a user's server), a spec
+names its manifest's two chains as targets plus an unreachable one and one with a wrong server name,
+and the run's clients work from the client namespace (the "real" path there is the emulated link at
+RTT_MS). Each target's cells are stored with the path's round trip; failures keep their class; the
+report shows the targets figure; `handshake --target` measures one cell; Ctrl-C stops `serve` and
+leaves nothing running. The rest checks the inputs without root."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import processes_mentioning, run_pqbench
+
+from pqbench import store
+from pqbench.endpoints.remote import UNKNOWN_SIG
+from pqbench.errors import BadInput
+from pqbench.experiment import cells as cellmod
+from pqbench.experiment import spec as specmod
+from pqbench.remote import address, serve
+from pqbench.remote.realpath import RealPath
+from pqbench.testbed import LinkSpec
+
+RTT_MS = 10
+
+
+def _manifest(tmp_path: Path, sigs=("ecdsap256", "mldsa44")) -> Path:
+    for s in sigs:
+        (tmp_path / "certs" / s).mkdir(parents=True)
+        (tmp_path / "certs" / s / "root.crt").write_text("not read by the parser\n")
+    m = {"pqbench_serve": 1, "address": "192.0.2.10",
+         "tls": [{"port": 4433 + i, "sig": s, "server_name": "server.pqbench.test", "ca": f"certs/{s}/root.crt",
+                  "bytes_sent": 100} for i, s in enumerate(sigs)], "ssh": []}
+    (tmp_path / "manifest.json").write_text(json.dumps(m))
+    return tmp_path / "manifest.json"
+
+
+def _spec(tmp_path: Path, body: str) -> specmod.Spec:
+    path = tmp_path / "t.toml"
+    path.write_text(body)
+    return specmod.load(path)
+
+
+def test_a_manifest_target_is_one_target_per_chain_and_the_cells_cross_it_with_the_algorithms(tmp_path):
+    _manifest(tmp_path)
+    s = _spec(tmp_path, '[axes]\nkex = ["X25519", "X25519MLKEM768"]\nsig = ["ecdsap256", "mldsa44"]\n'
+                        '[[target]]\nname = "lab"\nmanifest = "manifest.json"\n'
+                        '[[target]]\nname = "other"\naddress = "192.0.2.20:443"\n')
+    assert [(t.name, t.address.ip, t.address.port, t.credentials.sig) for t in s.targets] == [
+        ("lab/ecdsap256", "192.0.2.10", 4433, "ecdsap256"), ("lab/mldsa44", "192.0.2.10", 4434, "mldsa44"),
+        ("other", "192.0.2.20", 443, UNKNOWN_SIG)]
+    assert s.targets[0].credentials.root_cert == tmp_path / "certs" / "ecdsap256" / "root.crt"  # relative to the spec
+    assert s.parallel == 1 and s.lanes == 1
+    cells = cellmod.expand(s)
+    assert len(cells) == 2 * 3
+    assert {(c.server, c.client, c.target) for c in cells} == {("remote", "openssl", t.name) for t in s.targets}
+    params = cells[0].params()
+    assert params["rtt_ms"] is None and params["loss"] is None and params["target"] == cells[0].target
+    assert cells[0].link_spec(1) == LinkSpec()
+    assert len({c.cell_id for c in cells}) == 6
+
+
+def test_a_client_that_always_verifies_skips_a_target_without_its_ca(tmp_path):
+    s = _spec(tmp_path, '[axes]\nkex = ["X25519"]\nclient = ["openssl", "gotls"]\n'
+                        '[[target]]\nname = "t"\naddress = "192.0.2.20:443"\n')
+    reasons = {c.client: cellmod.unavailable_reason(c, s) for c in cellmod.expand(s)}
+    assert reasons["openssl"] is None
+    assert "always verifies" in reasons["gotls"] and "ca" in reasons["gotls"]
+
+
+def test_an_ssh_target_is_skipped_with_the_reason(tmp_path):
+    s = _spec(tmp_path, '[axes]\nkex = ["mlkem768x25519-sha256"]\n[[target]]\naddress = "ssh://192.0.2.20:22"\n')
+    (cell,) = cellmod.expand(s)
+    assert (cell.server, cell.client, cell.kex) == ("remote-ssh", "gossh", "mlkem768x25519-sha256")
+    assert "NEWKEYS" in cellmod.unavailable_reason(cell, s)
+
+
+@pytest.mark.parametrize("body, field", [
+    ('[axes]\nkex = ["X25519"]\nrtt = ["10ms"]\n[[target]]\naddress = "192.0.2.1:443"\n', "axes.rtt"),
+    ('parallel = 4\n[axes]\nkex = ["X25519"]\n[[target]]\naddress = "192.0.2.1:443"\n', "parallel"),
+    ('[axes]\nkex = ["X25519"]\nserver = ["rustls"]\n[[target]]\naddress = "192.0.2.1:443"\n', "axes.server"),
+    ('[axes]\nkex = ["X25519"]\n[[target]]\naddress = "192.0.2.1:99999"\n', "target[0].address"),
+    ('[axes]\nkex = ["X25519"]\n[[target]]\naddress = "https://192.0.2.1"\n', "target[0].address"),
+    ('[axes]\nkex = ["X25519"]\n[[target]]\naddress = "192.0.2.1:443"\nca = "missing.pem"\n', "target[0].ca"),
+    ('[axes]\nkex = ["X25519"]\n[[target]]\nname = "a"\n', "target[0].address"),
+    ('[axes]\nkex = ["X25519"]\n[[target]]\nmanifest = "manifest.json"\nsig = "falcon512"\n', "target[0].sig"),
+    ('rate = 0\n[axes]\nkex = ["X25519"]\n[[target]]\naddress = "192.0.2.1:443"\n', "rate"),
+    ('rate = 5\n[axes]\nkex = ["X25519"]\nsig = ["ecdsap256"]\n', "rate"),
+])
+def test_bad_target_specs_name_the_field(tmp_path, body, field):
+    _manifest(tmp_path)
+    with pytest.raises(BadInput) as e:
+        _spec(tmp_path, body)
+    assert e.value.field == field
+
+
+def test_addresses_parse_and_a_real_path_refuses_emulation():
+    a = address.parse("x", "ssh://127.0.0.1")
+    assert (a.protocol, a.ip, a.port) == ("ssh", "127.0.0.1", 22)
+    assert address.parse("x", "localhost:4433").ip == "127.0.0.1"
+    with pytest.raises(BadInput):
+        address.parse("--target", "ssh://127.0.0.1:22", protocol="tls")
+    with pytest.raises(BadInput) as e:
+        RealPath().reconfigure(LinkSpec.symmetric(10))
+    assert e.value.field == "link"
+    RealPath().reconfigure(LinkSpec())  # nothing asked, nothing refused
+
+
+def test_serve_binds_a_wildcard_only_when_asked():
+    with pytest.raises(BadInput) as e:
+        serve.check_address("0.0.0.0", False)
+    assert e.value.field == "--address"
+    assert serve.check_address("0.0.0.0", True) == "0.0.0.0"
+    r = run_pqbench("serve", "--address", "0.0.0.0")
+    assert r.returncode == 2 and "--any-address" in r.stderr
+
+
+# --- in the testbed ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def lab(built_stack, tmp_path_factory):
+    """A testbed with `pqbench serve` in its server namespace: (testbed, serve process, its folder)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces)")
+    from pqbench.testbed import Testbed
+    d = tmp_path_factory.mktemp("serve")
+    with Testbed(LinkSpec.symmetric(RTT_MS)) as tb:
+        proc = subprocess.Popen([sys.executable, "-m", "pqbench", "serve", "--address", tb.server_addr, "--netns",
+                                 tb.server_ns, "--dir", str(d), "--sig", "ecdsap256,mldsa44", "--workers", "2"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not (d / "manifest.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (d / "manifest.json").exists(), proc.communicate(timeout=30)
+        yield tb, proc, d
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_writes_a_manifest_with_ports_chains_and_keys_kept_private(lab):
+    tb, _, d = lab
+    m = json.loads((d / "manifest.json").read_text())
+    assert m["address"] == tb.server_addr
+    assert [(p["port"], p["sig"]) for p in m["tls"]] == [(4433, "ecdsap256"), (4434, "mldsa44")]
+    assert all((d / p["ca"]).is_file() and "X25519MLKEM768" in p["groups"] for p in m["tls"])
+    assert m["tls"][1]["bytes_sent"] > m["tls"][0]["bytes_sent"]  # an ML-DSA chain is larger
+    keys = list(d.rglob("*.key"))
+    assert keys and all(k.stat().st_mode & 0o077 == 0 for k in keys)
+
+
+def test_a_target_spec_stores_cells_per_target_with_the_measured_path(lab, tmp_path):
+    tb, _, d = lab
+    (tmp_path / "t.toml").write_text(f'''name = "targets"
+samples = 8
+rate = 50
+netns = "{tb.client_ns}"
+timeout = "2s"
+[axes]
+kex = ["X25519", "X25519MLKEM768"]
+sig = ["ecdsap256", "mldsa44"]
+[[target]]
+name = "lab"
+manifest = "{d / 'manifest.json'}"
+[[target]]
+name = "closed"
+address = "{tb.server_addr}:9"
+[[target]]
+name = "misnamed"
+address = "{tb.server_addr}:4433"
+ca = "{d / 'certs' / 'ecdsap256' / 'root.crt'}"
+server_name = "wrong.example"
+''')
+    db = tmp_path / "r.duckdb"
+    r = run_pqbench("run", tmp_path / "t.toml", "--db", db)
+    assert r.returncode == 0, r.stderr[-3000:]
+    con = store.connect(db, read_only=True)
+    rows = {(c["target"], c["kex"]): c for c in store.cell_rows(con, store.resolve_run(con, None))}
+    assert {t for t, _ in rows} == {"lab/ecdsap256", "lab/mldsa44", "closed", "misnamed"}
+    for kex in ("X25519", "X25519MLKEM768"):
+        for target in ("lab/ecdsap256", "lab/mldsa44"):
+            c = rows[target, kex]
+            assert c["status"] == "done" and c["ok"] == 8, c
+            path = json.loads(c["path"])
+            for when in ("before", "after"):  # the emulated delay is a floor the connects cannot beat
+                assert path[when]["ok"] == 10 and path[when]["p50_ms"] >= RTT_MS, path
+        closed = rows["closed", kex]
+        assert closed["ok"] == 0 and json.loads(closed["failure_classes"]) == {"connect_refused": 8}
+        assert json.loads(closed["path"])["before"]["ok"] == 0
+        assert json.loads(rows["misnamed", kex]["failure_classes"]) == {"cert_verify": 8}
+    groups = con.execute("SELECT DISTINCT c.kex, s.\"group\", s.sigalg FROM samples s JOIN cells c USING (run_id, "
+                         "cell_id) WHERE c.target = 'lab/mldsa44' AND s.ok").fetchall()
+    assert sorted((k, g.lower(), s) for k, g, s in groups) == [("X25519", "x25519", "mldsa44"),
+                                                               ("X25519MLKEM768", "x25519mlkem768", "mldsa44")]
+    con.close()
+
+    out = tmp_path / "report"
+    r = run_pqbench("report", "--db", db, "--out", out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (out / "figures" / "targets.png").exists()
+    md = (out / "summary.md").read_text()
+    section = md[md.index("## Targets"):]
+    assert f"{tb.server_addr}:4434" in section and "X25519MLKEM768 + mldsa44" in section
+
+
+def test_handshake_target_measures_one_cell_from_the_command_line(lab):
+    tb, _, d = lab
+    r = run_pqbench("handshake", "--target", f"{tb.server_addr}:4434", "--kex", "X25519MLKEM768", "-n", "5",
+                    "--rate", "50", "--netns", tb.client_ns, "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout)
+    assert result["summary"]["ok"] == 5
+    assert result["negotiated"] == {"group": "X25519MLKEM768", "sigalg": "mldsa44"}
+    assert result["path"]["before"]["p50_ms"] >= RTT_MS
+    assert result["summary"]["p50_ms"] >= 2 * RTT_MS  # TCP, then TLS: two round trips at least
+    r = run_pqbench("handshake", "--target", f"{tb.server_addr}:4434", "--kex", "X25519", "--rtt", "10ms")
+    assert r.returncode == 2 and "--target" in r.stderr
+
+
+def test_ctrl_c_stops_serve_and_leaves_nothing_running(lab):
+    _, proc, d = lab
+    assert processes_mentioning(str(d))  # its servers run until asked to stop
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert processes_mentioning(str(d)) == []
