@@ -21,14 +21,13 @@ import subprocess
 import time
 from typing import Callable
 
-from pqbench import stats
-from pqbench.algorithms import catalog, openssl_build
-from pqbench.endpoints.base import Place
-from pqbench.endpoints.openssl import pqtimer
-from pqbench.errors import MissingCapability
+from pqbench import endpoints, stats
+from pqbench.algorithms import catalog
+from pqbench.endpoints.base import ClientJob, Place
 from pqbench.remote.address import Address
 from pqbench.scan import failure, pq
 
+SCAN_CLIENT = "openssl"  # pqtimer: it can offer any key-share list and record verification without enforcing it
 PAUSE_S = 0.05  # between connections to one target
 MAX_RUNS = 400  # pqtimer runs per target: the catalog's groups and a few per accepted group
 DEAD_AFTER = 2  # consecutive connection failures after which a target is taken for unreachable
@@ -46,14 +45,11 @@ class TlsProber:
     runs: int = 0
 
     def argv(self, groups: str, count: int, warmup: int) -> list[str]:
-        b = pqtimer.binary()
-        if not b.exists():
-            raise MissingCapability(f"{b} is missing", "run `make` in the project root")
-        argv = [str(b), "--host", self.address.ip, "--port", str(self.address.port), "--groups", groups,
-                "--count", str(count), "--warmup", str(warmup), "--timeout-ms", str(self.timeout_ms),
-                "--servername", self.servername, "--verify", "record"]
-        argv += ["--pause-ms", str(round(self.pause_s * 1000))] if count + warmup > 1 and self.pause_s > 0 else []
-        return argv + (["--cafile", self.cafile] if self.cafile else [])
+        """The openssl stack's client (pqtimer), through the endpoint seam, recording verification."""
+        job = ClientJob(host=self.address.ip, port=self.address.port, groups=[groups], cafile=self.cafile,
+                        servername=self.servername, warmup=warmup, timeout_ms=self.timeout_ms,
+                        pause_ms=round(self.pause_s * 1000) if count + warmup > 1 else 0)
+        return endpoints.get(SCAN_CLIENT, "client").client().argv(job, count, 0, None) + ["--verify", "record"]
 
     def run(self, groups: str, count: int = 1, warmup: int = 0) -> list[dict]:
         """count samples offering `groups` (OpenSSL's list syntax: `*` marks the key shares)."""
@@ -62,7 +58,7 @@ class TlsProber:
         if self.runs:
             time.sleep(self.pause_s)
         self.runs += 1
-        proc = self.place.popen(self.argv(groups, count, warmup), env=openssl_build.openssl_env(),
+        proc = self.place.popen(self.argv(groups, count, warmup), env=endpoints.get(SCAN_CLIENT, "client").client().env(),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         limit = (count + warmup) * self.timeout_ms / 1000 + 10
         try:
