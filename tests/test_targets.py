@@ -75,11 +75,13 @@ def test_a_client_that_always_verifies_skips_a_target_without_its_ca(tmp_path):
     assert "always verifies" in reasons["gotls"] and "ca" in reasons["gotls"]
 
 
-def test_an_ssh_target_is_skipped_with_the_reason(tmp_path):
-    s = _spec(tmp_path, '[axes]\nkex = ["mlkem768x25519-sha256"]\n[[target]]\naddress = "ssh://192.0.2.20:22"\n')
-    (cell,) = cellmod.expand(s)
-    assert (cell.server, cell.client, cell.kex) == ("remote-ssh", "gossh", "mlkem768x25519-sha256")
-    assert "NEWKEYS" in cellmod.unavailable_reason(cell, s)
+def test_an_ssh_target_is_measured_by_sshtimer_and_skipped_by_a_client_that_authenticates(tmp_path):
+    s = _spec(tmp_path, '[axes]\nkex = ["mlkem768x25519-sha256"]\nclient = ["gossh", "openssh"]\n'
+                        '[[target]]\naddress = "ssh://192.0.2.20:22"\n')
+    cells = {c.client: c for c in cellmod.expand(s)}
+    assert {(c.server, c.kex) for c in cells.values()} == {("remote-ssh", "mlkem768x25519-sha256")}
+    assert cellmod.unavailable_reason(cells["gossh"], s) is None
+    assert "NEWKEYS" in cellmod.unavailable_reason(cells["openssh"], s)
 
 
 @pytest.mark.parametrize("body, field", [
@@ -133,7 +135,8 @@ def lab(built_stack, tmp_path_factory):
     d = tmp_path_factory.mktemp("serve")
     with Testbed(LinkSpec.symmetric(RTT_MS)) as tb:
         proc = subprocess.Popen([sys.executable, "-m", "pqbench", "serve", "--address", tb.server_addr, "--netns",
-                                 tb.server_ns, "--dir", str(d), "--sig", "ecdsap256,mldsa44", "--workers", "2"],
+                                 tb.server_ns, "--dir", str(d), "--sig", "ecdsap256,mldsa44", "--workers", "2",
+                                 "--ssh-hostkey", "ssh-ed25519"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while not (d / "manifest.json").exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -152,6 +155,9 @@ def test_serve_writes_a_manifest_with_ports_chains_and_keys_kept_private(lab):
     assert [(p["port"], p["sig"]) for p in m["tls"]] == [(4433, "ecdsap256"), (4434, "mldsa44")]
     assert all((d / p["ca"]).is_file() and "X25519MLKEM768" in p["groups"] for p in m["tls"])
     assert m["tls"][1]["bytes_sent"] > m["tls"][0]["bytes_sent"]  # an ML-DSA chain is larger
+    (ssh,) = m["ssh"]
+    assert (ssh["port"], ssh["sig"]) == (2222, "ssh-ed25519") and ssh["fingerprint"].startswith("SHA256:")
+    assert "mlkem768x25519-sha256" in ssh["kex"]
     keys = list(d.rglob("*.key"))
     assert keys and all(k.stat().st_mode & 0o077 == 0 for k in keys)
 
@@ -170,6 +176,10 @@ sig = ["ecdsap256", "mldsa44"]
 name = "lab"
 manifest = "{d / 'manifest.json'}"
 [[target]]
+name = "lab-ssh"
+manifest = "{d / 'manifest.json'}"
+sig = "ssh-ed25519"
+[[target]]
 name = "closed"
 address = "{tb.server_addr}:9"
 [[target]]
@@ -183,7 +193,10 @@ server_name = "wrong.example"
     assert r.returncode == 0, r.stderr[-3000:]
     con = store.connect(db, read_only=True)
     rows = {(c["target"], c["kex"]): c for c in store.cell_rows(con, store.resolve_run(con, None))}
-    assert {t for t, _ in rows} == {"lab/ecdsap256", "lab/mldsa44", "closed", "misnamed"}
+    assert {t for t, _ in rows} == {"lab/ecdsap256", "lab/mldsa44", "lab-ssh", "closed", "misnamed"}
+    ssh = rows["lab-ssh", "mlkem768x25519-sha256"]  # the catalog's X25519MLKEM768, as SSH names it
+    assert ssh["status"] == "done" and ssh["ok"] == 8 and ssh["client"] == "gossh", ssh
+    assert json.loads(ssh["path"])["before"]["p50_ms"] >= RTT_MS
     for kex in ("X25519", "X25519MLKEM768"):
         for target in ("lab/ecdsap256", "lab/mldsa44"):
             c = rows[target, kex]
@@ -222,6 +235,24 @@ def test_handshake_target_measures_one_cell_from_the_command_line(lab):
     assert result["summary"]["p50_ms"] >= 2 * RTT_MS  # TCP, then TLS: two round trips at least
     r = run_pqbench("handshake", "--target", f"{tb.server_addr}:4434", "--kex", "X25519", "--rtt", "10ms")
     assert r.returncode == 2 and "--target" in r.stderr
+
+
+def test_ssh_target_measures_the_key_exchange_without_an_account(lab):
+    """sshtimer --kex-only: to NEWKEYS, host key recorded (not known) or verified (known)."""
+    tb, _, d = lab
+    m = json.loads((d / "manifest.json").read_text())
+    for known in (None, d / m["ssh"][0]["host_key"]):
+        r = run_pqbench("ssh", "--target", f"ssh://{tb.server_addr}:2222", "--kex", "mlkem768x25519-sha256", "-n", "4",
+                        "--rate", "50", "--netns", tb.client_ns, "--json", "--keep",
+                        *(["--ca", known] if known else []))
+        assert r.returncode == 0, r.stderr[-2000:]
+        result = json.loads(r.stdout)
+        assert result["summary"]["ok"] == 4
+        assert result["negotiated"] == {"group": "mlkem768x25519-sha256", "sigalg": "ssh-ed25519"}
+        assert result["summary"]["p50_ms"] >= 2 * RTT_MS  # TCP, identification/KEXINIT, the exchange: 2 RTT at least
+        samples = [json.loads(l) for l in (Path(result["run_dir"]) / "samples.jsonl").read_text().splitlines()]
+        assert {s["host_key_fingerprint"] for s in samples} == {m["ssh"][0]["fingerprint"]}
+        assert all(s["t_ns"]["userauth_done"] is None for s in samples)  # never authenticated
 
 
 def test_ctrl_c_stops_serve_and_leaves_nothing_running(lab):

@@ -2,7 +2,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pqbench import units
+from pqbench import endpoints, units
 from pqbench.analysis import single
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
@@ -50,8 +50,9 @@ def add_target_options(p, form: str) -> None:
     """What `handshake` and `ssh` take to measure a server pqbench did not start."""
     p.add_argument("--target", metavar=form, help="measure this server (one pqbench did not start) over the host's "
                                                   "network instead of an emulated link; pqbench contacts nothing else")
-    p.add_argument("--ca", help="with --target: the CA certificate (PEM) to verify it with; without, the verification "
-                                "result is recorded and not enforced")
+    p.add_argument("--ca", help="with --target: the CA certificate (PEM; SSH: the host's public key) to verify it "
+                                "with; without, the verification result (SSH: the host key's fingerprint) is recorded "
+                                "and not enforced")
     p.add_argument("--servername", help="with --target: the name to ask for and verify (default: the target's host)")
     p.add_argument("--netns", help="with --target: run the client in this existing network namespace")
     p.epilog = (f"With --target, --rate is the pace: connections per second at most, one at a time (default "
@@ -70,7 +71,8 @@ def target_config(args, protocol: str) -> dict:
     args.rate = None
     target = make("--target", args.target, ca=args.ca, server_name=args.servername, sig=getattr(args, "sig", None),
                   protocol=protocol)
-    return {"target": target, "rate": rate, "netns": args.netns, "protocol": protocol, "server": "remote"}
+    return {"target": target, "rate": rate, "netns": args.netns, "protocol": protocol,
+            "server": endpoints.target_stack(protocol).name}
 
 
 def sampling_config(args) -> dict:

@@ -2,26 +2,34 @@
 
 from pqbench import endpoints
 from pqbench.analysis import single
-from pqbench.commands.handshake import add_sampling_options, run_and_print, sampling_config
+from pqbench.commands.handshake import add_sampling_options, add_target_options, run_and_print, sampling_config, \
+    target_config
+from pqbench.errors import BadInput
 
 
 def register(sub):
     p = sub.add_parser("ssh", help="measure SSH handshakes (to the client's NEWKEYS) for one key exchange and host "
                                    "key over an emulated link")
     p.add_argument("--kex", required=True, help="SSH key exchange (e.g. mlkem768x25519-sha256)")
-    p.add_argument("--hostkey", required=True, help="host key algorithm (e.g. ssh-ed25519, ssh-mldsa-44)")
+    p.add_argument("--hostkey", help="host key algorithm (e.g. ssh-ed25519, ssh-mldsa-44); with --target: optional, "
+                                     "a label (the server chooses among what sshtimer offers)")
     p.add_argument("--server", help="server stack: gossh (Go x/crypto/ssh, the only one with ML-DSA host keys) "
                                     "or openssh (default: openssh, gossh for ML-DSA host keys)")
     p.add_argument("--client", default="gossh", help="client stack: gossh (sshtimer) or openssh (ssh, timed by "
                                                      "sshtimer's relay); default gossh")
     add_sampling_options(p)
+    add_target_options(p, "ssh://HOST:PORT")
     p.set_defaults(func=handle)
 
 
 def config_from_args(args) -> single.HandshakeConfig:
-    server = args.server or endpoints.default_pair("ssh", args.hostkey)[0]
-    return single.HandshakeConfig(kex=args.kex, sig=args.hostkey, protocol="ssh", server=server,
-                                     client=args.client, **sampling_config(args))
+    args.sig = args.hostkey  # a target's label, as --sig is for TLS
+    target = target_config(args, "ssh")
+    if not target and not args.hostkey:
+        raise BadInput("--hostkey", "is required (a host key algorithm, e.g. ssh-ed25519), unless --target names a server")
+    server = args.server or endpoints.default_pair("ssh", args.hostkey)[0] if not target else "remote-ssh"
+    return single.HandshakeConfig(kex=args.kex, sig=args.hostkey or "", **{"protocol": "ssh", "server": server, **target},
+                                  client=args.client, **sampling_config(args))
 
 
 def handle(args) -> int:

@@ -78,6 +78,7 @@ class ClientJob:
     timeout_ms: int = 10_000
     pad: int = 0
     pause_ms: int = 0  # between one sample's end and the next one's start, per worker (a target's gentle pace)
+    target: bool = False  # a server pqbench did not start: no account there, trust only what was given
 
     def tls_client_options(self, groups: list[str], count: int, worker: int, claims: Path | None) -> list[str]:
         """The options every TLS timing client takes as pqtimer defines them (pqtimer, tlsgo, pqrustls,

@@ -309,7 +309,10 @@ def _with_targets(text: str, data: dict, axes: dict) -> Spec:
                 if sig is None:
                     raise BadInput(f"{field}.sig", "a manifest target needs the signature algorithms to measure "
                                                    "(its sig, or axes.sig)")
-                sig = _algorithm(f"{field}.sig", sig, "sig", ("tls",))
+                try:  # a TLS chain by any of its names; else an SSH host key, as the manifest names it
+                    sig = _algorithm(f"{field}.sig", sig, "sig", ("tls",))
+                except BadInput:
+                    sig = str(sig)
                 many = "sig" not in t and len(sigs) > 1
                 targets.append(targetmod.from_manifest(field, file(t["manifest"]), sig, host=t.get("host"),
                                                        name=f"{name}/{sig}" if many else name))

@@ -73,7 +73,9 @@ def new_run_dir(prefix: str = "handshake") -> Path:
 def _names(cfg: HandshakeConfig) -> tuple[str, str]:
     """The key exchange and signature (SSH: host key) by their canonical names, checked."""
     if cfg.target:
-        return catalog.find(cfg.kex, "kem", field="--kex", protocol=cfg.protocol).name, cfg.target.credentials.sig
+        kex = sshkeys.check_kex(cfg.kex, "--kex") if cfg.protocol == "ssh" else \
+            catalog.find(cfg.kex, "kem", field="--kex", protocol="tls").name
+        return kex, cfg.target.credentials.sig
     if cfg.protocol == "ssh":
         return sshkeys.check_kex(cfg.kex, "--kex"), sshkeys.check_hostkey(cfg.sig, "--hostkey")
     return (catalog.find(cfg.kex, "kem", field="--kex", protocol="tls").name,
@@ -143,7 +145,8 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
             f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
         job = rig.job(site.port, kex, chain, host=site.host, mode=cfg.mode,
                       path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests, warmup=cfg.warmup,
-                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0)
+                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0,
+                      target=cfg.target is not None)
         control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
                                      rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
         say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")

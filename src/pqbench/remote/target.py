@@ -58,9 +58,13 @@ def make(field: str, address: str, *, name: str | None = None, ca=None, server_n
         if not root.is_file():
             raise BadInput(f"{field}.ca" if name is not None else "--ca", f"{root} is not a file (a PEM CA certificate)")
     if sig:
-        from pqbench.algorithms import catalog
-        sig = catalog.find(str(sig), "sig", field=f"{field}.sig" if name is not None else "--sig",
-                           protocol=a.protocol).name
+        where = f"{field}.sig" if name is not None else ("--hostkey" if a.protocol == "ssh" else "--sig")
+        if a.protocol == "ssh":
+            from pqbench.endpoints import sshkeys
+            sig = sshkeys.check_hostkey(str(sig), where)
+        else:
+            from pqbench.algorithms import catalog
+            sig = catalog.find(str(sig), "sig", field=where, protocol="tls").name
     return Target(name or str(a), a, Credentials(root, server_name or a.host, sig or UNKNOWN_SIG))
 
 
@@ -79,7 +83,8 @@ def from_manifest(field: str, manifest: Path, sig: str, *, name: str | None = No
     if where in ("0.0.0.0", ""):
         raise BadInput(f"{field}.host", f"the server listens on every address ({m['address']}): name the one to "
                                         "reach it by (host = \"…\")")
-    root = Path(manifest).parent / p["ca"] if p.get("ca") else None
+    trust = p.get("ca") or p.get("host_key")  # TLS: the root certificate; SSH: the host's public key
+    root = Path(manifest).parent / trust if trust else None
     prefix = "ssh://" if p in m.get("ssh", []) else ""
     return Target(name or f"{where}:{p['port']}", addrmod.parse(f"{field}.host", f"{prefix}{where}:{p['port']}"),
                   Credentials(root, p.get("server_name") or where, sig, p.get("bytes_sent")))

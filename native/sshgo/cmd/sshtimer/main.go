@@ -7,6 +7,10 @@
 //	sshtimer --host ADDR --port N --kex NAME --hostkey NAME --user U --identity KEYFILE
 //	         --known-host-key PUBFILE [--command true] [--count N] [--warmup N] [--timeout-ms T]
 //	         [--worker K] [--claim FILE] [--mode handshake] [--principal pqbench] [--pause-ms MS]
+//	sshtimer --kex-only --host ADDR --port N --kex NAME [--hostkey NAME] [--known-host-key PUBFILE] ...
+//	                             a server pqbench did not start: the sample ends at NEWKEYS both ways; the
+//	                             authentication after it (no method offered) is refused and not counted; the
+//	                             host key is verified when PUBFILE is given, else recorded (host_key_fingerprint)
 //	sshtimer --capabilities      what this build implements (JSON)
 //	sshtimer --openssh PATH ...  the same samples from OpenSSH's ssh at PATH (see openssh.go)
 //
@@ -55,7 +59,7 @@ type options struct {
 	principal                                                              string
 	port, count, warmup, timeoutMs, worker, pauseMs                        int
 	openssh, out                                                           string
-	relay                                                                  bool
+	relay, kexOnly                                                         bool
 }
 
 func usage(field, why string) {
@@ -81,6 +85,7 @@ func parseOptions() options {
 	fs.IntVar(&o.count, "count", 1, "")
 	fs.IntVar(&o.warmup, "warmup", 0, "")
 	fs.IntVar(&o.pauseMs, "pause-ms", 0, "")
+	fs.BoolVar(&o.kexOnly, "kex-only", false, "")
 	fs.IntVar(&o.timeoutMs, "timeout-ms", 10000, "")
 	fs.IntVar(&o.worker, "worker", 0, "")
 	fs.StringVar(&o.claim, "claim", "", "")
@@ -108,11 +113,13 @@ func parseOptions() options {
 		usage("--port", "must be 1..65535")
 	case o.kex == "":
 		usage("--kex", "required")
-	case o.hostkey == "":
+	case o.kexOnly && o.openssh != "":
+		usage("--kex-only", "only with sshtimer's own client (not --openssh)")
+	case o.hostkey == "" && !o.kexOnly:
 		usage("--hostkey", "required")
-	case o.identity == "":
+	case o.identity == "" && !o.kexOnly:
 		usage("--identity", "required")
-	case o.knownHostKey == "":
+	case o.knownHostKey == "" && !o.kexOnly:
 		usage("--known-host-key", "required")
 	case o.mode != "handshake":
 		usage("--mode", "only handshake (connect, key exchange, authentication, one command)")
@@ -120,6 +127,9 @@ func parseOptions() options {
 		usage("--count/--warmup/--pause-ms", "must be >= 0")
 	case o.timeoutMs < 1:
 		usage("--timeout-ms", "must be >= 1")
+	}
+	if o.kexOnly && o.hostkey == "" {
+		return o // a target's host key algorithm is the server's choice among the library's defaults
 	}
 	if o.openssh == "" {
 		if err := sshkeys.Supported(o.kex, o.hostkey); err != nil {
@@ -203,6 +213,8 @@ type sample struct {
 	TCPHandshake  *tcpCounts        `json:"tcp_handshake"`
 	TCPEnd        *tcpCounts        `json:"tcp_end"`
 	ExitStatus    *int              `json:"exit_status"`
+	// --kex-only: the server's host key as OpenSSH prints it (SHA256:...), verified or only recorded
+	HostKeyFingerprint *string `json:"host_key_fingerprint,omitempty"`
 	// sshtimer's own wait for a CPU during the sample (its threads' schedstat); with OpenSSH's ssh
 	// it is the relay's, which takes the timestamps, not the ssh process's
 	CPUWaitNs *int64 `json:"cpu_wait_ns"`
@@ -293,20 +305,45 @@ func (c *client) run(i int) (s sample) {
 		tr = newTracer(conn)
 		var hostKeyType string
 		cfg := &ssh.ClientConfig{
-			Config:            ssh.Config{KeyExchanges: []string{c.kexAlg}},
-			User:              c.o.user,
-			Auth:              []ssh.AuthMethod{ssh.PublicKeys(c.signer)},
-			HostKeyAlgorithms: []string{c.hostKeyAlg()},
+			Config: ssh.Config{KeyExchanges: []string{c.kexAlg}},
+			User:   c.o.user,
 			HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
 				hostKeyType = key.Type()
+				fp := ssh.FingerprintSHA256(key)
+				s.HostKeyFingerprint = &fp
+				if c.checkHost == nil {
+					return nil // --kex-only without a known key: recorded, not verified
+				}
 				return c.checkHost("", nil, key)
 			},
 			BannerCallback: func(string) error { return nil },
 			ClientVersion:  "SSH-2.0-pqbench_sshtimer",
 		}
+		if c.signer != nil {
+			cfg.Auth = []ssh.AuthMethod{ssh.PublicKeys(c.signer)}
+		}
+		if c.o.hostkey != "" {
+			cfg.HostKeyAlgorithms = []string{c.hostKeyAlg()}
+		}
 		sc, chans, reqs, err := ssh.NewClientConn(tr, addr, cfg)
+		if err != nil && c.o.kexOnly && tr.keysExchanged() {
+			// a server we have no account on: the key exchange is what is measured, and it completed
+			// (NEWKEYS both ways); the authentication that followed was refused, as expected
+			kex, hostkey := tr.negotiated()
+			s.Group, s.Sigalg = &kex, &hostkey
+			if hostKeyType != "" {
+				s.Sigalg = &hostKeyType
+			}
+			return nil
+		}
 		if err != nil {
 			return classify(err, tr.stage())
+		}
+		if c.o.kexOnly { // a server that let us in without a method: still only the key exchange counts
+			kex, hostkey := tr.negotiated()
+			s.Group, s.Sigalg = &kex, &hostkey
+			_ = sc.Close()
+			return nil
 		}
 		at("userauth_done", time.Now())
 		cl := ssh.NewClient(sc, chans, reqs)
@@ -404,6 +441,18 @@ func main() {
 }
 
 func goClient(o options) func(int) sample {
+	if o.kexOnly {
+		c := &client{o: o, kexAlg: o.kex}
+		if o.knownHostKey != "" {
+			hostKey, err := sshkeys.LoadPublic(o.knownHostKey)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "sshtimer: --known-host-key: %v\n", err)
+				os.Exit(3)
+			}
+			c.checkHost = ssh.FixedHostKey(hostKey)
+		}
+		return c.run
+	}
 	signer, err := sshkeys.Load(o.identity)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sshtimer: --identity: %v\n", err)

@@ -248,6 +248,13 @@ func (t *tracer) exchanged() {
 	}
 }
 
+// keysExchanged: NEWKEYS went both ways, so the key exchange completed and the host key was accepted.
+func (t *tracer) keysExchanged() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.at["newkeys_sent"].IsZero() && !t.at["newkeys_received"].IsZero()
+}
+
 // stage names how far the connection got, for an error message.
 func (t *tracer) stage() string {
 	t.mu.Lock()

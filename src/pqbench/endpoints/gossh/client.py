@@ -29,13 +29,17 @@ class SshTimer:
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         b = build.require("sshtimer")
+        common = ["--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
+                  "--worker", str(worker), "--mode", job.mode] + (["--pause-ms", str(job.pause_ms)] if job.pause_ms else [])
+        if job.target:  # no account there: the sample ends at NEWKEYS; the host key checked if it was given
+            return [str(b), "--host", job.host, "--port", str(job.port), "--kex", job.groups[0], "--kex-only",
+                    *(["--known-host-key", job.cafile] if job.cafile else []), *common,
+                    *(["--claim", str(claims)] if claims else [])]
         keys = sshkeys.keys_of(job.cafile)
         hostkey = getattr(job, "hostkey", None) or keys.sig
         identity = getattr(job, "identity", None) or keys.user_key
         argv = [str(b), "--host", job.host, "--port", str(job.port), "--kex", job.groups[0], "--hostkey", hostkey,
-                "--user", sshkeys.USER, "--identity", str(identity), "--known-host-key", job.cafile,
-                "--count", str(count), "--warmup", str(job.warmup), "--timeout-ms", str(job.timeout_ms),
-                "--worker", str(worker), "--mode", job.mode]
+                "--user", sshkeys.USER, "--identity", str(identity), "--known-host-key", job.cafile, *common]
         if keys.size_only:
             argv += ["--principal", keys.server_name]
         return argv + (["--claim", str(claims)] if claims else [])

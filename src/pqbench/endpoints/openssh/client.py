@@ -29,6 +29,9 @@ class OpenSshClient:
         if not ssh_binary().exists():
             from pqbench.endpoints.openssh.sshd import FIX
             raise MissingCapability(f"{ssh_binary()} is missing", FIX)
+        if job.target:
+            raise MissingCapability("OpenSSH's ssh authenticates, and a target gives it no account",
+                                    "measure an SSH target with the gossh client (sshtimer --kex-only)")
         return SshTimer().argv(job, count, worker, claims) + ["--openssh", str(ssh_binary())]
 
     def env(self) -> dict:
