@@ -230,6 +230,22 @@ def parse(text: str, origin: str = "spec") -> Spec:
     congctl = tuple(congctl_name(f"axes.congctl[{i}]", v)
                     for i, v in enumerate(_list("axes.congctl", axes["congctl"], "congestion control names"))) \
         if "congctl" in axes else (None,)
+
+    backend = data.get("backend", "auto")
+    if backend not in ("auto", "pqlink", "netem"):
+        raise BadInput("backend", f"{backend!r} is not one of auto, pqlink, netem")
+    for key in ("rate", "netns"):
+        if key in data:
+            raise BadInput(key, "applies to [[target]] specs only (the link's rate is axes.rate)")
+    return Spec(**_common(text, data, axes), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
+                **_workload(axes), stacks=stacks, protocols=protocols,
+                stacks_named=any(a in axes for a in ("stack", "server", "client")), backend=backend,
+                lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
+                **_parallel(data), congctl=congctl)
+
+
+def _workload(axes: dict) -> dict:
+    """What each connection does, whatever the servers and the path: page, requests, pad, resume."""
     page = tuple(units.page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
         if "page" in axes else (None,)
     requests = tuple(units.integer(f"axes.requests[{i}]", v, minimum=1, maximum=100000)
@@ -242,18 +258,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
         raise BadInput("axes.resume", "must be true or false")
     if resume and (page != (None,) or requests != (None,)):
         raise BadInput("axes.resume", "cannot be combined with page or requests")
-
-    backend = data.get("backend", "auto")
-    if backend not in ("auto", "pqlink", "netem"):
-        raise BadInput("backend", f"{backend!r} is not one of auto, pqlink, netem")
-    for key in ("rate", "netns"):
-        if key in data:
-            raise BadInput(key, "applies to [[target]] specs only (the link's rate is axes.rate)")
-    return Spec(**_common(text, data, axes), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
-                page=page, requests=requests, pad=pad, stacks=stacks, protocols=protocols,
-                stacks_named=any(a in axes for a in ("stack", "server", "client")), resume=resume, backend=backend,
-                lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
-                **_parallel(data), congctl=congctl)
+    return {"page": page, "requests": requests, "pad": pad, "resume": resume}
 
 
 def _common(text: str, data: dict, axes: dict) -> dict:
@@ -331,22 +336,12 @@ def _with_targets(text: str, data: dict, axes: dict) -> Spec:
                    if endpoints.get(c).protocol == p)
     kex = tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
                 for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
-    page = tuple(units.page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
-        if "page" in axes else (None,)
-    requests = tuple(units.integer(f"axes.requests[{i}]", v, minimum=1, maximum=100000)
-                     for i, v in enumerate(_list("axes.requests", axes["requests"], "counts"))) \
-        if "requests" in axes else (None,)
-    pad = tuple(units.integer(f"axes.pad[{i}]", v, minimum=0, maximum=60000)
-                for i, v in enumerate(_list("axes.pad", axes.get("pad", 0), "bytes")))
-    resume = axes.get("resume", False)
-    if not isinstance(resume, bool):
-        raise BadInput("axes.resume", "must be true or false")
     netns = data.get("netns")
     if netns is not None and (not isinstance(netns, str) or not netns):
         raise BadInput("netns", "must be the name of an existing network namespace")
     return Spec(**_common(text, data, axes), kex=kex, sig=tuple(dict.fromkeys(t.credentials.sig for t in targets)),
-                scenarios=(), mtu=(None,), initcwnd=(None,), page=page, requests=requests, pad=pad, stacks=stacks,
-                protocols=protocols, stacks_named=True, resume=resume, backend="real", lanes=1, parallel=1,
+                scenarios=(), mtu=(None,), initcwnd=(None,), **_workload(axes), stacks=stacks,
+                protocols=protocols, stacks_named=True, backend="real", lanes=1, parallel=1,
                 max_bias=None, targets=tuple(targets),
                 rate=units.number("rate", data.get("rate", targetmod.DEFAULT_RATE), minimum=0.01,
                                   maximum=targetmod.MAX_RATE), netns=netns)
