@@ -42,11 +42,6 @@ def target_stack(protocol: str) -> Stack:
     return next(s for s in _TARGETS.values() if s.protocol == protocol)
 
 
-def is_target(name: str) -> bool:
-    _load()
-    return name in _TARGETS
-
-
 def unsupported(server: str, client: str, kex: str, sig: str, mode: str) -> str | None:
     """Why the server stack and the client stack, as built here, cannot measure kex with sig in this
     mode, or None: each stack answers for its own role."""

@@ -287,8 +287,9 @@ def _with_targets(text: str, data: dict, axes: dict) -> Spec:
             raise BadInput(f"axes.{key}", "targets replace the link axes: their path is measured, not emulated")
     for key in ("scenario", "gemodel", "queue", "backend", "lanes", "protocol"):
         if key in data:
-            raise BadInput(key, f"does not apply with [[target]] (a target's protocol is its address's: "
-                                f"HOST:PORT is TLS, ssh://HOST:PORT SSH)")
+            raise BadInput(key, "does not apply with [[target]]: " + (
+                "a target's protocol is its address's (HOST:PORT is TLS, ssh://HOST:PORT SSH)" if key == "protocol"
+                else "one lane measures the targets, over the host's network (no emulated link)"))
     for key in ("stack", "server", "protocol"):
         if key in axes:
             raise BadInput(f"axes.{key}", "the targets are the servers; axes.client names the client stacks")

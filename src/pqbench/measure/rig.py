@@ -8,12 +8,12 @@ and the same loss pattern (paired comparisons).
     with Rig(endpoints.get("openssl"), serving, link, tcp) as rig:          # one stack, both roles
     with Rig.pairs({"openssl": serving, "rustls": serving2}, ["openssl", "gotls"], link, tcp) as rig:
         rig.begin_cell(link, tcp)
+        samples = rig.sample(job, 100, 4, scratch, client="gotls")
+        wire = rig.end_cell(samples, job.mode, scratch, client="gotls")
 
 The path between the sides is a testbed (the emulated link) unless the rig is given another: a
 pqbench.remote.realpath.RealPath, the host's own network, where the servers are targets (servers pqbench
 did not start) and the path is measured before and after each cell instead of emulated (path_rtt).
-        samples = rig.sample(job, 100, 4, scratch, client="gotls")
-        wire = rig.end_cell(samples, job.mode, scratch, client="gotls")
 """
 
 from __future__ import annotations

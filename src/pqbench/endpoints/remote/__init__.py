@@ -1,13 +1,13 @@
-"""Targets: servers pqbench did not start, as server endpoints. Starting one does nothing, its
-readiness is a TCP connect (remembered, never fatal: a target that does not answer gives failed
-samples with their class, and the run goes on), and what it can do is unknown until asked (`pqbench
-scan`), so no cell is refused in advance. Any client stack of the protocol measures it."""
+"""Targets: servers pqbench did not start, as server endpoints. Starting one does nothing; its
+readiness is the TCP connects that measure the path before each cell (never fatal: a target that does
+not answer gives failed samples with their class, and the run goes on); what it can do is unknown until
+asked (`pqbench scan`), so no cell is refused in advance. Any client stack of the protocol measures it."""
 
 from __future__ import annotations
 
 import functools
 
-from pqbench.endpoints.base import Capabilities, Place, Serving, Stack, tcp_probe
+from pqbench.endpoints.base import Capabilities, Place, Serving, Stack
 from pqbench.errors import BadInput
 from pqbench.sample import END_PHASE
 
@@ -20,16 +20,11 @@ MODES = {"tls": tuple(END_PHASE), "ssh": ("handshake",)}
 class RemoteServer:
     warm_up = False  # not ours to warm: its first handshakes are part of what is measured
 
-    def __init__(self):
-        self.serving: Serving | None = None
-        self.reachable: dict[str, bool] = {}
-
     def start(self, place: Place, serving: Serving) -> None:
-        self.serving = serving
+        pass
 
     def ready(self, client_place: Place) -> None:
-        for site in self.serving.sites:
-            self.reachable[f"{site.host}:{site.port}"] = tcp_probe(client_place, site.host, site.port)
+        pass  # each cell's path measurement connects first, and records a target that does not answer
 
     def stop(self) -> None:
         pass
@@ -50,4 +45,3 @@ def _capabilities(name: str, protocol: str) -> Capabilities:
 STACKS = tuple(Stack(name=name, protocol=protocol, server=RemoteServer, client=_no_client,
                      capabilities=functools.partial(_capabilities, name, protocol))
                for name, protocol in (("remote", "tls"), ("remote-ssh", "ssh")))
-NAME = {protocol: name for name, protocol in (("remote", "tls"), ("remote-ssh", "ssh"))}
