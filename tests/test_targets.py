@@ -220,7 +220,8 @@ server_name = "wrong.example"
     assert (out / "figures" / "targets.png").exists()
     md = (out / "summary.md").read_text()
     section = md[md.index("## Targets"):]
-    assert f"{tb.server_addr}:4434" in section and "X25519MLKEM768 + mldsa44" in section
+    assert f"{tb.server_addr}:4434" in section and "| X25519MLKEM768 + mldsa44 |" in section
+    assert "| mlkem768x25519-sha256 + ssh-ed25519 |" in section  # the stacks vary only with the protocol
 
 
 def test_handshake_target_measures_one_cell_from_the_command_line(lab):

@@ -79,8 +79,17 @@ def spec_axis(run: dict, axis: str) -> list:
 
 
 def _variant_fields(cells: list[CellStats]) -> tuple:
-    varying = tuple(f for f in ALG_FIELDS if len({c.row.get(f) for c in cells}) > 1)
+    varying = tuple(f for f in ALG_FIELDS if len({c.row.get(f) for c in cells}) > 1 and not _by_protocol(cells, f))
     return varying or ("kex", "sig")
+
+
+def _by_protocol(cells: list[CellStats], field: str) -> bool:
+    """A target run's stack that varies only with the protocol (remote / remote-ssh; openssl / gossh):
+    the algorithm's names already say which protocol, and the target names the server."""
+    if field not in ("server", "client") or not all(c.row.get("target") for c in cells):
+        return False
+    return all(len({c.row.get(field) for c in cells if c.row.get("protocol") == p}) == 1
+               for p in {c.row.get("protocol") for c in cells})
 
 
 def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Analysis:
