@@ -510,29 +510,30 @@ def failures(a: Analysis) -> Figure | None:
 
 # (id, title, function, what it shows when present)
 def targets_vs_path(a: Analysis) -> Figure | None:
-    """Median handshake time (95 % CI) against the measured path RTT, one colour per algorithm."""
+    """Median handshake time (95 % CI) against the measured path RTT, one colour per algorithm, each
+    target named once beside its highest point."""
     cells = [c for c in targets.target_cells(a) if targets.path_rtt(c) is not None]
     if not cells:
         return None
     cols = colours(a)
     labels = [l for l in a.labels() if any(a.label(c) == l for c in cells)]
-    fig, (ax,) = _grid(1, width=6.5, height=4.2, max_cols=1)
-    xs = []
+    fig, (ax,) = _grid(1, width=9.5, height=4.6, max_cols=1)
     for label in labels:
         mine = sorted((c for c in cells if a.label(c) == label), key=targets.path_rtt)
-        x = [targets.path_rtt(c) for c in mine]
         y = [c.pct[50][0] for c in mine]
         err = [[c.pct[50][0] - c.pct[50][1] for c in mine], [c.pct[50][2] - c.pct[50][0] for c in mine]]
-        ax.errorbar(x, y, yerr=err, color=cols[label], marker="o", ls="", capsize=3)
-        xs += x
-        for c, xi, yi in zip(mine, x, y):
-            ax.annotate(c.target, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7, alpha=0.6)
-    lo, hi = 0, max(xs) * 1.1
-    ax.plot([lo, hi], [2 * lo, 2 * hi], color="grey", ls=":", lw=1)  # 2 round trips: TCP + TLS 1.3
-    ax.set_xlabel("measured path RTT (ms, TCP connect p50, mean of before and after the cell)")
+        ax.errorbar([targets.path_rtt(c) for c in mine], y, yerr=err, color=cols[label], marker="o", ls="",
+                    capsize=3)
+    for name in sorted({c.target for c in cells}):
+        top = max((c for c in cells if c.target == name), key=lambda c: c.pct[50][0])
+        ax.annotate(name, (targets.path_rtt(top), top.pct[50][0]), textcoords="offset points", xytext=(6, 0),
+                    fontsize=7, color="0.35", va="center")
+    hi = max(targets.path_rtt(c) for c in cells) * 1.15
+    ax.plot([0, hi], [0, 2 * hi], color="grey", ls=":", lw=1)  # 2 round trips: TCP + TLS 1.3
+    ax.set_xlabel("measured path RTT (ms): TCP connect p50, mean of before and after the cell")
     ax.set_ylabel("handshake time (ms)")
     ax.grid(alpha=0.3)
-    fig.suptitle("Targets: median handshake time (95 % CI) vs the measured path; dotted: 2 × RTT")
+    fig.suptitle("Targets: median handshake time (95 % CI) vs the measured path; dotted, 2 × RTT")
     _legend(fig, cols, labels)
     return fig
 
