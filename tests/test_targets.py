@@ -72,7 +72,12 @@ def test_a_client_that_always_verifies_skips_a_target_without_its_ca(tmp_path):
                         '[[target]]\nname = "t"\naddress = "192.0.2.20:443"\n')
     reasons = {c.client: cellmod.unavailable_reason(c, s) for c in cellmod.expand(s)}
     assert reasons["openssl"] is None
-    assert "always verifies" in reasons["gotls"] and "ca" in reasons["gotls"]
+    assert "cannot record a verification result" in reasons["gotls"] and "CA" in reasons["gotls"]
+    from pqbench.measure import single  # the one-cell command refuses the same pair before it starts
+    cfg = single.HandshakeConfig(kex="X25519", sig="", server="remote", client="gotls", target=s.targets[0])
+    with pytest.raises(BadInput) as e:
+        single.measure(cfg)
+    assert e.value.field == "--client"
 
 
 def test_an_ssh_target_is_measured_by_sshtimer_and_skipped_by_a_client_that_authenticates(tmp_path):

@@ -153,20 +153,11 @@ def order(cells: list[Cell], seed: int) -> list[Cell]:
     return shuffled
 
 
-# The clients that can leave a target's chain unverified and record the result (pqtimer); the others
-# always verify, so they need the target's CA.
-RECORDS_VERIFICATION = ("openssl",)
-SSH_TARGET_CLIENT = "gossh"  # sshtimer can stop at NEWKEYS, with no account on the server
-
-
 def unavailable_reason(cell: Cell, spec: Spec | None = None) -> str | None:
     """Why the cell's server or client stack, as built here, cannot run the cell, or None."""
-    if cell.target and cell.protocol == "ssh" and cell.client != SSH_TARGET_CLIENT:
-        return (f"the {cell.client} client authenticates, and a target gives it no account: SSH targets are measured "
-                f"by {SSH_TARGET_CLIENT} (sshtimer --kex-only, to NEWKEYS)")
-    if cell.target and spec is not None and cell.client not in RECORDS_VERIFICATION:
-        target = next(t for t in spec.targets if t.name == cell.target)
-        if target.protocol == "tls" and target.credentials.root_cert is None:
-            return (f"the {cell.client} client always verifies the server's chain: give target {target.name!r} "
-                    f"its ca (or measure it with the {' or '.join(RECORDS_VERIFICATION)} client)")
+    if cell.target and spec is not None:
+        from pqbench.remote.target import client_problem
+        why = client_problem(next(t for t in spec.targets if t.name == cell.target), cell.client)
+        if why:
+            return why
     return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode)

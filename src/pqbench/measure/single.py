@@ -20,7 +20,7 @@ from pqbench.measure import cell as cellmeasure
 from pqbench.measure.rig import Rig, credentials
 from pqbench.sample import END_PHASE
 from pqbench.remote.realpath import RealPath
-from pqbench.remote.target import DEFAULT_RATE, Target, pause_ms
+from pqbench.remote.target import DEFAULT_RATE, Target, client_problem, pause_ms
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
 PORT = 4433
@@ -168,3 +168,6 @@ def _check_target(cfg: HandshakeConfig) -> None:
         raise BadInput("--parallel", "a target is measured one connection at a time (--rate sets the pace)")
     if cfg.target.protocol != cfg.protocol:
         raise BadInput("--target", f"{cfg.target.address} is an {cfg.target.protocol.upper()} address")
+    why = client_problem(cfg.target, cfg.client)
+    if why:
+        raise BadInput("--client", why)

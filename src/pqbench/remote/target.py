@@ -90,6 +90,23 @@ def from_manifest(field: str, manifest: Path, sig: str, *, name: str | None = No
                   Credentials(root, p.get("server_name") or where, sig, p.get("bytes_sent")))
 
 
+# The clients that can leave a target's chain unverified and record the result (pqtimer); the others
+# always verify (or, Go's, would skip verification without saying), so they need the target's CA.
+RECORDS_VERIFICATION = ("openssl",)
+SSH_CLIENT = "gossh"  # sshtimer --kex-only: to NEWKEYS, with no account on the server
+
+
+def client_problem(target: Target, client: str) -> str | None:
+    """Why this client stack cannot measure this target, or None."""
+    if target.protocol == "ssh" and client != SSH_CLIENT:
+        return (f"the {client} client authenticates, and a target gives it no account: SSH targets are measured "
+                f"by {SSH_CLIENT} (sshtimer --kex-only, to NEWKEYS)")
+    if target.protocol == "tls" and target.credentials.root_cert is None and client not in RECORDS_VERIFICATION:
+        return (f"the {client} client cannot record a verification result: give target {target.name!r} its CA "
+                f"(ca, --ca), or measure it with the {' or '.join(RECORDS_VERIFICATION)} client")
+    return None
+
+
 def pause_ms(rate: float) -> int:
     """The pause after each connection that keeps one client at or under rate connections per second."""
     return int(round(1000 / rate))
