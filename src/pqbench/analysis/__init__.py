@@ -35,6 +35,7 @@ class Analysis:
     # algorithm -> {op: OpSpread}: medians of the fastest and slowest microbenchmark rounds (the
     # model uses the fastest)
     crypto: dict = dataclasses.field(default_factory=dict)
+    load: list = dataclasses.field(default_factory=list)  # load cells' rows, each with its steps (pqbench.load)
 
     def label(self, c: CellStats) -> str:
         """The algorithm a cell measures, named by what varies in this run."""
@@ -93,9 +94,12 @@ def _by_protocol(cells: list[CellStats], field: str) -> bool:
 
 
 def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Analysis:
-    cells, not_run = [], []
+    cells, not_run, load = [], [], []
     fastest = {name: {op: s.fastest for op, s in ops.items()} for name, ops in data.crypto.items()}  # model input
     for cd in data.cells:
+        if cd.row.get("kind") == "load" and cd.row.get("status") != "skipped":
+            load.append({**cd.row, "steps": data.load_steps.get(cd.row["cell_id"], [])})
+            continue
         if cd.ok.size == 0:
             not_run.append(cd.row)
             continue
@@ -105,7 +109,7 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
     return Analysis(run=data.run, cells=cells, not_run=not_run,
                     paired=paired_differences(cells, resamples=resamples, seed=seed),
                     warnings=run_warnings(data.run) + cpu_speed_warnings(data.crypto),
-                    variant_fields=_variant_fields(cells), crypto=data.crypto)
+                    variant_fields=_variant_fields(cells), crypto=data.crypto, load=load)
 
 
 def analyse(con, run_id: str, *, resamples: int = 1000, seed: int = 0) -> Analysis:

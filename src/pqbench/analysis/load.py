@@ -16,7 +16,7 @@ SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in store.PHASES + SSH_ONLY_PHA
                  "tcp_bytes_sent", "tcp_bytes_received", "tcp_segs_out", "tcp_segs_in", "tcp_retransmits",
                  "body_bytes", "requests", "cpu_wait_ms", *store.WIRE_COLUMNS, *store.WIRE_COLUMNS_V3)
 JSON_RUN_FIELDS = ("spec", "provenance", "calibration_start", "calibration_end", "cell_order", "warnings")
-JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters", "concurrency", "detector", "wire")
+JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters", "concurrency", "detector", "wire", "load")
 
 
 @dataclasses.dataclass
@@ -39,6 +39,7 @@ class RunData:
     run: dict
     cells: list  # CellData of every cell, in the order they ran (skipped ones have no samples)
     crypto: dict  # algorithm name -> {op: OpSpread} of its microbenchmark rounds
+    load_steps: dict = dataclasses.field(default_factory=dict)  # a load cell's id -> its steps' results, in order
 
 
 def _decode(row: dict, fields) -> dict:
@@ -83,7 +84,10 @@ def load(con, run_id: str) -> RunData:
         cells.append(CellData(row, ok, {f: v[a:b] for f, v in values_all.items()},
                               [g for g in groups_all[a:b][ok]], [g for g in sigalgs_all[a:b][ok]],
                               [e or "unknown" for e in errors_all[a:b][~ok]]))
-    return RunData(run, cells, crypto_spread(store.crypto_rows(con, run_id)))
+    steps: dict = {}
+    for s in store.load_step_rows(con, run_id):
+        steps.setdefault(s["cell_id"], []).append(s["result"])
+    return RunData(run, cells, crypto_spread(store.crypto_rows(con, run_id)), steps)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,6 +36,13 @@ def get(name: str, field: str = "stack") -> Stack:
     return _STACKS[name]
 
 
+def load_client(protocol: str) -> str:
+    """The stack whose load generator offers load in protocol (pqload for TLS, sshload for SSH)."""
+    _load()
+    return next(s.name for s in sorted(_STACKS.values(), key=lambda s: s.name != DEFAULT_PAIRS[protocol][1])
+                if s.protocol == protocol and s.load is not None)
+
+
 def target_stack(protocol: str) -> Stack:
     """The server endpoint of a target (a server pqbench did not start) speaking protocol."""
     _load()

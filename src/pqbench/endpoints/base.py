@@ -133,6 +133,17 @@ class Client(Protocol):
     def env(self) -> dict: ...
 
 
+class LoadGenerator(Protocol):
+    """Open-loop load: handshakes started at Poisson arrivals, many in flight, from one process."""
+    name: str
+
+    def argv(self, job: ClientJob, rate: float, duration_ms: int, *, max_inflight: int, seed: int) -> list[str]:
+        """A process that offers `rate` full handshakes per second for duration_ms and prints one JSON
+        object (pqbench.load.generator.Result's fields)."""
+
+    def env(self) -> dict: ...
+
+
 @dataclasses.dataclass(frozen=True)
 class Stack:
     name: str
@@ -140,6 +151,7 @@ class Stack:
     server: Callable[[], Server]
     client: Callable[[], Client]
     capabilities: Callable[[], Capabilities]
+    load: Callable[[], LoadGenerator] | None = None  # the stack's load generator, if it has one
 
 
 def tcp_probe(place: Place, addr: str, port: int) -> bool:

@@ -37,6 +37,7 @@ class Cell:
     protocol: str = "tls"
     congctl: str | None = None  # None: the host's default
     target: str | None = None  # a target's name: a server pqbench did not start, over a measured path
+    kind: str | None = None  # "load": server capacity (pqbench.load); None: handshake samples
 
     @classmethod
     def of_target(cls, target, kex: str, mode: str, page, requests, pad: int, client: str) -> "Cell":
@@ -61,7 +62,7 @@ class Cell:
                 "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
                 "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
                 "server": self.server, "client": self.client, "protocol": self.protocol, "congctl": self.congctl,
-                **({"target": self.target} if self.target else {})}
+                **({"target": self.target} if self.target else {}), **({"kind": self.kind} if self.kind else {})}
 
     @property
     def cell_id(self) -> str:
@@ -130,7 +131,8 @@ def expand(spec: Spec) -> list[Cell]:
         kex_, sig_ = _named(kex, "kem", protocol), _named(sig, "sig", protocol)
         if not spec.stacks_named:
             server, client = endpoints.default_pair(protocol, sig_)
-        cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol, cc))
+        cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol, cc,
+                          kind="load" if spec.load else None))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
 

@@ -67,7 +67,10 @@ from pqbench.testbed.linkspec import congctl_name
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
         "client", "protocol")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
-            "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol", "target", "rate", "netns")
+            "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol", "target", "rate", "netns",
+            "kind", "load")
+KINDS = ("handshake", "load")
+LOAD_KEYS = ("rates", "start", "max_rate", "step", "time_bound", "max_inflight")
 TARGET_KEYS = ("name", "address", "ca", "server_name", "sig", "manifest", "host")
 # What a target replaces: the emulated link's axes and settings (a target's path is measured instead).
 LINK_KEYS = ("rtt", "loss", "rate", "mtu", "initcwnd", "congctl")
@@ -126,6 +129,7 @@ class Spec:
     targets: tuple = ()  # pqbench.remote.target.Target: when given, cells are algorithms × targets (no link axes)
     rate: float = 5.0  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # targets' clients run in this existing namespace instead of the host's
+    load: object = None  # kind = "load": a pqbench.load.steps.LoadPlan per cell (server capacity), else None
 
 
 def _list(field: str, value, allowed: str) -> list:
@@ -237,11 +241,39 @@ def parse(text: str, origin: str = "spec") -> Spec:
     for key in ("rate", "netns"):
         if key in data:
             raise BadInput(key, "applies to [[target]] specs only (the link's rate is axes.rate)")
+    load = _load(data, axes)
+    if load is not None:  # the protocol's load generator is the client; one lane, so cells never share CPUs
+        from pqbench import endpoints
+        stacks = tuple(dict.fromkeys((srv, endpoints.load_client(endpoints.get(srv).protocol)) for srv, _ in stacks))
     return Spec(**_common(text, data, axes), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
                 **_workload(axes), stacks=stacks, protocols=protocols,
                 stacks_named=any(a in axes for a in ("stack", "server", "client")), backend=backend,
-                lanes=units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
-                **_parallel(data), congctl=congctl)
+                lanes=1 if load else units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
+                **_parallel(data), congctl=congctl, load=load)
+
+
+def _load(data: dict, axes: dict):
+    """kind = "load": the [load] table as a LoadPlan (refused when its steps cannot fit its time bound)."""
+    kind = data.get("kind", "handshake")
+    if kind not in KINDS:
+        raise BadInput("kind", f"{kind!r} is not one of {', '.join(KINDS)}")
+    table = data.get("load")
+    if kind != "load":
+        if table is not None:
+            raise BadInput("load", 'applies with kind = "load"')
+        return None
+    table = table or {}
+    if not isinstance(table, dict):
+        raise BadInput("load", "must be a table (rates, step, time_bound …)")
+    _unknown("load.", table, LOAD_KEYS)
+    if "client" in axes:
+        raise BadInput("axes.client", "load cells use their protocol's load generator (pqload, sshload) as the client")
+    from pqbench.load.steps import plan_from
+    return plan_from(lambda key: f"load.{key}", table.get("rates", "ramp"), table.get("start", 25),
+                     table.get("max_rate", 20000), table.get("step", "2s"), table.get("time_bound", "300s"),
+                     max_inflight=units.integer("load.max_inflight", table.get("max_inflight", 4096), minimum=1,
+                                                maximum=1_000_000),
+                     seed=units.integer("seed", data.get("seed", 1), minimum=0, maximum=2**31 - 1))
 
 
 def _workload(axes: dict) -> dict:

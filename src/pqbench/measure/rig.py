@@ -65,6 +65,8 @@ class Rig:
         self._opened = contextlib.ExitStack()
         self.tb: Testbed | None = None
         self.clients: dict = {}
+        self.started: dict[str, list[int]] = {"client": [], "server": []}  # pids, by side
+        self.server_pids: dict[str, list[int]] = {}  # what each server started (load's CPU accounting)
         self._offset_ns = 0
 
     def __enter__(self) -> "Rig":
@@ -75,7 +77,9 @@ class Rig:
             for name, serving in self.servings.items():
                 server = endpoints.get(name, "server").server()
                 self._opened.callback(server.stop)
+                first = len(self.started["server"])
                 server.start(self.place("server"), serving)
+                self.server_pids[name] = self.started["server"][first:]
                 server.ready(self.place("client"))
                 if getattr(server, "warm_up", True):
                     self._warm(name, serving)
@@ -120,6 +124,7 @@ class Rig:
         def popen(argv, **kw):
             proc = tb.popen(side, argv, **kw)
             tb.note_process(proc.pid)  # so `pqbench net clean` can stop it after a crash
+            self.started[side].append(proc.pid)
             return proc
         return Place(addr=tb.addr(side), popen=popen, socket=lambda: tb.socket(side))
 

@@ -33,6 +33,7 @@ from pqbench.measure.schedule import run_interleaved
 from pqbench.endpoints.remote import UNKNOWN_SIG
 from pqbench.remote.realpath import RealPath
 from pqbench.remote.target import pause_ms
+from pqbench.load.steps import measure_cell as measure_load
 from pqbench.testbed import LinkSpec
 from pqbench.testbed.calibrate import measure_floor
 
@@ -147,7 +148,10 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
                                          "its path (TCP connect) before and after")
 
         def save(cell: cellmod.Cell, record: dict, samples: list, why: str) -> None:
-            store.save_cell(con, run_id, record, samples, record["metric"])
+            store.save_cell(con, run_id, record, samples, record["metric"], steps=record.pop("steps", []))
+            if cell.kind == "load":
+                progress.cell_done(cell.label(), why)
+                return
             durations = sorted(s["t_ns"][record["metric"]] / 1e6 for s in samples if s.get("ok"))
             p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
             late = record["detector"].get("late")
@@ -156,6 +160,10 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
 
         def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
             plan = _plan(cell, spec, lane.rig, sites(cell))
+            if cell.kind == "load":
+                record, why = measure_load(lane.rig, spec.load, plan.link, plan.tcp, plan.job, cell.server, cell.client,
+                                           stop=stop)
+                return _record(cell, pos, record), [], why
             control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
                                          max_bias=spec.max_bias, maximum=spec.parallel,
                                          rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,

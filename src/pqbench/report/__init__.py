@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 
 from pqbench import analysis as analysis_mod
-from pqbench.report import html, markdown, plots, scans, tables, targets
+from pqbench.report import html, load, markdown, plots, scans, tables, targets
 
 CAPTIONS = {
     "handshake-vs-loss": "One panel per RTT (and per other link setting that varies). Solid: median; dashed: p95; "
@@ -37,6 +37,11 @@ CAPTIONS = {
     "model": "Stacked bars: the lower bound (round trips, serialisation at the link rate, slow-start rounds, crypto "
              "on the critical path); dots: the measured median with p25–p75, at the lowest loss of each condition.",
     "failures": "Share of failed samples (timeouts, resets …) with Wilson 95 % intervals.",
+    "load-latency": "Each step offers a rate of Poisson arrivals for its duration; latency is from an arrival's scheduled "
+                    "time to the handshake's end, so a generator or server that falls behind shows it. The last point "
+                    "of each line is the step at which the server (or the generator) saturated.",
+    "load-capacity": "The highest achieved rate of each load cell. Solid: the server saturated; hatched: the load "
+                     "generator saturated first, so the server's capacity is at least this.",
     "targets": "Servers pqbench did not start, over the host's network: each point is one target and algorithm, at the "
                "path RTT measured by TCP connects before and after its cell. The dotted line is two round trips "
                "(TCP, then TLS 1.3): what is above it is the handshake's own cost (bytes, crypto, server).",
@@ -70,7 +75,7 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000) -> dict:
     title = f"pqbench report: {a.run.get('name') or run_id}"
     summary = tables.summary(a)
     warnings = tables.warnings(a)
-    body = [t for t in (targets.table(a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
+    body = [t for t in (load.table(a), targets.table(a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
                         tables.model(a), tables.not_run(a), tables.crypto(a), tables.calibration(a),
                         tables.provenance(a), scans.table(con)) if t is not None]
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,

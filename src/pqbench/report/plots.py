@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.cells import SPLITS
 from pqbench.experiment.condition import condition
+from pqbench.report import load as loadreport
 from pqbench.report import targets
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
@@ -538,6 +539,62 @@ def targets_vs_path(a: Analysis) -> Figure | None:
     return fig
 
 
+def _load_colours(a: Analysis) -> dict:
+    labels = list(dict.fromkeys(loadreport.label(r) for r in a.load))
+    return {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
+
+
+def load_latency(a: Analysis) -> Figure | None:
+    """Latency (p50 solid, p99 dashed) against the offered rate, one panel per server stack (and link)."""
+    if not a.load:
+        return None
+    cols = _load_colours(a)
+    panels = sorted({(r["server"], condition(r, short=True)) for r in a.load})
+    fig, axes = _grid(len(panels))
+    for ax, (server, cond) in zip(axes, panels):
+        for r in (r for r in a.load if (r["server"], condition(r, short=True)) == (server, cond)):
+            steps = [s for s in r["steps"] if s.get("latency_ms")]
+            x = [s["offered_rate"] for s in steps]
+            colour = cols[loadreport.label(r)]
+            ax.plot(x, [s["latency_ms"]["p50"] for s in steps], color=colour, marker="o", ms=3)
+            ax.plot(x, [s["latency_ms"]["p99"] for s in steps], color=colour, ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("offered handshakes/s")
+        ax.set_ylabel("latency (ms)")
+        ax.set_title(f"{server}, {cond}", fontsize="medium")
+        ax.grid(alpha=0.3, which="both")
+    fig.suptitle("Latency under load: p50 (solid), p99 (dashed), from each arrival's scheduled time")
+    _legend(fig, cols, list(cols), STYLE_HANDLES[:1] + [Line2D([], [], color="0.3", lw=1, ls="--", label="p99")])
+    return fig
+
+
+def load_capacity(a: Analysis) -> Figure | None:
+    """Handshakes/s at saturation per server stack and algorithm; hatched: a lower bound (client-bound)."""
+    if not a.load:
+        return None
+    cols = _load_colours(a)
+    servers = sorted({r["server"] for r in a.load})
+    labels = list(cols)
+    fig, (ax,) = _grid(1, width=max(6, 1.5 * len(servers) * max(1, len(labels)) ** 0.5), height=3.8, max_cols=1)
+    width = 0.8 / len(labels)
+    for j, label in enumerate(labels):
+        for i, server in enumerate(servers):
+            r = next((r for r in a.load if r["server"] == server and loadreport.label(r) == label), None)
+            v = (r or {}).get("load") or {}
+            if not v.get("at_least_hs"):
+                continue
+            bound = v.get("saturated_by") != "server"
+            ax.bar(i + (j - (len(labels) - 1) / 2) * width, v["at_least_hs"], width * 0.9, color=cols[label],
+                   hatch="//" if bound else None, alpha=0.5 if bound else 1)
+    ax.set_xticks(range(len(servers)), servers)
+    ax.set_ylabel("handshakes/s")
+    ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("Server capacity: handshakes/s at saturation (hatched: the client saturated first, a lower bound)")
+    _legend(fig, cols, labels)
+    return fig
+
+
 FIGURES = (
     ("handshake-vs-loss", "Handshake time vs loss", handshake_vs_loss),
     ("modes", "Handshakes by mode vs loss", modes_vs_loss),
@@ -551,6 +608,8 @@ FIGURES = (
     ("model", "Measured vs lower-bound model", model_overlay),
     ("failures", "Failure rates", failures),
     ("targets", "Targets: handshake time vs the measured path", targets_vs_path),
+    ("load-latency", "Latency under load", load_latency),
+    ("load-capacity", "Server capacity", load_capacity),
 )
 
 

@@ -67,7 +67,7 @@ def summary(a: Analysis) -> Table:
             ["status", str(run.get("status"))], ["created", str(run.get("created"))],
             ["finished", str(run.get("finished") or "–")],
             ["cells", f"{done} measured, {skipped} skipped, {failed} failed without samples"
-                      + _not_yet(run, done + len(a.not_run))],
+                      + (f", {len(a.load)} load cells" if a.load else "") + _not_yet(run, done + len(a.not_run) + len(a.load))],
             ["samples", f"{samples:,} ({sum(c.failures for c in a.cells):,} failed)"],
             ["TCP congestion control", congestion_control(a)]]
     if spec.get("description"):

@@ -111,6 +111,18 @@ CREATE TABLE IF NOT EXISTS scans (
 );
 """
 
+# Load cells (`kind = "load"`): the cell's verdict (which side saturated, capacity, CPU per handshake) and
+# one row per offered rate. Cells from before are all handshake cells (kind NULL).
+_V9 = """
+ALTER TABLE cells ADD COLUMN kind VARCHAR;
+ALTER TABLE cells ADD COLUMN "load" JSON;
+CREATE TABLE IF NOT EXISTS load_steps (
+    run_id VARCHAR, cell_id VARCHAR, step INTEGER, offered_rate DOUBLE, achieved_rate DOUBLE, completed INTEGER,
+    p50_ms DOUBLE, p99_ms DOUBLE, server_cpu_s DOUBLE, client_cpu_s DOUBLE, saturated BOOLEAN, client_bound VARCHAR,
+    result JSON
+);
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -120,6 +132,7 @@ MIGRATIONS = (
     (6, "the congestion control a cell asked for and the one each endpoint used", _V6),
     (7, "targets: the target a cell measured and its path's measured RTT", _V7),
     (8, "scans of servers' post-quantum readiness", _V8),
+    (9, "load cells: their verdict and one row per offered rate", _V9),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -152,10 +152,19 @@ def finish_run(con, run_id: str, status: str) -> None:
     con.execute("UPDATE runs SET status = ?, finished = now() WHERE run_id = ?", [status, run_id])
 
 
-def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: str | None = None) -> None:
-    """Writes a cell and its samples in one transaction (replacing an earlier attempt at it)."""
+def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: str | None = None,
+              steps: list[dict] = ()) -> None:
+    """Writes a cell and its samples (a load cell: its steps) in one transaction (replacing an earlier
+    attempt at it)."""
     con.execute("BEGIN TRANSACTION")
     try:
+        con.execute("DELETE FROM load_steps WHERE run_id = ? AND cell_id = ?", [run_id, cell["cell_id"]])
+        if steps:
+            con.executemany("INSERT INTO load_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [[run_id, cell["cell_id"], k, s["offered_rate"], s.get("achieved_rate"), s.get("completed"),
+                              (s.get("latency_ms") or {}).get("p50"), (s.get("latency_ms") or {}).get("p99"),
+                              s.get("server_cpu_s"), s.get("client_cpu_s"), bool(s.get("saturated")),
+                              s.get("client_bound"), json.dumps(s)] for k, s in enumerate(steps)])
         con.execute("DELETE FROM samples WHERE run_id = ? AND cell_id = ?", [run_id, cell["cell_id"]])
         con.execute("DELETE FROM cells WHERE run_id = ? AND cell_id = ?", [run_id, cell["cell_id"]])
         cols = ["run_id", *cell]
@@ -266,6 +275,16 @@ def sample_raw(con, run_id: str, cell_id: str) -> list[str]:
 
 def cell_rows(con, run_id: str) -> list[dict]:
     return _dicts(con.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position, cell_id", [run_id]))
+
+
+def load_step_rows(con, run_id: str) -> list[dict]:
+    """A run's load steps in order, each with its generator result (result) as a dict."""
+    if not _has_table(con, "load_steps"):
+        return []
+    rows = _dicts(con.execute("SELECT * FROM load_steps WHERE run_id = ? ORDER BY cell_id, step", [run_id]))
+    for r in rows:
+        r["result"] = json.loads(r["result"])
+    return rows
 
 
 def crypto_rows(con, run_id: str) -> list[dict]:

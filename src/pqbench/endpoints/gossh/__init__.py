@@ -11,6 +11,7 @@ from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import Capabilities, Stack
 from pqbench.endpoints.gossh import build
 from pqbench.endpoints.gossh.client import SshTimer
+from pqbench.endpoints.gossh.load import SshLoad
 from pqbench.endpoints.gossh.server import GoSshServer
 
 __all__ = ["STACK"]
@@ -39,4 +40,5 @@ def capabilities() -> Capabilities:
                         unsupported=unsupported)
 
 
-STACK = Stack(name="gossh", protocol=sshkeys.PROTOCOL, server=GoSshServer, client=SshTimer, capabilities=capabilities)
+STACK = Stack(name="gossh", protocol=sshkeys.PROTOCOL, server=GoSshServer, client=SshTimer, capabilities=capabilities,
+              load=SshLoad)

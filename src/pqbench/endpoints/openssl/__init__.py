@@ -8,6 +8,7 @@ from pqbench.algorithms import catalog, openssl_build
 from pqbench.endpoints.base import Capabilities, Stack
 from pqbench.endpoints.openssl import nginx
 from pqbench.endpoints.openssl.nginx import NginxServer
+from pqbench.endpoints.openssl.pqload import Pqload
 from pqbench.endpoints.openssl.pqtimer import Pqtimer
 
 __all__ = ["STACK"]
@@ -32,4 +33,5 @@ def capabilities() -> Capabilities:
                         unsupported=unsupported)
 
 
-STACK = Stack(name="openssl", protocol="tls", server=NginxServer, client=Pqtimer, capabilities=capabilities)
+STACK = Stack(name="openssl", protocol="tls", server=NginxServer, client=Pqtimer, capabilities=capabilities,
+              load=Pqload)

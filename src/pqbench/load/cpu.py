@@ -1,0 +1,71 @@
+"""CPU time of a process tree from the kernel's own accounting (/proc/PID/stat), and CPU pinning.
+
+A server's tree is the processes the rig started on its side and all their descendants. A process's
+utime + stime covers all its threads; cutime + cstime, the children it has reaped, so a server that
+forks per connection (sshd) keeps its exited sessions' CPU in its listener's count."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state is field 0 here
+
+
+def _children() -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            f = _stat(int(entry))
+            if f:
+                out.setdefault(int(f[1]), []).append(int(entry))  # field 1 (after state): the parent's pid
+    return out
+
+
+def tree(roots: list[int]) -> list[int]:
+    """The live processes among roots and their descendants."""
+    kids, seen, todo = _children(), set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid in seen or _stat(pid) is None:
+            continue
+        seen.add(pid)
+        todo += kids.get(pid, [])
+    return sorted(seen)
+
+
+def seconds(roots: list[int]) -> float:
+    """CPU seconds so far of the tree under roots: its processes' own time and their reaped children's."""
+    total = 0
+    for pid in tree(roots):
+        f = _stat(pid)
+        if f:  # utime, stime, cutime, cstime are fields 14-17 of stat, 11-14 after "pid (comm) "
+            total += sum(int(v) for v in f[11:15])
+    return total * TICK_S
+
+
+def pin(roots: list[int], cpus: set[int]) -> None:
+    """Every thread of every process of the tree onto cpus; what they start later inherits it."""
+    for pid in tree(roots):
+        for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:  # a thread that ended meanwhile
+                pass
+
+
+def split() -> tuple[set[int], set[int]] | None:
+    """(server CPUs, client CPUs): the machine's CPUs in two halves, the server's first; None with one."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    half = len(cpus) // 2
+    return set(cpus[half:]), set(cpus[:half])

@@ -1,0 +1,150 @@
+"""A load cell: offered rates in steps (a list, or a ramp that doubles) until the server saturates,
+each step's server CPU from the kernel's accounting of the server's process tree, the client's from the
+generator's own, the two sides pinned to different CPUs. Which side saturated decides what the cell
+says: a client that fell behind its own schedule first gives no server capacity, only a lower bound."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import math
+import time
+
+from pqbench import endpoints, units
+from pqbench.errors import BadInput
+from pqbench.load import cpu, generator
+
+SATURATED_ACHIEVED = 0.9  # achieved under this share of the offered rate
+SATURATED_FAILED = 0.02  # failed or skipped arrivals over this share
+KNEE = 5.0  # p50 latency over this many times the first step's
+CLIENT_BUSY = 0.9  # the generator's CPU over this share of the step: it is the bottleneck
+CLIENT_LAG_MS = 10.0  # the generator started arrivals this late (p99): it fell behind its schedule
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadPlan:
+    rates: tuple[float, ...] | None = None  # None: a ramp from start_rate, doubling, up to max_rate
+    step_ms: int = 2000
+    start_rate: float = 25.0
+    max_rate: float = 20000.0
+    time_bound_s: float = 300.0  # per cell
+    max_inflight: int = 4096
+    seed: int = 1
+
+    def schedule(self) -> list[float]:
+        if self.rates:
+            return list(self.rates)
+        n = int(math.floor(math.log2(self.max_rate / self.start_rate))) + 1
+        return [self.start_rate * 2 ** k for k in range(max(n, 1))]
+
+    def check(self, field: str = "load.rates") -> "LoadPlan":
+        """A plan whose steps cannot all run within the time bound is refused before anything starts."""
+        need = len(self.schedule()) * self.step_ms / 1000
+        if need > self.time_bound_s:
+            raise BadInput(field, f"{len(self.schedule())} steps of {self.step_ms / 1000:g} s need {need:g} s, "
+                                             f"over the time bound of {self.time_bound_s:g} s: fewer rates, shorter "
+                                             "steps or a longer time_bound")
+        return self
+
+
+def plan_from(field, rates, start, max_rate, step, time_bound, max_inflight: int = 4096, seed: int = 1) -> LoadPlan:
+    """A LoadPlan from user values (a spec's [load] table or the options), checked against its time bound.
+    field(key): how the user named that value ("load.step" in a spec, "--step" on the command line)."""
+    listed = None
+    if rates != "ramp":
+        values = rates if isinstance(rates, list) else str(rates).split(",")
+        listed = tuple(units.number(f"{field('rates')}[{i}]", v, minimum=0.1, maximum=1e6) for i, v in enumerate(values))
+        if not listed:
+            raise BadInput(field("rates"), "give rates (handshakes per second) or ramp")
+    lo = units.number(field("start"), start, minimum=0.1, maximum=1e6)
+    return LoadPlan(rates=listed, start_rate=lo, max_rate=units.number(field("max_rate"), max_rate, minimum=lo, maximum=1e6),
+                    step_ms=int(units.duration_ms(field("step"), step, allow_zero=False)),
+                    time_bound_s=units.duration_ms(field("time_bound"), time_bound, allow_zero=False) / 1000,
+                    max_inflight=max_inflight, seed=seed).check(field("rates"))
+
+
+def saturated(step: dict, first: dict | None) -> bool:
+    offered, achieved = step["offered_rate"], step.get("achieved_rate") or 0
+    lost = sum((step.get("failures") or {}).values()) + (step.get("skipped") or 0)
+    p50 = (step.get("latency_ms") or {}).get("p50")
+    base = ((first or {}).get("latency_ms") or {}).get("p50")
+    return (achieved < SATURATED_ACHIEVED * offered or lost > SATURATED_FAILED * max(step.get("scheduled") or 0, 1)
+            or (p50 is not None and base is not None and p50 > KNEE * base))
+
+
+def client_bound(step: dict) -> str | None:
+    """Why the generator, not the server, limited this step, or None."""
+    busy = step.get("client_util") or 0
+    lag = (step.get("start_lag_ms") or {}).get("p99") or 0
+    if busy >= CLIENT_BUSY:
+        return f"the load generator used {busy:.0%} of its CPU"
+    if lag > CLIENT_LAG_MS:
+        return f"the load generator started arrivals {lag:.1f} ms late (p99)"
+    if step.get("skipped"):
+        return f"the load generator skipped {step['skipped']} arrivals (too many in flight)"
+    return None
+
+
+def measure(rig, server: str, gen, job, plan: LoadPlan, *, stop=None) -> tuple[list[dict], dict]:
+    """(steps, verdict) for one load cell on a rig. verdict: saturated_by (server | client | None), the
+    capacity (handshakes/s; None unless the server saturated), CPU per handshake at the last step."""
+    roots = rig.server_pids[server]
+    halves = cpu.split()
+    if halves:
+        cpu.pin(roots, halves[0])
+    place = rig.place("client")
+    steps: list[dict] = []
+    started = time.monotonic()
+    for rate in plan.schedule():
+        if stop is not None and stop.is_set():
+            break
+        before = cpu.seconds(roots)
+        r = generator.run(gen, place, job, rate, plan.step_ms, max_inflight=plan.max_inflight, seed=plan.seed,
+                          cpus=halves[1] if halves else None)
+        r["server_cpu_s"] = cpu.seconds(roots) - before
+        wall = max(r.get("wall_s") or 0, r["duration_s"])  # the step's handshakes ran until the last completed
+        r["server_util"] = r["server_cpu_s"] / wall
+        r["client_util"] = (r.get("client_cpu_s") or 0) / wall
+        r["client_bound"] = client_bound(r)
+        r["saturated"] = saturated(r, steps[0] if steps else None)
+        steps.append(r)
+        if r["saturated"] or r["client_bound"] or time.monotonic() - started > plan.time_bound_s:
+            break
+    return steps, verdict(steps, halves)
+
+
+def verdict(steps: list[dict], halves) -> dict:
+    last = steps[-1] if steps else {}
+    by = "client" if last.get("client_bound") else "server" if last.get("saturated") else None
+    done = max((s.get("achieved_rate") or 0 for s in steps), default=0)
+    per = lambda key: 1000 * last[key] / last["completed"] if last.get("completed") else None  # noqa: E731
+    return {"saturated_by": by, "why": last.get("client_bound") if by == "client" else None,
+            "capacity_hs": done if by == "server" else None, "at_least_hs": done,
+            "server_cpu_ms_per_hs": per("server_cpu_s"), "client_cpu_ms_per_hs": per("client_cpu_s"),
+            "server_util": last.get("server_util"), "client_util": last.get("client_util"),
+            "pinned": {"server": sorted(halves[0]), "client": sorted(halves[1])} if halves else None,
+            "steps": len(steps)}
+
+
+def measure_cell(rig, plan: LoadPlan, link, tcp, job, server: str, client: str, *, stop=None) -> tuple[dict, str]:
+    """A load cell on a rig: the cell's record fields (its steps under "steps") and why it stopped."""
+    make = endpoints.get(client).load
+    if make is None:
+        raise BadInput("client", f"the {client} stack has no load generator")
+    began = datetime.datetime.now()
+    rig.begin_cell(link, tcp)
+    steps, v = measure(rig, server, make(), job, plan, stop=stop)
+    why = (f"the client saturated first ({v['why']}): at least {v['at_least_hs']:.0f} handshakes/s"
+           if v["saturated_by"] == "client" else
+           f"the server saturated at {v['capacity_hs']:.0f} handshakes/s" if v["saturated_by"] == "server" else
+           "every rate of the plan ran without saturating")
+    completed = sum(s.get("completed") or 0 for s in steps)
+    classes: dict = {}
+    for s in steps:
+        for k, n in (s.get("failures") or {}).items():
+            classes[k] = classes.get(k, 0) + n
+    scheduled = sum(s.get("scheduled") or 0 for s in steps)
+    return {"status": "done" if completed else "failed", "reason": None if completed else why,
+            "link": link.to_dict(), "metric": "load", "n": scheduled, "ok": completed,
+            "failures": scheduled - completed, "failure_classes": classes, "started": began,
+            "finished": datetime.datetime.now(), "stop_reason": why, "kind": "load", "load": v, "steps": steps}, why
