@@ -44,7 +44,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 	"unsafe"
 
@@ -52,6 +51,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"pqbench/native/sshgo/internal/sshkeys"
+	"pqbench/native/sshgo/internal/sshwire"
 )
 
 type options struct {
@@ -241,25 +241,10 @@ func (f *failure) Error() string { return f.msg }
 
 func fail(class string, err error) *failure { return &failure{class, err.Error()} }
 
-// classify names an error of the SSH layer.
+// classify names an error of the SSH layer (internal/sshwire: the classes sshload counts too).
 func classify(err error, during string) *failure {
-	var ne net.Error
-	switch {
-	case errors.As(err, &ne) && ne.Timeout():
-		return &failure{"timeout", during + " did not complete within the timeout"}
-	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.ErrUnexpectedEOF):
-		return &failure{"closed", during + ": the server closed the connection: " + err.Error()}
-	}
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "host key mismatch"), strings.Contains(msg, "ssh: host key"):
-		return &failure{"host_key", during + ": " + msg}
-	case strings.Contains(msg, "unable to authenticate"):
-		return &failure{"auth", during + ": " + msg}
-	case strings.Contains(msg, "no common algorithm"):
-		return &failure{"negotiation", during + ": " + msg}
-	}
-	return &failure{"ssh_error", during + ": " + msg}
+	class, msg := sshwire.Classify(err, during)
+	return &failure{class, msg}
 }
 
 type client struct {
@@ -288,14 +273,8 @@ func (c *client) run(i int) (s sample) {
 		d := net.Dialer{Timeout: timeout}
 		conn, err := d.Dial("tcp", addr)
 		if err != nil {
-			var ne net.Error
-			switch {
-			case errors.As(err, &ne) && ne.Timeout():
-				return &failure{"connect_timeout", "TCP connect did not complete within the timeout"}
-			case errors.Is(err, syscall.ECONNREFUSED):
-				return &failure{"connect_refused", err.Error()}
-			}
-			return &failure{"connect_error", err.Error()}
+			class, msg := sshwire.ClassifyDial(err)
+			return &failure{class, msg}
 		}
 		at("tcp_connected", time.Now())
 		tcp = conn.(*net.TCPConn)
@@ -383,7 +362,7 @@ func (c *client) run(i int) (s sample) {
 	if tr != nil {
 		tr.mu.Lock()
 		s.WireMilestone = tr.record(s.TNs, at)
-		s.MsgBytesSent, s.MsgBytesRecv = tr.sent.sizes, tr.recv.sizes
+		s.MsgBytesSent, s.MsgBytesRecv = tr.sent.Sizes, tr.recv.Sizes
 		s.TCPHandshake = tr.tcpAtNewkeys
 		tr.mu.Unlock()
 		_ = tr.Close()

@@ -108,7 +108,7 @@ func relay(host string, port, timeoutMs int, out string) {
 	tr.mu.Lock()
 	res.Milestone = tr.record(res.TNs, at)
 	res.Group, res.Sigalg = tr.negotiated()
-	res.MsgBytesSent, res.MsgBytesRecv = tr.sent.sizes, tr.recv.sizes
+	res.MsgBytesSent, res.MsgBytesRecv = tr.sent.Sizes, tr.recv.Sizes
 	res.TCPHandshake = tr.tcpAtNewkeys
 	tr.mu.Unlock()
 	save()
