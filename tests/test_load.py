@@ -33,8 +33,8 @@ def test_a_ramp_doubles_up_to_its_maximum_and_must_fit_its_time_bound():
 
 
 def step(offered, achieved, p50, **kw):
-    return {"offered_rate": offered, "achieved_rate": achieved, "scheduled": int(offered), "duration_s": 1.0,
-            "latency_ms": {"p50": p50}, "failures": {}, "skipped": 0, **kw}
+    return {"offered_rate": offered, "drawn_rate": offered, "throughput": achieved, "scheduled": int(offered),
+            "duration_s": 1.0, "latency_ms": {"p50": p50}, "failures": {}, "skipped": 0, **kw}
 
 
 def test_saturation_and_which_side_it_was():

@@ -47,12 +47,12 @@ def handle(args) -> int:
 
 
 def summary(record: dict) -> str:
-    lines = [f"{'offered/s':>10} {'achieved/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7} {'server CPU':>11} "
+    lines = [f"{'offered/s':>10} {'served/s':>11} {'p50 ms':>8} {'p99 ms':>8} {'failed':>7} {'server CPU':>11} "
              f"{'client CPU':>11}"]
     for s in record["steps"]:
         lat = s.get("latency_ms") or {}
         lost = sum((s.get("failures") or {}).values()) + (s.get("skipped") or 0)
-        lines.append(f"{s['offered_rate']:>10g} {s.get('achieved_rate') or 0:>11.1f} {lat.get('p50') or 0:>8.2f} "
+        lines.append(f"{s['offered_rate']:>10g} {s.get('throughput') or 0:>11.1f} {lat.get('p50') or 0:>8.2f} "
                      f"{lat.get('p99') or 0:>8.2f} {lost:>7} {s['server_util']:>10.0%} {s['client_util']:>10.0%}")
     v = record["load"]
     per = lambda x: f"{x:.3f} ms" if x is not None else "–"  # noqa: E731

@@ -14,7 +14,7 @@ from pqbench import endpoints, units
 from pqbench.errors import BadInput
 from pqbench.load import cpu, generator
 
-SATURATED_ACHIEVED = 0.9  # achieved under this share of the offered rate
+SATURATED_ACHIEVED = 0.9  # served under this share of what the arrivals offered
 SATURATED_FAILED = 0.02  # failed or skipped arrivals over this share
 KNEE = 5.0  # p50 latency over this many times the first step's
 CLIENT_BUSY = 0.9  # the generator's CPU over this share of the step: it is the bottleneck
@@ -64,7 +64,7 @@ def plan_from(field, rates, start, max_rate, step, time_bound, max_inflight: int
 
 
 def saturated(step: dict, first: dict | None) -> bool:
-    offered, achieved = step["offered_rate"], step.get("achieved_rate") or 0
+    offered, achieved = step["drawn_rate"], step["throughput"]
     lost = sum((step.get("failures") or {}).values()) + (step.get("skipped") or 0)
     p50 = (step.get("latency_ms") or {}).get("p50")
     base = ((first or {}).get("latency_ms") or {}).get("p50")
@@ -103,6 +103,10 @@ def measure(rig, server: str, gen, job, plan: LoadPlan, *, stop=None) -> tuple[l
                           cpus=halves[1] if halves else None)
         r["server_cpu_s"] = cpu.seconds(roots) - before
         wall = max(r.get("wall_s") or 0, r["duration_s"])  # the step's handshakes ran until the last completed
+        # what the Poisson draw really offered (a short step's draw can be 30 % off the rate), and what was
+        # served per second of the step's whole span (late completions stretch it: a saturated server shows)
+        r["drawn_rate"] = (r.get("scheduled") or 0) / r["duration_s"]
+        r["throughput"] = (r.get("completed") or 0) / wall
         r["server_util"] = r["server_cpu_s"] / wall
         r["client_util"] = (r.get("client_cpu_s") or 0) / wall
         r["client_bound"] = client_bound(r)
@@ -116,7 +120,7 @@ def measure(rig, server: str, gen, job, plan: LoadPlan, *, stop=None) -> tuple[l
 def verdict(steps: list[dict], halves) -> dict:
     last = steps[-1] if steps else {}
     by = "client" if last.get("client_bound") else "server" if last.get("saturated") else None
-    done = max((s.get("achieved_rate") or 0 for s in steps), default=0)
+    done = max((s.get("throughput") or 0 for s in steps), default=0)
     per = lambda key: 1000 * last[key] / last["completed"] if last.get("completed") else None  # noqa: E731
     return {"saturated_by": by, "why": last.get("client_bound") if by == "client" else None,
             "capacity_hs": done if by == "server" else None, "at_least_hs": done,

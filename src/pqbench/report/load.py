@@ -35,7 +35,7 @@ def table(a) -> Table | None:
                  ["server", "algorithm", "link", "capacity (handshakes/s)", "saturated by", "server CPU ms/hs",
                   "client CPU ms/hs", "p50 ms, first rate", "p50 ms, last rate", "p99 ms, last rate", "steps"], rows,
                  note="Open-loop Poisson arrivals from one native load generator (pqload for TLS, sshload for SSH to "
-                      "NEWKEYS), the offered rate raised step by step until the server saturates (achieved under 90 % "
+                      "NEWKEYS), the offered rate raised step by step until the server saturates (served under 90 % "
                       "of offered, over 2 % failed, or p50 over 5 × the first step's). Server and generator are pinned "
                       "to different CPUs; CPU times are the kernel's accounting of the server's process tree and the "
                       "generator's own, per completed handshake at the last step. A cell whose generator saturated "

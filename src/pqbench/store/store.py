@@ -161,7 +161,7 @@ def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: st
         con.execute("DELETE FROM load_steps WHERE run_id = ? AND cell_id = ?", [run_id, cell["cell_id"]])
         if steps:
             con.executemany("INSERT INTO load_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            [[run_id, cell["cell_id"], k, s["offered_rate"], s.get("achieved_rate"), s.get("completed"),
+                            [[run_id, cell["cell_id"], k, s["offered_rate"], s.get("throughput"), s.get("completed"),
                               (s.get("latency_ms") or {}).get("p50"), (s.get("latency_ms") or {}).get("p99"),
                               s.get("server_cpu_s"), s.get("client_cpu_s"), bool(s.get("saturated")),
                               s.get("client_bound"), json.dumps(s)] for k, s in enumerate(steps)])
