@@ -155,3 +155,16 @@ def test_a_weak_client_is_reported_as_the_bottleneck(root):
     assert v["saturated_by"] == "client" and v["capacity_hs"] is None
     assert "generator" in v["why"]
     assert record["stop_reason"].startswith("the client saturated first")
+
+
+@pytest.mark.parametrize("server", ["openssh", "gossh"])
+def test_ssh_load_accounts_for_both_sides(root, server):
+    """sshload to NEWKEYS against sshd (a process per connection: its reaped sessions' CPU counts) and Go's."""
+    r = run_pqbench("load", "--kex", "mlkem768x25519-sha256", "--sig", "ssh-ed25519", "--server", server,
+                    "--rates", "10,20", "--step", "1s", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    record = json.loads(r.stdout)
+    assert record["ok"] > 0 and record["failures"] == 0
+    assert all(s["group"] == "mlkem768x25519-sha256" for s in record["steps"])
+    v = record["load"]
+    assert v["server_cpu_ms_per_hs"] > 0 and v["client_cpu_ms_per_hs"] > 0
