@@ -10,7 +10,6 @@ speed: the comparisons are between algorithms on the same machine at the same ti
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
