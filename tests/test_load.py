@@ -167,3 +167,11 @@ def test_ssh_load_accounts_for_both_sides(root, server):
     assert all(s["group"] == "mlkem768x25519-sha256" for s in record["steps"])
     v = record["load"]
     assert v["server_cpu_ms_per_hs"] > 0 and v["client_cpu_ms_per_hs"] > 0
+
+
+def test_a_server_stack_without_the_algorithm_skips_the_load_cell_with_the_reason(built_stack, tmp_path):
+    s = _spec(tmp_path, 'kind = "load"\n[axes]\nkex = ["p256_frodo640aes"]\nsig = ["ecdsap256"]\n'
+                        'server = ["openssl", "rustls"]\n')
+    reasons = {c.server: cellmod.unavailable_reason(c, s) for c in cellmod.expand(s)}
+    assert reasons["openssl"] is None
+    assert "p256_frodo640aes" in reasons["rustls"]
