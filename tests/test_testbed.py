@@ -419,7 +419,8 @@ def test_calibrate_cli_json():
     assert cp.returncode == 0, cp.stderr
     r = json.loads(cp.stdout)
     assert r["backend"] == "pqlink" and r["floor_rtt_ms"]["n"] == 200
-    assert 0 <= r["rtt"]["error_p50_ms"] <= 0.5
+    # the floor and the delayed RTT are two sets of connects: their p50s differ by tens of µs either way
+    assert -0.1 <= r["rtt"]["error_p50_ms"] <= 0.5
     for d in ("client_to_server", "server_to_client"):
         loss = r["loss"][d]
         assert loss["sent"] == 20000 and loss["emulator_lost"] == loss["lost"] and loss["device_drops"] == 0

@@ -158,7 +158,8 @@ def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: st
     attempt at it)."""
     con.execute("BEGIN TRANSACTION")
     try:
-        con.execute("DELETE FROM load_steps WHERE run_id = ? AND cell_id = ?", [run_id, cell["cell_id"]])
+        if steps or _has_table(con, "load_steps"):  # (a connection that skipped the migrations has none)
+            con.execute("DELETE FROM load_steps WHERE run_id = ? AND cell_id = ?", [run_id, cell["cell_id"]])
         if steps:
             con.executemany("INSERT INTO load_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [[run_id, cell["cell_id"], k, s["offered_rate"], s.get("throughput"), s.get("completed"),
