@@ -199,13 +199,14 @@ def _servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path):
     sigs = sorted({(c.protocol, c.sig) for c in cells})
     chains = {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s) for p, s in sigs}
     servers = sorted({c.server for c in cells})
-    protocol_of = {c.server: c.protocol for c in cells}
+    # each server serves the credentials of its own cells only: one it cannot load (an ML-DSA host key in
+    # sshd) would stop it from starting, and its cells were skipped with the reason already
+    serves = {srv: sorted({(c.protocol, c.sig) for c in cells if c.server == srv}) for srv in servers}
     ports = {(srv, s): FIRST_PORT + i for i, (srv, s) in
-             enumerate((srv, s) for srv in servers for p, s in sigs if p == protocol_of[srv])}
+             enumerate((srv, s) for srv in servers for _, s in serves[srv])}
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
     return (lambda cell: Site(ports[cell.server, cell.sig], chains[cell.protocol, cell.sig]),
-            lambda k: {srv: Serving(run_dir / f"server-{k}" / srv,
-                                    [Site(ports[srv, s], chains[p, s]) for p, s in sigs if p == protocol_of[srv]],
+            lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, [Site(ports[srv, s], chains[p, s]) for p, s in serves[srv]],
                                     list(dict.fromkeys(c.kex for c in cells if c.server == srv)), pages,
                                     spec.workers) for srv in servers})
 
