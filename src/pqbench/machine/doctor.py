@@ -7,7 +7,7 @@ from pqbench.endpoints import ondemand
 from pqbench.algorithms import liboqs, openssl_build
 from pqbench.machine import host
 
-NATIVE_COMPONENTS = ("pqlink", "cryptobench", "pqtimer")
+NATIVE_COMPONENTS = ("pqlink", "cryptobench", "pqtimer", "pqload")
 
 
 def _plain(items) -> dict:
