@@ -292,16 +292,18 @@ static void drive(int32_t i) {
     }
 }
 
+/* A refused connection is its own class (nothing listens), as in pqtimer. */
+static void connect_failed(int err) {
+    fail(err == ECONNREFUSED ? E_CONNECT_REFUSED : E_CONNECT_ERROR, "connect: %s", strerror(err));
+}
+
 static void tcp_connected(int32_t i) {
     struct conn *c = &conns[i];
     int err = 0;
     socklen_t len = sizeof err;
     getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err) {
-        if (err == ECONNREFUSED)
-            fail(E_CONNECT_REFUSED, "connect: %s", strerror(err));
-        else
-            fail(E_CONNECT_ERROR, "connect: %s", strerror(err));
+        connect_failed(err);
         conn_close(i);
         return;
     }
@@ -339,10 +341,7 @@ static void start_arrival(uint64_t scheduled) {
     int one = 1; /* as pqtimer: Nagle must not hold a handshake flight */
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (connect(fd, (struct sockaddr *)&opt.addr, sizeof opt.addr) != 0 && errno != EINPROGRESS) {
-        if (errno == ECONNREFUSED)
-            fail(E_CONNECT_REFUSED, "connect: %s", strerror(errno));
-        else
-            fail(E_CONNECT_ERROR, "connect: %s", strerror(errno));
+        connect_failed(errno);
         close(fd);
         return;
     }

@@ -27,7 +27,7 @@ def config_from_args(args) -> single.HandshakeConfig:
     target = target_config(args, "ssh")
     if not target and not args.hostkey:
         raise BadInput("--hostkey", "is required (a host key algorithm, e.g. ssh-ed25519), unless --target names a server")
-    server = args.server or endpoints.default_pair("ssh", args.hostkey)[0] if not target else "remote-ssh"
+    server = args.server or endpoints.default_pair("ssh", args.hostkey or "")[0]  # a target's overrides it
     return single.HandshakeConfig(kex=args.kex, sig=args.hostkey or "", **{"protocol": "ssh", "server": server, **target},
                                   client=args.client, **sampling_config(args))
 

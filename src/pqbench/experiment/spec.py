@@ -62,6 +62,8 @@ from pathlib import Path
 from pqbench import units
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
+from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, from_manifest
+from pqbench.remote.target import make as make_target
 from pqbench.testbed.linkspec import congctl_name
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
@@ -127,7 +129,7 @@ class Spec:
     source: str  # the TOML text, stored with the run
     congctl: tuple[str | None, ...] = (None,)  # TCP congestion control per route; None: the host's default
     targets: tuple = ()  # pqbench.remote.target.Target: when given, cells are algorithms × targets (no link axes)
-    rate: float = 5.0  # a target's pace: connections per second at most, one at a time
+    rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # targets' clients run in this existing namespace instead of the host's
     load: object = None  # kind = "load": a pqbench.load.steps.LoadPlan per cell (server capacity), else None
 
@@ -188,7 +190,6 @@ def parse(text: str, origin: str = "spec") -> Spec:
     except tomllib.TOMLDecodeError as e:
         raise BadInput(origin, f"not valid TOML: {e}") from None
     _unknown("", data, TOP_KEYS)
-    data["__origin__"] = origin
     axes = data.get("axes", {})
     if not isinstance(axes, dict):
         raise BadInput("axes", "must be a table")
@@ -198,7 +199,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
             raise BadInput(f"axes.{required}", "is required (a list of algorithm names)")
 
     if "target" in data:
-        return _with_targets(text, data, axes)
+        return _with_targets(text, data, axes, Path(origin))
     stacks, protocols = _stacks(axes, _protocols(data, axes))
     kex = tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
                 for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
@@ -245,7 +246,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
     if load is not None:  # the protocol's load generator is the client; one lane, so cells never share CPUs
         from pqbench import endpoints
         stacks = tuple(dict.fromkeys((srv, endpoints.load_client(endpoints.get(srv).protocol)) for srv, _ in stacks))
-    return Spec(**_common(text, data, axes), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
+    return Spec(**_common(text, data, Path(origin)), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
                 **_workload(axes), stacks=stacks, protocols=protocols,
                 stacks_named=any(a in axes for a in ("stack", "server", "client")), backend=backend,
                 lanes=1 if load else units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
@@ -293,9 +294,9 @@ def _workload(axes: dict) -> dict:
     return {"page": page, "requests": requests, "pad": pad, "resume": resume}
 
 
-def _common(text: str, data: dict, axes: dict) -> dict:
+def _common(text: str, data: dict, origin: Path) -> dict:
     """The settings every spec has, whatever its servers and path."""
-    name = data.get("name", Path(data.get("__origin__", "spec")).stem)
+    name = data.get("name", origin.stem)
     if not isinstance(name, str) or not name:
         raise BadInput("name", "must be a non-empty string")
     return dict(
@@ -310,10 +311,9 @@ def _common(text: str, data: dict, axes: dict) -> dict:
         source=text)
 
 
-def _with_targets(text: str, data: dict, axes: dict) -> Spec:
+def _with_targets(text: str, data: dict, axes: dict, origin: Path) -> Spec:
     """A spec whose servers are targets: algorithms × targets × pages/requests, measured over the host's
     network one connection at a time (one lane), the client stacks from axes.client."""
-    from pqbench.remote import target as targetmod
     for key in LINK_KEYS:
         if key in axes:
             raise BadInput(f"axes.{key}", "targets replace the link axes: their path is measured, not emulated")
@@ -328,7 +328,7 @@ def _with_targets(text: str, data: dict, axes: dict) -> Spec:
     if data.get("parallel", 1) != 1 or "max_parallel" in data or "max_bias" in data:
         raise BadInput("parallel", "targets are measured one connection at a time (rate sets the pace)")
     raw = data["target"] if isinstance(data["target"], list) else [data["target"]]
-    here = Path(data["__origin__"]).parent  # a target's files are named relative to the spec
+    here = origin.parent  # a target's files are named relative to the spec
 
     def file(value) -> Path:
         return here / Path(str(value)).expanduser()
@@ -352,10 +352,10 @@ def _with_targets(text: str, data: dict, axes: dict) -> Spec:
                 except BadInput:
                     sig = str(sig)
                 many = "sig" not in t and len(sigs) > 1
-                targets.append(targetmod.from_manifest(field, file(t["manifest"]), sig, host=t.get("host"),
+                targets.append(from_manifest(field, file(t["manifest"]), sig, host=t.get("host"),
                                                        name=f"{name}/{sig}" if many else name))
         else:
-            targets.append(targetmod.make(field, t["address"], name=name, ca=file(t["ca"]) if "ca" in t else None,
+            targets.append(make_target(field, t["address"], name=name, ca=file(t["ca"]) if "ca" in t else None,
                                           server_name=t.get("server_name"), sig=t.get("sig")))
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
@@ -372,12 +372,11 @@ def _with_targets(text: str, data: dict, axes: dict) -> Spec:
     netns = data.get("netns")
     if netns is not None and (not isinstance(netns, str) or not netns):
         raise BadInput("netns", "must be the name of an existing network namespace")
-    return Spec(**_common(text, data, axes), kex=kex, sig=tuple(dict.fromkeys(t.credentials.sig for t in targets)),
+    return Spec(**_common(text, data, origin), kex=kex, sig=tuple(dict.fromkeys(t.credentials.sig for t in targets)),
                 scenarios=(), mtu=(None,), initcwnd=(None,), **_workload(axes), stacks=stacks,
                 protocols=protocols, stacks_named=True, backend="real", lanes=1, parallel=1,
                 max_bias=None, targets=tuple(targets),
-                rate=units.number("rate", data.get("rate", targetmod.DEFAULT_RATE), minimum=0.01,
-                                  maximum=targetmod.MAX_RATE), netns=netns)
+                rate=units.number("rate", data.get("rate", DEFAULT_RATE), minimum=0.01, maximum=MAX_RATE), netns=netns)
 
 
 def _algorithm(field: str, value, kind: str, protocols: tuple[str, ...]) -> str:

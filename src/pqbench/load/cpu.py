@@ -55,7 +55,11 @@ def seconds(roots: list[int]) -> float:
 def pin(roots: list[int], cpus: set[int]) -> None:
     """Every thread of every process of the tree onto cpus; what they start later inherits it."""
     for pid in tree(roots):
-        for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:  # a process that ended meanwhile
+            continue
+        for tid in tids:
             try:
                 os.sched_setaffinity(int(tid), cpus)
             except OSError:  # a thread that ended meanwhile

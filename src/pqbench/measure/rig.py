@@ -65,7 +65,6 @@ class Rig:
         self._opened = contextlib.ExitStack()
         self.tb: Testbed | None = None
         self.clients: dict = {}
-        self.started: dict[str, list[int]] = {"client": [], "server": []}  # pids, by side
         self.server_pids: dict[str, list[int]] = {}  # what each server started (load's CPU accounting)
         self._offset_ns = 0
 
@@ -77,9 +76,8 @@ class Rig:
             for name, serving in self.servings.items():
                 server = endpoints.get(name, "server").server()
                 self._opened.callback(server.stop)
-                first = len(self.started["server"])
-                server.start(self.place("server"), serving)
-                self.server_pids[name] = self.started["server"][first:]
+                self.server_pids[name] = []
+                server.start(self.place("server", started=self.server_pids[name]), serving)
                 server.ready(self.place("client"))
                 if getattr(server, "warm_up", True):
                     self._warm(name, serving)
@@ -118,20 +116,23 @@ class Rig:
         """The first (in the one-stack form, the only) client."""
         return self.clients[self.client_names[0]]
 
-    def place(self, side: str) -> Place:
+    def place(self, side: str, started: list[int] | None = None) -> Place:
+        """started: a list that collects the pids of the processes started through this place."""
         tb = self.tb
 
         def popen(argv, **kw):
             proc = tb.popen(side, argv, **kw)
             tb.note_process(proc.pid)  # so `pqbench net clean` can stop it after a crash
-            self.started[side].append(proc.pid)
+            if started is not None:
+                started.append(proc.pid)
             return proc
         return Place(addr=tb.addr(side), popen=popen, socket=lambda: tb.socket(side))
 
     def job(self, port: int, kex: str, chain, host: str | None = None, **kw) -> ClientJob:
         """host: a target's address (default: the testbed's server side)."""
         return ClientJob(host=host or self.tb.server_addr, port=port, groups=[kex],
-                         cafile=str(chain.root_cert) if chain.root_cert else None, servername=chain.server_name, **kw)
+                         cafile=str(chain.root_cert) if chain.root_cert else None, servername=chain.server_name,
+                         target=host is not None, **kw)
 
     def path_rtt(self, job: ClientJob) -> dict | None:
         """TCP-connect times to the job's server over a measured path (a target's), None over an emulated

@@ -214,7 +214,7 @@ def _servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path):
 def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, site: Site) -> cellmeasure.Plan:
     job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
                   requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad,
-                  pause_ms=pause_ms(spec.rate) if cell.target else 0, target=bool(cell.target))
+                  pause_ms=pause_ms(spec.rate) if cell.target else 0)
     return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
                             spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
                             client=cell.client, server=cell.server)

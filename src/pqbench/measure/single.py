@@ -145,8 +145,7 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
             f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
         job = rig.job(site.port, kex, chain, host=site.host, mode=cfg.mode,
                       path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests, warmup=cfg.warmup,
-                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0,
-                      target=cfg.target is not None)
+                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0)
         control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
                                      rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
         say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")

@@ -4,14 +4,11 @@ that measured RTT, per algorithm, as the published studies plotted their Interne
 
 from __future__ import annotations
 
-import json
-
 from pqbench.report.tables import Table, ms, with_ci
 
 
 def _path(c) -> dict:
-    p = c.row.get("path")
-    return (json.loads(p) if isinstance(p, str) else p) or {}
+    return c.row.get("path") or {}
 
 
 def path_rtt(c) -> float | None:

@@ -112,7 +112,8 @@ CREATE TABLE IF NOT EXISTS scans (
 """
 
 # Load cells (`kind = "load"`): the cell's verdict (which side saturated, capacity, CPU per handshake) and
-# one row per offered rate; achieved_rate is what was served per second of the step's whole span. Cells from before are all handshake cells (kind NULL).
+# one row per offered rate; achieved_rate is what was served per second of the step's whole span. Cells
+# from before are all handshake cells (kind NULL).
 _V9 = """
 ALTER TABLE cells ADD COLUMN kind VARCHAR;
 ALTER TABLE cells ADD COLUMN "load" JSON;
