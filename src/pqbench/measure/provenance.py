@@ -21,19 +21,40 @@ def git_commit() -> str | None:
     return f"{rev}{'+dirty' if dirty else ''}" if rev else None
 
 
-def of_run(spec, stacks: list[str]) -> dict:
+def of_node(stacks: list[str]) -> dict:
+    """What this machine measures with: host facts, versions, commit (a node's row in the store)."""
     caps = {name: endpoints.get(name).capabilities() for name in stacks}
     out = {"pqbench": __version__, "git_commit": git_commit(), "host": host.facts(),
            "openssl": {"version": openssl_build.openssl_version(), **openssl_build.openssl_provenance()},
            "liboqs": {"version": liboqs.version(), **openssl_build.liboqs_provenance()},
            "pqprov": openssl_build.pqprov_path().exists(), "synthetic_work": openssl_build.SYNTHETIC_WORK,
            "stacks": {name: {"protocol": c.protocol, "versions": c.versions} for name, c in caps.items()},
-           "congestion_control": host.congestion_control(), "seed": spec.seed,
-           "parallel": spec.parallel, "samples": {"min": spec.samples.min, "max": spec.samples.max,
-                                                  "ci": spec.samples.ci}}
+           "congestion_control": host.congestion_control()}
     if "openssl" in caps:  # the key earlier runs had
         out["nginx"] = caps["openssl"].versions.get("nginx")
     return out
+
+
+# The versions every node of a run must share with its driver (a difference would mix builds in one result).
+MATCHED = {"pqbench": ("pqbench",), "OpenSSL": ("openssl", "version"), "liboqs": ("liboqs", "version"),
+           "pqprov": ("pqprov",), "nginx": ("nginx",)}
+
+
+def mismatch(driver: dict, node: dict) -> tuple[str, object, object] | None:
+    """The first of MATCHED in which a node's provenance differs from the driver's: (field, driver's, node's)."""
+    def get(prov, keys):
+        for k in keys:
+            prov = (prov or {}).get(k) if isinstance(prov, dict) else None
+        return prov
+    for field, keys in MATCHED.items():
+        if get(driver, keys) != get(node, keys):
+            return field, get(driver, keys), get(node, keys)
+    return None
+
+
+def of_run(spec, stacks: list[str]) -> dict:
+    return {**of_node(stacks), "seed": spec.seed, "parallel": spec.parallel,
+            "samples": {"min": spec.samples.min, "max": spec.samples.max, "ci": spec.samples.ci}}
 
 
 def segments(con, run_id: str, testbeds: list[str]) -> list[dict]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -24,9 +25,10 @@ from pqbench.endpoints import ondemand
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
+from pqbench.experiment import shard as shardmod
 from pqbench.experiment.spec import Spec
 from pqbench.measure import cell as cellmeasure
-from pqbench.measure import provenance
+from pqbench.measure import identity, provenance
 from pqbench.measure.progress import Progress
 from pqbench.measure.rig import Rig, credentials
 from pqbench.measure.schedule import run_interleaved
@@ -71,31 +73,69 @@ class Interrupted(KeyboardInterrupt):
         self.run_id = run_id
 
 
+@dataclasses.dataclass(frozen=True)
+class Here:
+    """Where a run's cells are measured: a node (host name) and its segment of the run (pqbench.measure.identity)."""
+    node: str
+    segment: str
+
+    @classmethod
+    def this_machine(cls) -> "Here":
+        return cls(identity.node_name(), identity.new_segment())
+
+
+def shard_run_id(spec: Spec, n: int) -> str:
+    """The run id every shard of a spec shares when none is given, so their stores merge into one run."""
+    return f"{spec.name}-{hashlib.sha256(spec.source.encode()).hexdigest()[:8]}-shards{n}"
+
+
 def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | None = None,
-        quiet: bool = False, keep_files: bool = True) -> str:
+        quiet: bool = False, keep_files: bool = True, shard: tuple[int, int] | None = None,
+        run_id: str | None = None, engine=None) -> str:
     """Measures the spec's cells into the store; returns the run id. keep_files: keep the run folder
-    (servers' configs and logs, the lanes' scratch files) after a finished run."""
+    (servers' configs and logs, the lanes' scratch files) after a finished run. shard (k, n): measure only
+    part k of n (pqbench.experiment.shard), under a run id all shards share. engine: measures the cells
+    elsewhere (pqbench.cluster.driver.Cluster: on a cluster's nodes) instead of on this machine's lanes."""
     con = store.connect(db_path)
     all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
+    mine = {c.cell_id for c in (shardmod.part(all_cells, *shard) if shard else all_cells)}
     stacks = sorted({n for c in all_cells for n in (c.server, c.client)})
     ondemand.ensure(stacks)  # the optional stacks the spec names are built the first time
     prov = provenance.of_run(spec, stacks)
     if spec.targets:
         prov["targets"] = [t.to_json() for t in spec.targets]  # what each name stood for, as resolved
+    if shard:
+        prov["shard"] = f"{shard[0]}/{shard[1]}"
     if resume:
         run_id = find_resumable(con, spec, resume_run)
         store.update_run(con, run_id, status="running")
     else:
-        run_id = f"{spec.name}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+        run_id = run_id or (shard_run_id(spec, shard[1]) if shard else identity.new_run_id(spec.name))
+        if store.run_row(con, run_id):
+            raise BadInput("--run-id", f"{run_id} is already in {db_path}: continue it with --resume {run_id}, "
+                                       "or give another --run-id")
         store.create_run(con, run_id, name=spec.name, spec_toml=spec.source, seed=spec.seed,
                          provenance=prov, cell_order=[c.cell_id for c in all_cells])
-    done = store.finished_cells(con, run_id)
-    progress = Progress(len(all_cells), len(done), quiet)
-    progress.say(f"run {run_id}: {len(all_cells)} cells, {len(done)} already done, database {db_path}")
+    done = store.finished_cells(con, run_id) & mine
+    progress = Progress(len(mine), len(done), quiet)
+    part = f" (shard {prov['shard']}: {len(mine)} of {len(all_cells)})" if shard else ""
+    progress.say(f"run {run_id}: {len(mine)} cells{part}, {len(done)} already done, database {db_path}")
 
     status = "interrupted"
     try:
-        status = _measure_all(con, run_id, spec, all_cells, done, progress, prov, keep_files)
+        todo = _skip_unavailable(con, run_id, spec, [(pos, c) for pos, c in enumerate(all_cells)
+                                                     if c.cell_id in mine and c.cell_id not in done], progress)
+        if engine is not None:
+            status = engine.measure_all(con, run_id, spec, todo, progress, keep_files)
+        elif todo:
+            here = Here.this_machine()
+            store.join_node(con, run_id, here.segment, here.node, provenance.of_node(stacks))
+            try:
+                status = _measure_all(con, run_id, spec, todo, progress, prov, keep_files, here)
+            finally:
+                store.update_node(con, run_id, here.segment, status=status)
+        else:
+            status = "done"
     except KeyboardInterrupt:
         raise Interrupted(run_id) from None
     finally:
@@ -104,73 +144,92 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     return run_id
 
 
-def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progress, prov: dict,
-                 keep_files: bool) -> str:
-    """Skips what this build cannot run, measures the rest over the lanes; the run's final status."""
+def _skip_unavailable(con, run_id: str, spec: Spec, cells: list, progress) -> list:
+    """Records the cells this build cannot run as skipped with the reason; the (position, cell) to measure."""
     todo = []
-    for pos, cell in enumerate(all_cells):
-        if cell.cell_id in done:
-            continue
+    for pos, cell in cells:
         reason = cellmod.unavailable_reason(cell, spec)
         if reason:
-            store.save_cell(con, run_id, _record(cell, pos, {"status": "skipped", "reason": reason}))
+            store.save_cell(con, run_id, record(cell, pos, {"status": "skipped", "reason": reason}))
             progress.cell_done(cell.label(), f"skipped: {reason}", measured=False)
         else:
             todo.append((pos, cell))
-    if not todo:
-        return "done"
+    return todo
 
+
+def save_measured(con, run_id: str, cell: cellmod.Cell, record: dict, samples: list, why: str, progress,
+                  node: str, where: str = "") -> None:
+    """Stores a measured cell (with the node that measured it) and says how it went (where: " on NODE")."""
+    record = {**record, "node": node}
+    store.save_cell(con, run_id, record, samples, record["metric"], steps=record.pop("steps", []))
+    if cell.kind == "load":
+        progress.cell_done(cell.label() + where, why)
+        return
+    durations = sorted(s["t_ns"][record["metric"]] / 1e6 for s in samples if s.get("ok"))
+    p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
+    late = record["detector"].get("late")
+    progress.cell_done(cell.label() + where, f"n={len(samples)} {p50}, {record['failures']} failed"
+                                     f"{f', {late} late' if late else ''} ({why})")
+
+
+def open_lanes(opened: contextlib.ExitStack, spec: Spec, todo: list, servings, run_dir: Path, count: int) -> list:
+    """count lanes (rigs) for the cells to measure, each with its scratch folder under run_dir."""
+    first = todo[0][1]
+    clients = sorted({c.client for _, c in todo})
+    lanes = []
+    for k in range(min(count, len(todo))):
+        path = RealPath(netns={"client": spec.netns} if spec.netns else None) if spec.targets else None
+        rig = opened.enter_context(Rig.pairs(servings(k), clients, first.link_spec(spec.seed), first.tcp(),
+                                             backend=spec.backend, index=k, path=path))
+        scratch = run_dir / f"lane-{k}"
+        scratch.mkdir(parents=True, exist_ok=True)
+        lanes.append(Lane(k, rig, scratch))
+    return lanes
+
+
+def measure_on_lane(spec: Spec, lane: Lane, pos: int, cell: cellmod.Cell, site: Site, budget, tail, stop):
+    """One cell on one lane: (record, samples, why)."""
+    plan = _plan(cell, spec, lane.rig, site)
+    if cell.kind == "load":
+        result, why = measure_load(lane.rig, spec.load, plan.link, plan.tcp, plan.job, cell.server, cell.client,
+                                   stop=stop)
+        return record(cell, pos, result), [], why
+    control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
+                                 max_bias=spec.max_bias, maximum=spec.parallel,
+                                 rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
+                                 budget=budget)
+    result, samples, why = cellmeasure.measure(lane.rig, plan, control, lane.scratch, tail=tail, stop=stop)
+    result["concurrency"] = {**result["concurrency"], "lane": lane.index}
+    return record(cell, pos, result), samples, why
+
+
+def _measure_all(con, run_id: str, spec: Spec, todo: list, progress, prov: dict, keep_files: bool,
+                 here: Here) -> str:
+    """Measures the cells over this machine's lanes; the run's final status."""
     run_dir = paths.BUILD / "runs" / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    algs = _crypto_algorithms([n for _, c in todo for n in (c.kex, c.sig)])
-    _measure_crypto(con, run_id, progress, algs, "start")
-    sites, servings = _servers(spec, [c for _, c in todo], run_dir)
-    clients = sorted({c.client for _, c in todo})
+    algs = crypto_algorithms([n for _, c in todo for n in (c.kex, c.sig)])
+    save_crypto(con, run_id, here, progress, algs, "start")
+    sites, servings = servers(spec, [c for _, c in todo], run_dir, make_credentials([c for _, c in todo], run_dir))
     budget = concurrency.Budget()
     with contextlib.ExitStack() as opened:
-        first = todo[0][1]
-        lanes = []
-        for k in range(min(spec.lanes, len(todo))):
-            path = RealPath(netns={"client": spec.netns} if spec.netns else None) if spec.targets else None
-            rig = opened.enter_context(Rig.pairs(servings(k), clients, first.link_spec(spec.seed), first.tcp(),
-                                                 backend=spec.backend, index=k, path=path))
-            scratch = run_dir / f"lane-{k}"
-            scratch.mkdir(exist_ok=True)
-            lanes.append(Lane(k, rig, scratch))
+        lanes = open_lanes(opened, spec, todo, servings, run_dir, spec.lanes)
         tb = lanes[0].rig.tb
         store.update_run(con, run_id, provenance={
             **prov, "backend": tb.backend_name, "testbed": tb.info(),
             "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in lanes])})
         calib_start = calibrate_floor(tb, spec)
         store.update_run(con, run_id, calibration_start=calib_start)
+        store.update_node(con, run_id, here.segment, calibration_start=calib_start)
         progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; {len(lanes)} testbed(s)"
                      if calib_start else f"{len(spec.targets)} target(s) over the host's network: each cell measures "
                                          "its path (TCP connect) before and after")
 
-        def save(cell: cellmod.Cell, record: dict, samples: list, why: str) -> None:
-            store.save_cell(con, run_id, record, samples, record["metric"], steps=record.pop("steps", []))
-            if cell.kind == "load":
-                progress.cell_done(cell.label(), why)
-                return
-            durations = sorted(s["t_ns"][record["metric"]] / 1e6 for s in samples if s.get("ok"))
-            p50 = f"p50 {stats.percentile(durations, 50):.1f} ms" if durations else "no successful sample"
-            late = record["detector"].get("late")
-            progress.cell_done(cell.label(), f"n={len(samples)} {p50}, {record['failures']} failed"
-                                             f"{f', {late} late' if late else ''} ({why})")
-
         def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
-            plan = _plan(cell, spec, lane.rig, sites(cell))
-            if cell.kind == "load":
-                record, why = measure_load(lane.rig, spec.load, plan.link, plan.tcp, plan.job, cell.server, cell.client,
-                                           stop=stop)
-                return _record(cell, pos, record), [], why
-            control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
-                                         max_bias=spec.max_bias, maximum=spec.parallel,
-                                         rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
-                                         budget=budget)
-            record, samples, why = cellmeasure.measure(lane.rig, plan, control, lane.scratch, tail=tail, stop=stop)
-            record["concurrency"] = {**record["concurrency"], "lane": lane.index}
-            return _record(cell, pos, record), samples, why
+            return measure_on_lane(spec, lane, pos, cell, sites(cell), budget, tail, stop)
+
+        def save(cell, record, samples, why):
+            save_measured(con, run_id, cell, record, samples, why, progress, here.node)
 
         run_interleaved(lanes, todo, measure, save)
         tb.reconfigure(LinkSpec())
@@ -179,13 +238,21 @@ def _measure_all(con, run_id: str, spec: Spec, all_cells: list, done: set, progr
         for w in warnings:
             progress.say(f"warning: {w}")
         store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
-        _measure_crypto(con, run_id, progress, algs, "end")
+        store.update_node(con, run_id, here.segment, calibration_end=calib_end)
+        save_crypto(con, run_id, here, progress, algs, "end")
     if not keep_files:
         shutil.rmtree(run_dir, ignore_errors=True)  # the results are in the store
     return "done"
 
 
-def _servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path):
+def make_credentials(cells: list[cellmod.Cell], run_dir: Path) -> dict:
+    """(protocol, sig) -> what the servers prove themselves with, made once per run under run_dir (a
+    cluster's driver ships these very files to its nodes). None for targets: they bring their own."""
+    return {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s)
+            for p, s in sorted({(c.protocol, c.sig) for c in cells if not c.target})}
+
+
+def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
     """(site_of(cell), servings(lane)): where each cell's server answers, and what each lane's servers
     serve. Servers pqbench starts serve a port per credentials (certificate chain, SSH host keys) with
     every key exchange of the run; a target is one site that is already there."""
@@ -196,8 +263,6 @@ def _servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path):
         return (lambda cell: targets[cell.target].site(),
                 lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, sites, [], {}, 0)
                            for srv, sites in by_server.items()})
-    sigs = sorted({(c.protocol, c.sig) for c in cells})
-    chains = {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s) for p, s in sigs}
     servers = sorted({c.server for c in cells})
     # each server serves the credentials of its own cells only: one it cannot load (an ML-DSA host key in
     # sshd) would stop it from starting, and its cells were skipped with the reason already
@@ -220,7 +285,7 @@ def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, site: Site) -> cellmeasure.P
                             client=cell.client, server=cell.server)
 
 
-def _crypto_algorithms(names: list[str]) -> list:
+def crypto_algorithms(names: list[str]) -> list:
     """The catalog algorithms behind a run's names that this build can benchmark (not SSH's own
     groups, not a size-only host key's stand-in: its cells never compute that algorithm)."""
     algs = {}
@@ -233,14 +298,19 @@ def _crypto_algorithms(names: list[str]) -> list:
     return sorted(algs.values(), key=lambda a: (a.kind, a.name))
 
 
-def _record(cell: cellmod.Cell, position: int, fields: dict) -> dict:
+def record(cell: cellmod.Cell, position: int, fields: dict) -> dict:
     return {"cell_id": cell.cell_id, "position": position, **cell.params(), **fields}
 
 
-def _measure_crypto(con, run_id: str, progress, algs: list, when: str) -> None:
+def crypto_rounds(algs: list) -> list:
+    """The crypto microbenchmark rounds of one start or end of a segment (input of the lower-bound model)."""
+    return microbench.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS)
+
+
+def save_crypto(con, run_id: str, here: Here, progress, algs: list, when: str) -> None:
     progress.say(f"crypto microbenchmarks of {len(algs)} algorithms at the {when}, {CRYPTO_ROUNDS} rounds "
                  "(input of the lower-bound model)")
-    store.save_crypto(con, run_id, microbench.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS))
+    store.save_crypto(con, run_id, crypto_rounds(algs), node=here.node, segment=here.segment)
 
 
 def calibrate_floor(tb, spec: Spec) -> dict | None:

@@ -124,6 +124,21 @@ CREATE TABLE IF NOT EXISTS load_steps (
 );
 """
 
+# Runs measured on several machines (`run --cluster`, `run --shard`, `merge`): the node that measured each cell;
+# the nodes table, one row per segment (one node's part in one start of a run: its provenance, calibration
+# at its start and end, when it joined and left, its status); crypto rounds carry their node and segment, so
+# rounds from several nodes or shards stay apart when stores meet (a segment is unique: a random id).
+# Cells and crypto rounds from before were measured on the run's one host (node NULL).
+_V10 = """
+ALTER TABLE cells ADD COLUMN node VARCHAR;
+ALTER TABLE crypto ADD COLUMN node VARCHAR;
+ALTER TABLE crypto ADD COLUMN segment VARCHAR;
+CREATE TABLE IF NOT EXISTS nodes (
+    run_id VARCHAR, segment VARCHAR, node VARCHAR, provenance JSON, calibration_start JSON, calibration_end JSON,
+    joined TIMESTAMP, "left" TIMESTAMP, status VARCHAR, cells INTEGER, PRIMARY KEY (run_id, segment)
+);
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -134,6 +149,7 @@ MIGRATIONS = (
     (7, "targets: the target a cell measured and its path's measured RTT", _V7),
     (8, "scans of servers' post-quantum readiness", _V8),
     (9, "load cells: their verdict and one row per offered rate", _V9),
+    (10, "nodes: the node of each cell and crypto round, one row per node's segment of a run", _V10),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -1,4 +1,4 @@
-"""The results store: one DuckDB file (default results.duckdb) with four tables and its schema version
+"""The results store: one DuckDB file (default results.duckdb) with its tables and schema version
 (pqbench.store.schema: numbered migrations).
 
   runs     one row per `pqbench run`: spec, provenance (host, versions, commit, backend, seeds),
@@ -7,7 +7,9 @@
   samples  one row per sample with every field pqtimer emits (phase times in ms, sizes, TCP_INFO);
            the raw JSON line is kept too
   crypto   the crypto microbenchmarks of each algorithm the run used, in rounds at the start and the
-           end of every segment (input of the lower-bound model)
+           end of every segment (input of the lower-bound model), each with its node
+  nodes    one row per node's segment of a run (a local run: one per start): provenance, calibration,
+           status
 
 Results are written after every cell, in one transaction, so a crash loses at most the cell in
 progress and a resumed run finds every finished cell.
@@ -180,16 +182,47 @@ def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: st
         raise
 
 
-def save_crypto(con, run_id: str, rounds: list[list[dict]]) -> None:
-    """Rounds of crypto microbenchmarks (pqbench.algorithms.microbench.measure results), appended after the run's
-    earlier rounds: the machine's speed changes over time, so every round is kept for the model."""
-    (first,) = con.execute("SELECT coalesce(max(round) + 1, 0) FROM crypto WHERE run_id = ?", [run_id]).fetchone()
+def save_crypto(con, run_id: str, rounds: list[list[dict]], *, node: str | None = None,
+                segment: str | None = None) -> None:
+    """Rounds of crypto microbenchmarks (pqbench.algorithms.microbench.measure results), appended after the
+    segment's earlier rounds: the machine's speed changes over time, so every round is kept for the model.
+    A round is (run, segment, round): segments are unique, so rounds of several nodes never collide."""
+    (first,) = con.execute("SELECT coalesce(max(round) + 1, 0) FROM crypto WHERE run_id = ? "
+                           "AND segment IS NOT DISTINCT FROM ?", [run_id, segment]).fetchone()
     rows = [{"run_id": run_id, "name": r["name"], "kind": r["kind"], "op": op, "median_us": v["median_us"],
              "p25_us": v["p25_us"], "p75_us": v["p75_us"], "n": v["n"], "pk": r["sizes"]["pk"],
-             "ct_or_sig": r["sizes"]["ct"] if r["kind"] == "kem" else r["sizes"]["sig"], "round": first + k}
+             "ct_or_sig": r["sizes"]["ct"] if r["kind"] == "kem" else r["sizes"]["sig"], "round": first + k,
+             "node": node, "segment": segment}
             for k, results in enumerate(rounds) for r in results for op, v in r["ops"].items()]
     if rows:
         _insert_rows(con, "crypto", rows)
+
+
+def join_node(con, run_id: str, segment: str, node: str, provenance: dict) -> None:
+    """A node's segment of a run begins (a local run: this host; a cluster: each worker that measures)."""
+    con.execute("INSERT INTO nodes (run_id, segment, node, provenance, joined, status, cells) "
+                "VALUES (?, ?, ?, ?, now(), 'running', 0)", [run_id, segment, node, json.dumps(provenance)])
+
+
+def update_node(con, run_id: str, segment: str, **fields) -> None:
+    """Sets a segment's fields (calibration_start/end, status, …); status other than running marks it left."""
+    sets = ", ".join(f'"{k}" = ?' for k in fields)
+    left = ', "left" = now()' if fields.get("status", "running") != "running" else ""
+    con.execute(f"UPDATE nodes SET {sets}{left}, cells = (SELECT count(*) FROM cells c WHERE c.run_id = nodes.run_id "
+                "AND c.node = nodes.node) WHERE run_id = ? AND segment = ?",
+                [*map(_value, fields.values()), run_id, segment])
+
+
+def node_rows(con, run_id: str) -> list[dict]:
+    """A run's node segments in the order they joined, provenance and calibrations as dicts; [] for runs
+    and stores from before nodes were recorded."""
+    if not _has_table(con, "nodes"):
+        return []
+    rows = _dicts(con.execute("SELECT * FROM nodes WHERE run_id = ? ORDER BY joined, node", [run_id]))
+    for r in rows:
+        for k in ("provenance", "calibration_start", "calibration_end"):
+            r[k] = json.loads(r[k]) if r[k] else None
+    return rows
 
 
 def finished_cells(con, run_id: str) -> set[str]:
