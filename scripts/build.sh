@@ -191,7 +191,7 @@ do_venv() {
     if [ -f "$venv/.stamp" ] && [ "$(cat "$venv/.stamp")" = "$stamp" ]; then step venv "up to date"; return; fi
     step venv "creating $venv and installing pqbench (editable) with its Python deps"
     [ -x "$venv/bin/python" ] || logged venv python3 -m venv "$venv"
-    logged venv "$venv/bin/pip" install -q -e "$ROOT[test]"
+    logged venv "$venv/bin/pip" install -q -e "$ROOT[test,cluster]"
     echo "$stamp" >"$venv/.stamp"
 }
 

@@ -13,8 +13,8 @@ from pqbench import __version__
 from pqbench.errors import EXIT_BAD_INPUT, PqbenchError
 
 # One module per command group under pqbench.commands; each has register(subparsers).
-COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net", "handshake", "ssh", "serve", "scan", "load", "run", "report", "export",
-                   "clean"]
+COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net", "handshake", "ssh", "serve", "scan", "load", "run", "worker", "merge",
+                   "report", "export", "clean"]
 
 
 # A value that starts like a negative number: "-5ms", "-1%", "-.5"

@@ -1,8 +1,12 @@
+import contextlib
 import shlex
 import sys
 from pathlib import Path
 
 from pqbench import store
+from pqbench.cluster import security as cluster_security
+from pqbench.errors import BadInput
+from pqbench.experiment import shard as shardmod
 from pqbench.experiment import spec as specmod
 from pqbench.measure import runner
 
@@ -17,14 +21,29 @@ def register(sub):
                                                        "and logs, scratch files) after the run; the results are in "
                                                        "the database either way")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--shard", metavar="K/N", help="measure only part K of N (all algorithms of a link condition stay "
+                                                 "in one part) into this store; `pqbench merge` joins the parts")
+    p.add_argument("--run-id", metavar="ID", help="the run's id (default: name-time-random; with --shard one id "
+                                                 "derived from the spec, shared by all its shards)")
+    p.add_argument("--cluster", metavar="SCHEDULER", help="measure the cells on the workers of a Dask cluster "
+                                                         "(`pqbench worker SCHEDULER` on each node), e.g. "
+                                                         "tcp://10.0.0.1:8786; the results come to this store")
+    cluster_security.add_arguments(p)
     p.set_defaults(func=handle)
 
 
 def handle(args) -> int:
     spec = specmod.load(args.spec)
+    shard = shardmod.parse(args.shard) if args.shard else None
+    security = cluster_security.from_arguments(args)
+    if security and not args.cluster:
+        raise BadInput("--tls-ca-file", "TLS options secure a cluster's connections: give --cluster too")
     try:
-        run_id = runner.run(spec, args.db, resume=args.resume is not None, resume_run=args.resume or None,
-                            quiet=args.quiet, keep_files=args.keep)
+        with contextlib.ExitStack() as opened:
+            engine = opened.enter_context(_cluster(args.cluster, security)) if args.cluster else None
+            run_id = runner.run(spec, args.db, resume=args.resume is not None, resume_run=args.resume or None,
+                                quiet=args.quiet, keep_files=args.keep, shard=shard, run_id=args.run_id,
+                                engine=engine)
     except runner.Interrupted as e:
         again = ["pqbench", "run", str(args.spec), "--db", str(args.db), "--resume", e.run_id]
         print(f"pqbench run: interrupted; run {e.run_id} keeps its finished cells in {args.db}.\n"
@@ -34,3 +53,8 @@ def handle(args) -> int:
         return 130
     print(run_id)
     return 0
+
+
+def _cluster(address: str, security):
+    from pqbench.cluster.driver import Cluster  # imports Dask's distributed, only for cluster runs
+    return Cluster(address, security)

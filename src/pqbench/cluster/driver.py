@@ -1,0 +1,179 @@
+"""`pqbench run --cluster`: the driver measures a run's cells on a Dask cluster's pqbench workers and stores
+them here, through the same store code as a local run.
+
+The driver makes the certificate chains once and ships their files (identical bytes on every node), opens
+the run on every worker present (a node whose versions differ from the driver's is refused: exit 3), then
+submits one task per cell in the run's order; a node measures no more cells at once than its slots (the
+`pqbench_node` resource). A cell whose worker dies is rescheduled by the engine on another node and stored
+once, when it finishes. At the end every node measures its floor and crypto again; Ctrl-C stops the cells
+on every node and closes their testbeds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+from pqbench import paths, store
+from pqbench.cluster import node as nodemod
+from pqbench.cluster.security import engine
+from pqbench.errors import MissingCapability
+from pqbench.measure import provenance, runner
+
+CONNECT_TIMEOUT_S = 30
+CLOSE_TIMEOUT_S = 600  # the end's crypto rounds and calibration, after the last cell finished
+
+
+class Cluster:
+    """A connection to a scheduler whose workers are pqbench nodes; runner.run's engine."""
+
+    def __init__(self, address: str, security=None):
+        self.address, self.security = address, security
+        self.client = None
+
+    def __enter__(self) -> "Cluster":
+        distributed = engine()
+        try:
+            self.client = distributed.Client(self.address, security=self.security, timeout=CONNECT_TIMEOUT_S,
+                                             set_as_default=False)
+        except (OSError, TimeoutError) as e:
+            raise MissingCapability(f"no Dask scheduler answers at {self.address} ({e})",
+                                    "start one (`dask scheduler`) and give its address, e.g. tcp://10.0.0.1:8786") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.client.close()
+
+    def measure_all(self, con, run_id: str, spec, todo: list, progress, keep_files: bool = True) -> str:
+        if not todo:
+            return "done"
+        workers = pqbench_workers(self.client)
+        if not workers:
+            raise MissingCapability(f"the scheduler at {self.address} has no pqbench worker",
+                                    f"start `pqbench worker {self.address}` (as root) on each measuring node")
+        ctx = self._context(run_id, spec, todo, keep_files)
+        store.update_run(con, run_id, provenance={**store.provenance(con, run_id),
+                                                  "cluster": {"scheduler": self.address, "driver": ctx.versions["host"]}})
+        progress.say(f"cluster {self.address}: {len(workers)} node(s): {', '.join(sorted(workers.values()))}")
+        run = _ClusterRun(self.client, con, run_id, progress)
+        try:
+            shipped = self.client.scatter(ctx, broadcast=True, hash=False)
+            run.open(shipped, workers)
+            run.measure(shipped, todo)
+            run.close(measure_end=True)
+        except BaseException:
+            run.stop()
+            raise
+        finally:
+            if not keep_files:
+                shutil.rmtree(Path(ctx.driver_dir), ignore_errors=True)  # the nodes' copies went with their lanes
+                with contextlib.suppress(OSError):
+                    Path(ctx.driver_dir).parent.rmdir()  # the run's folder, when no node of this machine keeps one
+        return "done"
+
+    def _context(self, run_id: str, spec, todo: list, keep_files: bool) -> nodemod.RunContext:
+        run_dir = paths.BUILD / "runs" / run_id / "driver"
+        cells = [c for _, c in todo]
+        chains = runner.make_credentials(cells, run_dir)
+        stacks = sorted({n for c in cells for n in (c.server, c.client)})
+        return nodemod.RunContext(run_id, spec, list(todo), chains, nodemod.pack_files(chains, run_dir), str(run_dir),
+                                  provenance.of_node(stacks), stacks, keep_files)
+
+
+class _ClusterRun:
+    """One run's tasks on the cluster, and the node segments they report."""
+
+    def __init__(self, client, con, run_id: str, progress):
+        self.client, self.con, self.run_id, self.progress = client, con, run_id, progress
+        self.futures: dict = {}
+        self.segments: dict[str, str] = {}  # segment -> node, of the nodes that opened the run
+        self.closed: set[str] = set()
+
+    def _submit(self, fn, *args, key: str, **kw):
+        return self.client.submit(fn, *args, key=f"{key}-{self.run_id}", pure=False,
+                                  resources={nodemod.RESOURCE: 1}, **kw)
+
+    def open(self, shipped, workers: dict) -> None:
+        """Opens the run on every worker present, so a node with other versions is refused before any cell."""
+        opens = [self._submit(nodemod.open_task, shipped, key=f"open-{name}", workers=[addr], allow_other_workers=False)
+                 for addr, name in workers.items()]
+        self.futures.update(dict.fromkeys(opens))
+        for f in opens:
+            self._joined(_result(f))
+
+    def _joined(self, report: dict | None) -> None:
+        if not report:
+            return
+        store.join_node(self.con, self.run_id, report["segment"], report["node"], report["provenance"])
+        store.update_node(self.con, self.run_id, report["segment"], calibration_start=report["calibration_start"])
+        store.save_crypto(self.con, self.run_id, report["crypto"], node=report["node"], segment=report["segment"])
+        self.segments[report["segment"]] = report["node"]
+        floor = (report["calibration_start"] or {}).get("p50_ms")
+        self.progress.say(f"node {report['node']} joined" + (f": emulator floor p50 {floor:.3f} ms" if floor else ""))
+
+    def measure(self, shipped, todo: list) -> None:
+        cells = {self._submit(nodemod.measure_task, shipped, pos, cell, key=f"cell-{cell.cell_id}",
+                              priority=len(todo) - k): (pos, cell) for k, (pos, cell) in enumerate(todo)}
+        self.futures.update(cells)
+        for future in engine().as_completed(list(cells), loop=self.client.loop):
+            result = _result(future)
+            self._joined(result["start"])
+            runner.save_measured(self.con, self.run_id, cells[future][1], result["record"], result["samples"],
+                                 result["why"], self.progress, result["node"], where=f" on {result['node']}")
+
+    def close(self, measure_end: bool) -> None:
+        """Every node ends the run (measure_end: its floor and crypto once more); segments that never reported
+        their end are marked lost (their worker died)."""
+        closes = [self._submit(nodemod.close_task, self.run_id, measure_end, key=f"close-{name}", workers=[addr],
+                               allow_other_workers=False) for addr, name in pqbench_workers(self.client).items()]
+        for f in closes:
+            try:
+                report = f.result(timeout=CLOSE_TIMEOUT_S)
+            except Exception as e:  # a node that died meanwhile: marked lost below
+                self.progress.say(f"warning: a node did not close the run: {e}")
+                continue
+            if not report:
+                continue
+            self.closed.add(report["segment"])
+            store.update_node(self.con, self.run_id, report["segment"], status="done" if measure_end else "interrupted",
+                              **({"calibration_end": report["calibration_end"]} if measure_end else {}))
+            if report.get("crypto"):
+                store.save_crypto(self.con, self.run_id, report["crypto"], node=report["node"], segment=report["segment"])
+            if report.get("engine_idle_cpu") is not None:
+                prov = {**(_node_provenance(self.con, self.run_id, report["segment"])), "engine_idle_cpu_end": report["engine_idle_cpu"]}
+                store.update_node(self.con, self.run_id, report["segment"], provenance=prov)
+        for segment, node in self.segments.items():
+            if segment not in self.closed:
+                store.update_node(self.con, self.run_id, segment, status="lost")
+                self.progress.say(f"warning: node {node} left during the run (its cells were measured again elsewhere)")
+
+    def stop(self) -> None:
+        """Ctrl-C or a failure: the queued cells are cancelled, the running ones stopped, every node's lanes closed."""
+        self.client.cancel(list(self.futures), force=True)
+        try:
+            self.client.run(nodemod.abort, self.run_id)
+            self.close(measure_end=False)
+        except Exception as e:  # the original error matters more; say what could not be cleaned
+            self.progress.say(f"warning: stopping the cluster's cells: {e}")
+
+
+
+def pqbench_workers(client) -> dict[str, str]:
+    """address -> name of the scheduler's workers that are pqbench nodes (they have the pqbench_node resource)."""
+    info = client.scheduler_info(n_workers=-1)["workers"]
+    return {addr: w.get("name") or addr for addr, w in info.items() if w.get("resources", {}).get(nodemod.RESOURCE)}
+
+
+def _node_provenance(con, run_id: str, segment: str) -> dict:
+    return next((r["provenance"] for r in store.node_rows(con, run_id) if r["segment"] == segment), None) or {}
+
+
+def _result(future):
+    """A task's result; a node refused for its versions becomes exit 3 naming the node and the field."""
+    try:
+        return future.result()
+    except nodemod.NodeRefused as e:
+        raise MissingCapability(f"node {e.node} differs from the driver in {e.field}: {e.mine!r} there, "
+                                f"{e.driver!r} here", f"build the same pqbench, OpenSSL, liboqs, pqprov and nginx on "
+                                                      f"{e.node} (same commit, `make`) or stop its worker") from None

@@ -1,0 +1,230 @@
+"""`pqbench run --cluster`: a real Dask scheduler and pqbench workers on this machine, each worker in its own UTS
+namespace (its own host name, so its own node), measuring a real spec over real testbeds."""
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pqbench import paths, store
+from pqbench.cluster import node as nodemod
+from pqbench.testbed import registry
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+BIN = Path(sys.executable).parent
+SPEC = """
+name = "clustered"
+seed = 5
+parallel = 1
+timeout = "5s"
+warmup = 1
+
+[samples]
+min = {n}
+max = {n}
+ci = 0.5
+
+[axes]
+kex = ["X25519", "X25519MLKEM768"]
+sig = ["ecdsap256"]
+rtt = ["5.6ms", "31.1ms"]
+loss = ["0%"]
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalCluster:
+    """A scheduler and named workers; everything is stopped (and checked gone) on exit."""
+
+    def __init__(self, tmp: Path):
+        self.tmp, self.port = tmp, free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.workers: dict[str, subprocess.Popen] = {}
+        self.scheduler = subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
+                                           "--no-dashboard"], stdout=subprocess.DEVNULL,
+                                          stderr=open(tmp / "scheduler.log", "w"))
+
+    def worker(self, name: str, env: dict | None = None) -> subprocess.Popen:
+        """A pqbench worker whose host name is name (unshare --uts, then exec: the pid is the worker's)."""
+        proc = subprocess.Popen(["unshare", "--uts", "sh", "-c", f'hostname {name} && exec "$0" worker "$1"',
+                                 BIN / "pqbench", self.address], stdout=subprocess.DEVNULL,
+                                stderr=open(self.tmp / f"{name}.log", "w"), env={**os.environ, **(env or {})})
+        self.workers[name] = proc
+        return proc
+
+    def wait_for(self, count: int, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if sum("Registered to" in (self.tmp / f"{n}.log").read_text() for n in self.workers) >= count:
+                return
+            time.sleep(0.3)
+        raise AssertionError(f"{count} workers did not register: " + "\n".join(
+            (self.tmp / f"{n}.log").read_text()[-2000:] for n in self.workers))
+
+    def run(self, spec: Path, db: Path, *extra: str, **kw) -> subprocess.Popen:
+        return subprocess.Popen([BIN / "pqbench", "run", str(spec), "--db", str(db), "--cluster", self.address, *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+    def stop(self) -> None:
+        for proc in self.workers.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.workers.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=60)
+        self.scheduler.terminate()
+        self.scheduler.wait(timeout=30)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = LocalCluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.stop()
+        registry.reap_stale()
+
+
+def spec_file(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "clustered.toml"
+    path.write_text(SPEC.format(n=n))
+    return path
+
+
+def namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def test_a_spec_runs_across_two_nodes_into_one_store(cluster, tmp_path):
+    cluster.worker("node-a"), cluster.worker("node-b")
+    cluster.wait_for(2)
+    db = tmp_path / "r.duckdb"
+    proc = cluster.run(spec_file(tmp_path, 30), db)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "on node-a" in err and "on node-b" in err  # progress names the node of each cell
+    con = store.connect(db, read_only=True)
+    run_id = out.strip()
+    cells = store.cell_rows(con, run_id)
+    assert len(cells) == 4 and {c["status"] for c in cells} == {"done"}
+    assert len({c["cell_id"] for c in cells}) == 4
+    assert {c["node"] for c in cells} == {"node-a", "node-b"}
+    for c in cells:  # every sample of a cell stored once
+        assert con.execute("SELECT count(*), count(DISTINCT seq) FROM samples WHERE run_id = ? AND cell_id = ?",
+                           [run_id, c["cell_id"]]).fetchone() == (30, 30)
+    for name in ("node-a", "node-b"):  # one slot: a node never measures two cells at once
+        spans = sorted((c["started"], c["finished"]) for c in cells if c["node"] == name)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+    nodes = {r["node"]: r for r in store.node_rows(con, run_id)}
+    assert set(nodes) == {"node-a", "node-b"}
+    assert sum(row["cells"] for row in nodes.values()) == 4
+    for name, row in nodes.items():
+        assert row["status"] == "done"
+        assert row["provenance"]["host"]["hostname"] == name and row["provenance"]["slots"] == 1
+        assert row["calibration_start"]["p50_ms"] > 0 and row["calibration_end"]["p50_ms"] > 0
+        assert row["provenance"]["engine_idle_cpu"] is not None
+    crypto_nodes = {r[0] for r in con.execute("SELECT DISTINCT node FROM crypto WHERE run_id = ?", [run_id]).fetchall()}
+    assert crypto_nodes == {"node-a", "node-b"}  # each node's own crypto rounds, for its own cells' model
+    assert not (paths.BUILD / "runs" / run_id).exists()  # nodes and driver removed their files
+
+
+def test_a_killed_worker_s_cell_is_measured_again_elsewhere_and_stored_once(cluster, tmp_path):
+    cluster.worker("node-a")
+    victim = cluster.worker("node-b")
+    cluster.wait_for(2)
+    before = namespaces()
+    db = tmp_path / "r.duckdb"
+    proc = cluster.run(spec_file(tmp_path, 80), db)  # ~80 handshakes at 31.1 ms: several seconds per cell
+    lines = []
+    for line in proc.stderr:  # wait until node-b measures a cell, then kill its worker outright
+        lines.append(line)
+        if "node node-b joined" in line:
+            break
+    time.sleep(1.5)
+    victim.send_signal(signal.SIGKILL)
+    out, err = proc.communicate(timeout=600)
+    err = "".join(lines) + err
+    assert proc.returncode == 0, err
+    assert "node node-b left during the run" in err
+    con = store.connect(db, read_only=True)
+    run_id = out.strip()
+    cells = store.cell_rows(con, run_id)
+    assert len(cells) == 4 and {c["status"] for c in cells} == {"done"}
+    assert con.execute("SELECT count(*) FROM samples WHERE run_id = ?", [run_id]).fetchone()[0] == 4 * 80
+    statuses = {r["node"]: r["status"] for r in store.node_rows(con, run_id)}
+    assert statuses == {"node-a": "done", "node-b": "lost"}
+    # node-a reaped node-b's testbeds when it closed the run: nothing of the dead worker is left
+    assert not [n for n, rec in registry.all_records().items() if registry.stale(rec)]
+    assert namespaces() <= before
+
+
+def test_ctrl_c_stops_the_cluster_s_cells_and_leaves_no_testbed(cluster, tmp_path):
+    cluster.worker("node-a")
+    cluster.wait_for(1)
+    before = namespaces()
+    db = tmp_path / "r.duckdb"
+    proc = cluster.run(spec_file(tmp_path, 150), db)
+    for line in proc.stderr:
+        if "node node-a joined" in line:
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "--resume" in err
+    deadline = time.monotonic() + 60
+    while namespaces() - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert namespaces() <= before  # the worker (still running) closed its lanes
+    assert cluster.workers["node-a"].poll() is None
+    con = store.connect(db, read_only=True)
+    (row,) = store.node_rows(con, store.resolve_run(con, "latest"))
+    assert row["status"] == "interrupted"
+
+
+def test_a_node_with_another_openssl_is_refused(cluster, tmp_path):
+    """The odd node's build is this one's with Debian's OpenSSL in place of ours (PQBENCH_BUILD)."""
+    system_openssl = Path("/usr/bin/openssl")
+    if not system_openssl.exists():
+        pytest.skip("Debian's openssl is not installed")
+    other = tmp_path / "other-build"
+    other.mkdir()
+    for entry in paths.BUILD.iterdir():
+        if entry.name != "openssl":
+            (other / entry.name).symlink_to(entry)
+    (other / "openssl" / "bin").mkdir(parents=True)
+    (other / "openssl" / "bin" / "openssl").symlink_to(system_openssl)
+    cluster.worker("odd-node", env={"PQBENCH_BUILD": str(other)})
+    cluster.wait_for(1)
+    proc = cluster.run(spec_file(tmp_path, 10), tmp_path / "r.duckdb")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 3, err
+    assert "odd-node" in err and "OpenSSL" in err
+
+
+def test_credentials_cross_to_a_node_byte_for_byte_with_their_modes(tmp_path):
+    from pqbench.algorithms import certs
+    driver, node = tmp_path / "driver", tmp_path / "node"
+    chains = {("tls", "ecdsap256"): certs.make_chain("ecdsap256", driver / "certs" / "ecdsap256")}
+    nodemod.unpack_files(nodemod.pack_files(chains, driver), node)
+    moved = nodemod.relocate(chains, driver, node)[("tls", "ecdsap256")]
+    assert moved.leaf_key == node / "certs" / "ecdsap256" / chains[("tls", "ecdsap256")].leaf_key.name
+    for f in (driver / "certs" / "ecdsap256").iterdir():
+        twin = node / "certs" / "ecdsap256" / f.name
+        assert twin.read_bytes() == f.read_bytes()
+        assert twin.stat().st_mode & 0o777 == f.stat().st_mode & 0o777
+    assert moved.leaf_key.stat().st_mode & 0o777 == 0o600
