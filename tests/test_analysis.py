@@ -29,14 +29,14 @@ def sample(i: int, ms: float | None, group: str = "X25519MLKEM768") -> dict:
                               "retransmits": 0, "rtt_us": 10000, "cwnd": 10}}
 
 
-def save(con, run_id, kex, durations, *, rtt=10.0, loss=0.0, group=None, status="done", reason=None):
+def save(con, run_id, kex, durations, *, rtt=10.0, loss=0.0, group=None, status="done", reason=None, node=None):
     spec = LinkSpec.symmetric(rtt, loss=loss, seed=42)
     cell = {"cell_id": f"{kex}-{rtt}-{loss}", "position": 0, "status": status, "reason": reason, "kex": kex,
             "sig": "ecdsap256", "scenario": None, "rtt_ms": rtt, "loss": loss, "loss_model": "bernoulli",
             "rate_mbit": None, "mtu": 1500, "initcwnd": None, "mode": "handshake", "page": None, "requests": None,
             "pad": 0, "link": spec.to_dict() if status == "done" else None, "metric": "handshake_done",
             "n": len(durations), "ok": sum(d is not None for d in durations),
-            "failures": sum(d is None for d in durations)}
+            "failures": sum(d is None for d in durations), **({"node": node} if node else {})}
     samples = [sample(i, d, group or kex) for i, d in enumerate(durations)]
     store.save_cell(con, run_id, cell, samples, "handshake_done")
 
@@ -154,6 +154,30 @@ def test_the_model_takes_each_operations_fastest_round_and_a_drifting_cpu_is_nam
     assert (decaps.fastest, decaps.slowest, decaps.rounds) == pytest.approx((3.5, 6.0, 3))
     (w,) = [w for w in a.warnings if w.check == "cpu_speed"]
     assert "X25519MLKEM768 keygen" in w.message and "1.82×" in w.message and "fixed CPU clock" in w.fix
+
+
+def test_each_cell_s_model_uses_its_own_node_s_crypto_and_unequal_nodes_are_named(con):
+    store.save_crypto(con, "synthetic", [[kem_result("X25519MLKEM768", 1.0, 2.0, 3.0)]], node="fast", segment="s1")
+    store.save_crypto(con, "synthetic", [[kem_result("X25519MLKEM768", 1.5, 3.0, 4.5)]], node="slow", segment="s2")
+    store.join_node(con, "synthetic", "s1", "fast", {})
+    store.join_node(con, "synthetic", "s2", "slow", {})
+    save(con, "synthetic", "X25519MLKEM768", [35.0] * 50, rtt=10.0, node="fast")
+    save(con, "synthetic", "X25519MLKEM768", [75.0] * 50, rtt=30.0, node="slow")
+    a = analysis.analyse(con, "synthetic", resamples=100)
+    crypto = {c.row["node"]: c.bound.parts["crypto_ms"] for c in a.cells}
+    assert crypto == pytest.approx({"fast": 6.0, "slow": 9.0})
+    assert {n["node"]: n["crypto_speed"] for n in a.nodes} == pytest.approx({"fast": 1.0, "slow": 1.5})
+    (w,) = [w for w in a.warnings if w.check == "node_speed"]
+    assert "node slow took 1.50× as long as node fast" in w.message
+    data = analysis.load(con, "synthetic").of_node("slow")  # report --by-node: one node's part alone
+    assert [c.row["node"] for c in data.cells] == ["slow"] and set(data.crypto_nodes) == {"slow"}
+
+
+def test_nodes_within_a_quarter_of_each_other_raise_no_node_warning(con):
+    store.save_crypto(con, "synthetic", [[kem_result("X25519MLKEM768", 1.0, 2.0, 3.0)]], node="a", segment="s1")
+    store.save_crypto(con, "synthetic", [[kem_result("X25519MLKEM768", 1.2, 2.4, 3.6)]], node="b", segment="s2")
+    save(con, "synthetic", "X25519MLKEM768", [35.0] * 30, node="a")
+    assert not [w for w in analysis.analyse(con, "synthetic", resamples=100).warnings if w.check == "node_speed"]
 
 
 def test_steady_or_tiny_operations_raise_no_cpu_speed_warning(con):

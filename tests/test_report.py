@@ -214,3 +214,32 @@ def test_an_interrupted_run_says_how_many_cells_are_left(tmp_path):
     (row,) = [r for r in tables.summary(analysis.analyse(con, "cut", resamples=100)).rows if r[0] == "cells"]
     con.close()
     assert row[1].startswith("2 measured") and "3 not yet measured" in row[1] and "--resume" in row[1]
+
+
+def test_a_run_on_two_nodes_names_them_and_splits_by_node(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    store.create_run(con, "gen", name="gen")
+    for k, (node, kex) in enumerate((("node-a", "X25519"), ("node-b", "X25519MLKEM768"))):
+        store.join_node(con, "gen", f"seg{k}", node, {"openssl": {"version": "3.5.7"}, "git_commit": "abc"})
+        save(con, "gen", kex, [40.0 + (i % 5) * 0.2 for i in range(40)], rtt=20.0)
+        con.execute("UPDATE cells SET node = ? WHERE kex = ?", [node, kex])
+        store.update_node(con, "gen", f"seg{k}", status="done", calibration_start={"p50_ms": 0.05})
+    result = report.build(con, "gen", tmp_path / "out", resamples=200, by_node=True)
+    con.close()
+    page = (tmp_path / "out" / "summary.md").read_text()
+    assert "Nodes: the machines that measured this run" in page
+    assert "| node-a | done | 1 |" in page and "| node-b | done | 1 |" in page
+    assert "RTT 20 ms, loss 0 % on node-a" in page  # the cells table says where each cell was measured
+    assert set(result["nodes"]) == {"node-a", "node-b"}
+    one = (tmp_path / "out" / "nodes" / "node-b" / "summary.md").read_text()
+    assert "X25519MLKEM768" in one and "| X25519 |" not in one and "Nodes: the machines" not in one
+
+
+def test_a_run_on_one_machine_has_no_nodes_section(tmp_path):
+    con = store.connect(tmp_path / "r.duckdb")
+    store.create_run(con, "gen", name="gen")
+    store.join_node(con, "gen", "seg", "host", {})
+    save(con, "gen", "X25519", [40.0] * 30, rtt=20.0)
+    report.build(con, "gen", tmp_path / "out", resamples=200)
+    con.close()
+    assert "Nodes: the machines" not in (tmp_path / "out" / "summary.md").read_text()

@@ -181,6 +181,8 @@ def test_store_round_trip_and_export(built_stack, tmp_path):
     con.close()
     samples_csv = next(p for p in written if p.name.endswith("samples.csv"))
     assert len(samples_csv.read_text().splitlines()) == 17  # header + 16 samples
+    nodes_csv = next(p for p in written if p.name.endswith("nodes.csv"))
+    assert len(nodes_csv.read_text().splitlines()) == 2  # header + this machine: a local run is one node
 
 
 LOSSY = """

@@ -18,7 +18,8 @@ from pqbench.experiment.condition import describe  # noqa: F401  (analysis.descr
 from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
 from pqbench.analysis.load import RunData, load
 from pqbench.analysis.paired import PairedDiff, paired_differences
-from pqbench.analysis.warnings import Warning, cell_warnings, cpu_speed_warnings, run_warnings
+from pqbench.analysis.warnings import (Warning, cell_warnings, cpu_speed_warnings, node_speed_warnings, node_speeds,
+                                       run_warnings)
 
 __all__ = ["Analysis", "CellStats", "PairedDiff", "Warning", "analyse", "analyse_data", "describe", "QS",
            "page_bytes"]
@@ -35,6 +36,7 @@ class Analysis:
     # algorithm -> {op: OpSpread}: medians of the fastest and slowest microbenchmark rounds (the
     # model uses the fastest)
     crypto: dict = dataclasses.field(default_factory=dict)
+    nodes: list = dataclasses.field(default_factory=list)  # the run's node segments, each with its crypto speed
     load: list = dataclasses.field(default_factory=list)  # load cells' rows, each with its steps (pqbench.load)
 
     def label(self, c: CellStats) -> str:
@@ -95,7 +97,9 @@ def _by_protocol(cells: list[CellStats], field: str) -> bool:
 
 def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Analysis:
     cells, not_run, load = [], [], []
-    fastest = {name: {op: s.fastest for op, s in ops.items()} for name, ops in data.crypto.items()}  # model input
+    speeds = node_speeds(data.crypto_nodes)
+    fastest = _fastest(data.crypto)  # model input: a cell's own node's rounds when it has them
+    by_node = {node: {**fastest, **_fastest(spread)} for node, spread in data.crypto_nodes.items()}
     for cd in data.cells:
         if cd.row.get("kind") == "load" and cd.row.get("status") != "skipped":
             load.append({**cd.row, "steps": data.load_steps.get(cd.row["cell_id"], [])})
@@ -103,13 +107,18 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
         if cd.ok.size == 0:
             not_run.append(cd.row)
             continue
-        c = analyse_cell(cd, fastest, resamples=resamples, seed=seed)
+        c = analyse_cell(cd, by_node.get(cd.row.get("node"), fastest), resamples=resamples, seed=seed)
         c.warnings = cell_warnings(c)
         cells.append(c)
     return Analysis(run=data.run, cells=cells, not_run=not_run,
                     paired=paired_differences(cells, resamples=resamples, seed=seed),
-                    warnings=run_warnings(data.run) + cpu_speed_warnings(data.crypto),
-                    variant_fields=_variant_fields(cells), crypto=data.crypto, load=load)
+                    warnings=run_warnings(data.run) + cpu_speed_warnings(data.crypto) + node_speed_warnings(speeds),
+                    variant_fields=_variant_fields(cells), crypto=data.crypto,
+                    nodes=[{**n, "crypto_speed": speeds.get(n["node"])} for n in data.nodes], load=load)
+
+
+def _fastest(spread: dict) -> dict:
+    return {name: {op: s.fastest for op, s in ops.items()} for name, ops in spread.items()}
 
 
 def analyse(con, run_id: str, *, resamples: int = 1000, seed: int = 0) -> Analysis:

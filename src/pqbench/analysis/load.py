@@ -40,6 +40,17 @@ class RunData:
     cells: list  # CellData of every cell, in the order they ran (skipped ones have no samples)
     crypto: dict  # algorithm name -> {op: OpSpread} of its microbenchmark rounds
     load_steps: dict = dataclasses.field(default_factory=dict)  # a load cell's id -> its steps' results, in order
+    # node -> crypto as above, of that node's rounds only (runs measured on several nodes: each cell's model
+    # uses its own node's speed); empty for runs from before nodes were recorded
+    crypto_nodes: dict = dataclasses.field(default_factory=dict)
+    nodes: list = dataclasses.field(default_factory=list)  # the run's node segments (store.node_rows)
+
+    def of_node(self, node: str) -> "RunData":
+        """The part one node measured: its cells, its crypto rounds, its segments."""
+        return dataclasses.replace(self, cells=[c for c in self.cells if c.row.get("node") == node],
+                                   crypto=self.crypto_nodes.get(node, self.crypto),
+                                   crypto_nodes={k: v for k, v in self.crypto_nodes.items() if k == node},
+                                   nodes=[n for n in self.nodes if n["node"] == node])
 
 
 def _decode(row: dict, fields) -> dict:
@@ -87,7 +98,13 @@ def load(con, run_id: str) -> RunData:
     steps: dict = {}
     for s in store.load_step_rows(con, run_id):
         steps.setdefault(s["cell_id"], []).append(s["result"])
-    return RunData(run, cells, crypto_spread(store.crypto_rows(con, run_id)), steps)
+    crypto = store.crypto_rows(con, run_id)
+    by_node: dict[str, list] = {}
+    for r in crypto:
+        if r.get("node"):
+            by_node.setdefault(r["node"], []).append(r)
+    return RunData(run, cells, crypto_spread(crypto), steps, {n: crypto_spread(rows) for n, rows in by_node.items()},
+                   store.node_rows(con, run_id))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,6 +6,7 @@ Each check looks at one cell; the report groups the hits of one check into one l
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 import numpy as np
 
@@ -23,6 +24,7 @@ OUTLIER_IQR = 3.0
 OUTLIER_SHARE = 0.01
 BELOW_BOUND = 0.02  # measured median this far under the lower bound (and 0.1 ms) is suspicious
 ABOVE_BOUND = 2.0  # measured median over twice the bound at 0 % loss (and 5 ms more)
+NODE_SPEED_RATIO = 1.25  # one node's crypto this much slower than another's (the issue's 25 %)
 CPU_SPEED_RATIO = 1.25  # one microbenchmark round's median this much slower than another's
 CPU_SPEED_MIN_MS = 0.2  # shorter operations are left out: timer and cache noise, not the CPU's speed
 
@@ -250,6 +252,36 @@ def cpu_speed_warnings(spread: dict) -> list[Warning]:
                                  "between and within cells, and the lower-bound model uses the fastest round",
                     "measure on a machine with a fixed CPU clock (dedicated cores, no turbo or power saving) "
                     "to narrow the spread")]
+
+
+def node_speeds(crypto_nodes: dict) -> dict[str, float]:
+    """node -> its crypto time relative to the fastest node: the median, over the operations every node
+    timed, of the node's fastest round over the fastest node's (1.0: the fastest node; 1.3: 30 % slower).
+    The median over many operations (short ones included) is robust to one noisy timing. Empty with fewer
+    than two nodes."""
+    if len(crypto_nodes) < 2:
+        return {}
+    shared = set.intersection(*({(name, op) for name, ops in spread.items() for op, s in ops.items()
+                                 if s.fastest > 0} for spread in crypto_nodes.values()))
+    if not shared:
+        return {}
+    best = {k: min(spread[k[0]][k[1]].fastest for spread in crypto_nodes.values()) for k in shared}
+    return {node: statistics.median(spread[n][op].fastest / best[n, op] for n, op in shared)
+            for node, spread in crypto_nodes.items()}
+
+
+def node_speed_warnings(speeds: dict[str, float]) -> list[Warning]:
+    """Nodes whose crypto runs at different speeds: their cells' compute-heavy parts are not comparable across
+    nodes (the model uses each cell's own node's speed; comparisons within one node stay fair)."""
+    if not speeds or max(speeds.values()) / min(speeds.values()) <= NODE_SPEED_RATIO:
+        return []
+    slow = max(speeds, key=speeds.get)
+    fast = min(speeds, key=speeds.get)
+    return [Warning("node_speed", f"the nodes' crypto speeds differ: node {slow} took {speeds[slow] / speeds[fast]:.2f}× "
+                                  f"as long as node {fast} for the same operations (median over the operations both "
+                                  "timed); a cell's compute-heavy part depends on the node that measured it",
+                    "compare algorithms within one node (the report's nodes table and `report --by-node`), or "
+                    "measure on identical machines")]
 
 
 def run_warnings(run: dict) -> list[Warning]:

@@ -16,6 +16,8 @@ def register(sub):
     p.add_argument("--db", type=Path, default=store.DEFAULT_DB, help="results database (default results.duckdb)")
     p.add_argument("--out", type=Path, help="output directory (default reports/RUN_ID)")
     p.add_argument("--resamples", default="1000", help="bootstrap resamples per confidence interval (default 1000)")
+    p.add_argument("--by-node", action="store_true", help="also one report per node that measured the run "
+                                                          "(OUT/nodes/NODE), each with that node's cells only")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
     p.set_defaults(func=handle)
 
@@ -33,7 +35,8 @@ def handle(args) -> int:
     con = store.connect(args.db, read_only=True)
     try:
         run_id = store.resolve_run(con, args.run)
-        result = report.build(con, run_id, args.out or Path("reports") / run_id, resamples=resamples)
+        result = report.build(con, run_id, args.out or Path("reports") / run_id, resamples=resamples,
+                              by_node=args.by_node)
     finally:
         con.close()
     if args.json:
@@ -43,4 +46,6 @@ def handle(args) -> int:
               f"{plural(result['warnings'], 'warning')}", file=sys.stderr)
         print(result["html"])
         print(result["markdown"])
+        for path in result.get("nodes", {}).values():
+            print(path)
     return 0

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 
 from pqbench import analysis as analysis_mod
-from pqbench.report import html, load, markdown, plots, scans, tables, targets
+from pqbench.report import html, load, markdown, nodes, plots, scans, tables, targets
 
 CAPTIONS = {
     "handshake-vs-loss": "One panel per RTT (and per other link setting that varies). Solid: median; dashed: p95; "
@@ -60,10 +60,19 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def build(con, run_id: str, out: Path, *, resamples: int = 1000) -> dict:
-    """Writes the report of run_id into out; returns the paths written and what it contains."""
-    a = analysis_mod.analyse(con, run_id, resamples=resamples)
-    out = Path(out)
+def build(con, run_id: str, out: Path, *, resamples: int = 1000, by_node: bool = False) -> dict:
+    """Writes the report of run_id into out; returns the paths written and what it contains. by_node: also one
+    report per node that measured the run, under out/nodes/NODE (each with that node's cells only)."""
+    data = analysis_mod.load(con, run_id)
+    result = _write(con, run_id, analysis_mod.analyse_data(data, resamples=resamples), Path(out))
+    if by_node:
+        result["nodes"] = {node: _write(con, run_id, analysis_mod.analyse_data(data.of_node(node), resamples=resamples),
+                                        Path(out) / "nodes" / node)["html"]
+                           for node in dict.fromkeys(n["node"] for n in data.nodes)}
+    return result
+
+
+def _write(con, run_id: str, a, out: Path) -> dict:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     rendered = []
     for fid, title, fig in plots.render_all(a):
@@ -76,7 +85,7 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000) -> dict:
     summary = tables.summary(a)
     warnings = tables.warnings(a)
     body = [t for t in (load.table(a), targets.table(a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
-                        tables.model(a), tables.not_run(a), tables.crypto(a), tables.calibration(a),
+                        tables.model(a), tables.not_run(a), tables.crypto(a), nodes.table(a), tables.calibration(a),
                         tables.provenance(a), scans.table(con)) if t is not None]
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,
                                                a.run.get("spec_toml")))

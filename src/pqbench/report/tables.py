@@ -204,9 +204,10 @@ def _catalog_name(name, kind: str) -> str:
 
 def cells(a: Analysis) -> Table:
     rows = []
+    by_node = len({c.row.get("node") for c in a.cells}) > 1  # a run measured on several machines
     for c in ordered(a):
         bound = c.bound.total_ms if c.bound else None
-        rows.append([a.label(c), condition(c), str(c.n),
+        rows.append([a.label(c), condition(c) + (f" on {c.row.get('node')}" if by_node else ""), str(c.n),
                      f"{pct(c.failure_rate[0])} [{pct(c.failure_rate[1])}, {pct(c.failure_rate[2])}]",
                      ms(c.pct[5][0]), ms(c.pct[25][0]), with_ci(c.pct[50]), ms(c.pct[75][0]), with_ci(c.pct[95]),
                      ms(c.pct[99][0]), ms(c.mean), ms(bound),

@@ -257,12 +257,14 @@ def resolve_run(con, run: str | None) -> str:
 
 
 def export(con, run_id: str, out: Path, fmt: str) -> list[Path]:
-    """Writes runs/cells/samples of one run as Parquet or CSV files into out; returns the paths."""
+    """Writes runs/cells/samples/crypto/nodes of one run as Parquet or CSV files into out; returns the paths."""
     if fmt not in ("parquet", "csv"):
         raise BadInput("--format", f"{fmt!r} is not parquet or csv")
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for table in ("runs", "cells", "samples", "crypto"):
+    for table in ("runs", "cells", "samples", "crypto", "nodes"):
+        if not _has_table(con, table):  # a read-only store from before nodes
+            continue
         path = out / f"{run_id}-{table}.{fmt}"
         opts = "(FORMAT PARQUET)" if fmt == "parquet" else "(FORMAT CSV, HEADER)"
         # COPY takes no parameters: the run id and path are quoted as SQL literals
