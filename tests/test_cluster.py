@@ -1,12 +1,8 @@
 """`pqbench run --cluster`: a real Dask scheduler and pqbench workers on this machine, each worker in its own UTS
 namespace (its own host name, so its own node), measuring a real spec over real testbeds."""
 
-import contextlib
-import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,11 +10,11 @@ import pytest
 
 from pqbench import paths, store
 from pqbench.cluster import node as nodemod
+from pqbench.cluster.local import BIN, LocalCluster
 from pqbench.testbed import registry
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-BIN = Path(sys.executable).parent
 SPEC = """
 name = "clustered"
 seed = 5
@@ -39,58 +35,9 @@ loss = ["0%"]
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LocalCluster:
-    """A scheduler and named workers; everything is stopped (and checked gone) on exit."""
-
-    def __init__(self, tmp: Path):
-        self.tmp, self.port = tmp, free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
-        self.workers: dict[str, subprocess.Popen] = {}
-        self.scheduler = subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
-                                           "--no-dashboard"], stdout=subprocess.DEVNULL,
-                                          stderr=open(tmp / "scheduler.log", "w"))
-
-    def worker(self, name: str, env: dict | None = None) -> subprocess.Popen:
-        """A pqbench worker whose host name is name (unshare --uts, then exec: the pid is the worker's)."""
-        proc = subprocess.Popen(["unshare", "--uts", "sh", "-c", f'hostname {name} && exec "$0" worker "$1"',
-                                 BIN / "pqbench", self.address], stdout=subprocess.DEVNULL,
-                                stderr=open(self.tmp / f"{name}.log", "w"), env={**os.environ, **(env or {})})
-        self.workers[name] = proc
-        return proc
-
-    def wait_for(self, count: int, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if sum("Registered to" in (self.tmp / f"{n}.log").read_text() for n in self.workers) >= count:
-                return
-            time.sleep(0.3)
-        raise AssertionError(f"{count} workers did not register: " + "\n".join(
-            (self.tmp / f"{n}.log").read_text()[-2000:] for n in self.workers))
-
-    def run(self, spec: Path, db: Path, *extra: str, **kw) -> subprocess.Popen:
-        return subprocess.Popen([BIN / "pqbench", "run", str(spec), "--db", str(db), "--cluster", self.address, *extra],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
-
-    def stop(self) -> None:
-        for proc in self.workers.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.workers.values():
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=60)
-        self.scheduler.terminate()
-        self.scheduler.wait(timeout=30)
-
-
 @pytest.fixture
 def cluster(tmp_path):
-    c = LocalCluster(tmp_path)
+    c = LocalCluster(tmp_path / "logs")
     try:
         yield c
     finally:
@@ -228,3 +175,37 @@ def test_credentials_cross_to_a_node_byte_for_byte_with_their_modes(tmp_path):
         assert twin.read_bytes() == f.read_bytes()
         assert twin.stat().st_mode & 0o777 == f.stat().st_mode & 0o777
     assert moved.leaf_key.stat().st_mode & 0o777 == 0o600
+
+
+def cluster_certs(d: Path) -> dict:
+    """A CA and one certificate for every party (scheduler, workers, driver), as the README makes them."""
+    from pqbench.algorithms.openssl_build import run_openssl
+    d.mkdir()
+    ext = d / "ext.cnf"
+    ext.write_text("basicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth, clientAuth\n")
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    run_openssl(["req", "-x509", *key, "-keyout", str(d / "ca.key"), "-out", str(d / "ca.pem"), "-days", "2",
+                 "-subj", "/CN=pqbench cluster CA", "-addext", "basicConstraints=critical,CA:TRUE",
+                 "-addext", "keyUsage=critical,keyCertSign"])
+    run_openssl(["req", *key, "-keyout", str(d / "node.key"), "-out", str(d / "node.csr"), "-subj", "/CN=node"])
+    run_openssl(["x509", "-req", "-in", str(d / "node.csr"), "-CA", str(d / "ca.pem"), "-CAkey", str(d / "ca.key"),
+                 "-CAcreateserial", "-out", str(d / "node.pem"), "-days", "2", "-extfile", str(ext)])
+    return {"--tls-ca-file": d / "ca.pem", "--tls-cert": d / "node.pem", "--tls-key": d / "node.key"}
+
+
+def test_a_cluster_over_tls(tmp_path):
+    """Dask's TLS options: the scheduler, the worker and the driver each present a certificate of the CA."""
+    tls = [str(x) for kv in cluster_certs(tmp_path / "tls").items() for x in kv]
+    with LocalCluster(tmp_path / "logs", tls=tls) as cluster:
+        assert cluster.address.startswith("tls://")
+        cluster.worker("tls-node", *tls)
+        cluster.wait_for(1)
+        spec = spec_file(tmp_path, 10)
+        plain = subprocess.run([str(BIN / "pqbench"), "run", str(spec), "--db", str(tmp_path / "no.duckdb"),
+                                "--cluster", cluster.address], capture_output=True, text=True, timeout=120)
+        assert plain.returncode == 2 and "--tls-cert" in plain.stderr, plain.stderr  # no certificate, no entry
+        proc = cluster.run(spec, tmp_path / "r.duckdb", *tls)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        con = store.connect(tmp_path / "r.duckdb", read_only=True)
+        assert {c["node"] for c in store.cell_rows(con, out.strip())} == {"tls-node"}

@@ -18,7 +18,7 @@ from pathlib import Path
 from pqbench import paths, store
 from pqbench.cluster import node as nodemod
 from pqbench.cluster.security import engine
-from pqbench.errors import MissingCapability
+from pqbench.errors import BadInput, MissingCapability
 from pqbench.measure import provenance, runner
 
 CONNECT_TIMEOUT_S = 30
@@ -33,6 +33,8 @@ class Cluster:
         self.client = None
 
     def __enter__(self) -> "Cluster":
+        if self.address.startswith("tls://") and self.security is None:
+            raise BadInput("--cluster", f"{self.address} speaks TLS: give --tls-ca-file, --tls-cert and --tls-key")
         distributed = engine()
         try:
             self.client = distributed.Client(self.address, security=self.security, timeout=CONNECT_TIMEOUT_S,

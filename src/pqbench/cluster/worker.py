@@ -9,7 +9,7 @@ import os
 import signal
 
 from pqbench.cluster.security import engine
-from pqbench.errors import MissingCapability
+from pqbench.errors import BadInput, MissingCapability
 from pqbench.measure import identity
 
 
@@ -17,6 +17,8 @@ def serve(scheduler: str, *, slots: int = 1, name: str | None = None, security=N
     if os.geteuid() != 0:
         raise MissingCapability("a pqbench worker measures in network namespaces and needs root",
                                 "run it as root (e.g. sudo pqbench worker ...)")
+    if scheduler.startswith("tls://") and security is None:
+        raise BadInput("SCHEDULER", f"{scheduler} speaks TLS: give --tls-ca-file, --tls-cert and --tls-key")
     distributed = engine()
     from pqbench.cluster.node import RESOURCE, NodePlugin  # (imports distributed)
     node = identity.node_name()

@@ -130,8 +130,11 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
         elif todo:
             here = Here.this_machine()
             store.join_node(con, run_id, here.segment, here.node, provenance.of_node(stacks))
+            run_dir = paths.BUILD / "runs" / run_id
+            if shard:  # shards of one run share its id: one shard's folder must not be another's
+                run_dir /= f"shard-{shard[0]}-of-{shard[1]}"
             try:
-                status = _measure_all(con, run_id, spec, todo, progress, prov, keep_files, here)
+                status = _measure_all(con, run_id, spec, todo, progress, prov, keep_files, here, run_dir)
             finally:
                 store.update_node(con, run_id, here.segment, status=status)
         else:
@@ -204,9 +207,8 @@ def measure_on_lane(spec: Spec, lane: Lane, pos: int, cell: cellmod.Cell, site: 
 
 
 def _measure_all(con, run_id: str, spec: Spec, todo: list, progress, prov: dict, keep_files: bool,
-                 here: Here) -> str:
-    """Measures the cells over this machine's lanes; the run's final status."""
-    run_dir = paths.BUILD / "runs" / run_id
+                 here: Here, run_dir: Path) -> str:
+    """Measures the cells over this machine's lanes (their files under run_dir); the run's final status."""
     run_dir.mkdir(parents=True, exist_ok=True)
     algs = crypto_algorithms([n for _, c in todo for n in (c.kex, c.sig)])
     save_crypto(con, run_id, here, progress, algs, "start")
