@@ -28,6 +28,7 @@ from pathlib import Path
 from distributed import WorkerPlugin, get_worker
 
 from pqbench import paths
+from pqbench.endpoints import ondemand
 from pqbench.experiment.spec import Spec
 from pqbench.measure import identity, provenance, runner
 from pqbench.measure.sampler import Cancelled
@@ -185,6 +186,7 @@ class NodeState:
             return report
 
     def _open(self, ctx: RunContext) -> OpenRun:
+        ondemand.ensure(ctx.stacks)  # optional stacks are built on a node's first use, as on a local run
         mine = provenance.of_node(ctx.stacks)
         differs = provenance.mismatch(ctx.versions, mine)
         if differs:
