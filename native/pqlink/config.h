@@ -6,7 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace.h"
+
 enum loss_model { LOSS_NONE, LOSS_BERNOULLI, LOSS_GEMODEL };
+enum aqm_kind { AQM_DROPTAIL, AQM_CODEL, AQM_PIE };
 
 struct dir_config {
     /* loss; Gilbert-Elliott with netem's meaning: p = P(good->bad), r = P(bad->good),
@@ -14,11 +17,19 @@ struct dir_config {
     enum loss_model loss_model;
     double loss;
     double ge_p, ge_r, ge_1h, ge_1k;
-    /* rate limiter and its queue; rate 0 = unlimited, limits 0 = unbounded */
+    /* the bottleneck: a fixed rate, or a delivery trace in its place; rate 0 = unlimited */
     uint64_t rate_bps;
     uint32_t overhead;
+    const struct trace *trace; /* NULL = the fixed rate; loaded once, never freed (trace.h) */
+    uint32_t trace_bytes;      /* bytes one trace opportunity delivers (mahimahi: 1500) */
+    /* its queue: limits (0 = unbounded) and discipline */
     uint32_t queue_packets;
     uint64_t queue_bytes;
+    enum aqm_kind aqm;
+    int64_t codel_target_ns, codel_interval_ns;
+    int64_t pie_target_ns, pie_tupdate_ns, pie_max_burst_ns;
+    double pie_alpha, pie_beta;
+    bool ecn; /* mark ECN-capable packets instead of dropping them (the limits still drop) */
     /* delay */
     int64_t delay_ns;
     int64_t jitter_ns;
@@ -28,6 +39,7 @@ struct dir_config {
 
 #define DIR_C2S 0
 #define DIR_S2C 1
+#define CONFIG_JSON_MAX 4096 /* config_json's longest object (a trace path escaped) */
 extern const char *const dir_names[2]; /* "c2s", "s2c" */
 
 void config_defaults(struct dir_config *c);
@@ -36,6 +48,9 @@ void config_defaults(struct dir_config *c);
  * without a prefix). changed[d] is set for each direction touched. Returns 0, or -1 with a
  * message in err. */
 int config_apply(struct dir_config cfg[2], bool changed[2], const char *kv, char *err, size_t errlen);
+
+/* Writes s as a quoted JSON string into buf; returns the length it needs (snprintf-like). */
+int config_json_string(const char *s, char *buf, size_t len);
 
 /* Writes the configuration as a JSON object into buf; returns the length (snprintf-like). */
 int config_json(const struct dir_config *c, char *buf, size_t len);

@@ -67,7 +67,7 @@ static void flows_command(struct link *l, char *path, char *out, size_t outlen)
 bool control_command(struct link *l, char *line, char *out, size_t outlen)
 {
     char *save = NULL, *cmd = strtok_r(line, " \t\r\n", &save);
-    char body[16384];
+    char body[LINK_JSON_MAX];
     if (!cmd) {
         json_error(out, outlen, "empty command (allowed: stats config set reset flows quit)");
     } else if (!strcmp(cmd, "stats")) {
@@ -128,7 +128,7 @@ bool control_serve(struct link *l, int listen_fd)
     /* a client that stalls must not stall the control thread for long */
     struct timeval tv = {2, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    char buf[8192], out[20000];
+    char buf[8192], out[LINK_JSON_MAX + 64];
     size_t have = 0;
     bool quit = false;
     while (!quit) {

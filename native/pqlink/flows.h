@@ -27,7 +27,7 @@ enum flow_event {
     FLOW_ARRIVAL,    /* read from the input device (either direction) */
     FLOW_DELIVERY,   /* written to the output device */
     FLOW_LOST,       /* dropped by the loss stage */
-    FLOW_QUEUE_DROP, /* dropped by the rate limiter's full queue */
+    FLOW_QUEUE_DROP, /* dropped by the bottleneck's queue (its limit, CoDel or PIE) */
 };
 
 /* A connection, from the client's side; zero-filled before use so it compares with memcmp. */

@@ -122,6 +122,23 @@ static int read_batch(struct direction *d)
     return n;
 }
 
+static void wake(struct direction *d)
+{
+    uint64_t one = 1;
+    if (write(d->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        warn_sys("write", "eventfd");
+}
+
+/* A client SYN restarted the traces: the other direction's timer may be set by the old phase. */
+static void tell_peer_of_phase(struct direction *d)
+{
+    uint64_t gen = atomic_load_explicit(&d->owner->phase.gen, memory_order_relaxed);
+    if (d->dir == DIR_C2S && gen != d->phase_told) {
+        d->phase_told = gen;
+        wake(d->peer);
+    }
+}
+
 static void arm(struct direction *d, int64_t when)
 {
     if (when == d->armed)
@@ -158,6 +175,7 @@ static void *forward(void *arg)
     while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
         serve_requests(d);
         int n = read_batch(d);
+        tell_peer_of_phase(d);
         int64_t now = mono_ns();
         pipeline_pump(&d->pl, now);
         if (n == BATCH)
@@ -236,6 +254,8 @@ void link_start(struct link *l)
     }
     if (flows_init(&l->flows, l->flow_capacity) < 0)
         die_sys("calloc", "flow table");
+    phase_init(&l->phase, l->cfg[DIR_C2S].seed);
+    atomic_store(&l->phase.active, l->cfg[0].trace || l->cfg[1].trace);
     for (int i = 0; i < 2; i++) {
         struct direction *d = &l->d[i];
         d->owner = l;
@@ -248,6 +268,7 @@ void link_start(struct link *l)
         d->pl.on_drop = log_drop;
         d->pl.ctx = d;
         d->pl.flows = l->flow_capacity ? &l->flows : NULL;
+        d->pl.phase = &l->phase;
         d->scratch = malloc(SCRATCH);
         if (!d->scratch)
             die_sys("malloc", "scratch buffer");
@@ -266,13 +287,6 @@ void link_start(struct link *l)
         }
         l->d[i].started = true;
     }
-}
-
-static void wake(struct direction *d)
-{
-    uint64_t one = 1;
-    if (write(d->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        warn_sys("write", "eventfd");
 }
 
 void link_stop(struct link *l)
@@ -312,6 +326,7 @@ static bool reset_taken(struct direction *d) { return atomic_load(&d->reset_done
 
 void link_reconfigure(struct link *l, const struct dir_config cfg[2], const bool changed[2])
 {
+    atomic_store(&l->phase.active, cfg[0].trace || cfg[1].trace);
     for (int i = 0; i < 2; i++) {
         l->cfg[i] = cfg[i];
         if (!changed[i])
@@ -341,39 +356,71 @@ void link_reset(struct link *l)
 
 int link_config_json(struct link *l, char *buf, size_t len)
 {
-    char a[1024], b[1024];
+    char a[CONFIG_JSON_MAX], b[CONFIG_JSON_MAX];
     config_json(&l->cfg[0], a, sizeof(a));
     config_json(&l->cfg[1], b, sizeof(b));
     int n = snprintf(buf, len, "{\"c2s\":%s,\"s2c\":%s}", a, b);
     return n < 0 || (size_t)n >= len ? -1 : n;
 }
 
-static int dir_json(struct direction *d, const struct dir_config *cfg, char *buf, size_t len)
+/* The trace this direction replays and where the restarts since the last reset put it (null without one). */
+static void trace_json(struct link *l, const struct dir_config *cfg, char *buf, size_t len)
+{
+    const struct trace *t = cfg->trace;
+    if (!t) {
+        snprintf(buf, len, "null");
+        return;
+    }
+    char path[2 * TRACE_PATH_MAX + 8], first[32] = "null", last[32] = "null";
+    config_json_string(t->path, path, sizeof(path));
+    uint64_t restarts = cnt_get(&l->phase.restarts);
+    if (restarts) {
+        double u0 = phase_bits_to_u(atomic_load(&l->phase.first_u_bits));
+        double u1 = phase_bits_to_u(atomic_load(&l->phase.last_u_bits));
+        snprintf(first, sizeof(first), "%lld", (long long)(trace_offset_ns(t, u0) / 1000000));
+        snprintf(last, sizeof(last), "%lld", (long long)(trace_offset_ns(t, u1) / 1000000));
+    }
+    snprintf(buf, len,
+             "{\"file\":%s,\"lines\":%zu,\"period_ms\":%lld,\"bytes_per_opportunity\":%u,\"restarts\":%llu,"
+             "\"first_offset_ms\":%s,\"last_offset_ms\":%s}",
+             path, t->n, (long long)(t->period_ns / 1000000), cfg->trace_bytes, (unsigned long long)restarts,
+             first, last);
+}
+
+static int dir_json(struct link *l, struct direction *d, const struct dir_config *cfg, char *buf, size_t len)
 {
     struct dir_counters *c = &d->cnt;
-    char conf[1024];
+    char conf[CONFIG_JSON_MAX], trace[CONFIG_JSON_MAX];
     config_json(cfg, conf, sizeof(conf));
+    trace_json(l, cfg, trace, sizeof(trace));
+    uint64_t sn = cnt_get(&c->sojourn.n);
     return snprintf(
         buf, len,
         "{\"rx_packets\":%llu,\"rx_bytes\":%llu,\"forwarded_packets\":%llu,\"forwarded_bytes\":%llu,"
-        "\"lost\":%llu,\"queue_drops\":%llu,\"memory_drops\":%llu,\"write_errors\":%llu,"
-        "\"peak_queue_packets\":%llu,\"peak_queue_bytes\":%llu,\"max_packet_bytes\":%llu,\"in_flight\":%llu,"
-        "\"lateness_us\":{\"n\":%llu,\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},\"config\":%s}",
+        "\"lost\":%llu,\"queue_drops\":%llu,\"aqm_drops\":%llu,\"ecn_marks\":%llu,\"memory_drops\":%llu,"
+        "\"write_errors\":%llu,\"peak_queue_packets\":%llu,\"peak_queue_bytes\":%llu,\"max_packet_bytes\":%llu,"
+        "\"in_flight\":%llu,\"lateness_us\":{\"n\":%llu,\"p50\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
+        "\"sojourn_us\":{\"n\":%llu,\"mean\":%.3f,\"p50\":%.3f,\"p95\":%.3f,\"p99\":%.3f,\"max\":%.3f},"
+        "\"trace\":%s,\"config\":%s}",
         (unsigned long long)cnt_get(&c->rx_packets), (unsigned long long)cnt_get(&c->rx_bytes),
         (unsigned long long)cnt_get(&c->fwd_packets), (unsigned long long)cnt_get(&c->fwd_bytes),
         (unsigned long long)cnt_get(&c->lost), (unsigned long long)cnt_get(&c->queue_drops),
+        (unsigned long long)cnt_get(&c->aqm_drops), (unsigned long long)cnt_get(&c->ecn_marks),
         (unsigned long long)cnt_get(&c->pool_drops), (unsigned long long)cnt_get(&c->write_errors),
         (unsigned long long)cnt_get(&c->peak_queue_packets), (unsigned long long)cnt_get(&c->peak_queue_bytes),
         (unsigned long long)cnt_get(&c->max_packet_bytes), (unsigned long long)cnt_get(&c->in_flight),
         (unsigned long long)cnt_get(&c->lateness.n), hist_quantile(&c->lateness, 0.5) / 1e3,
-        hist_quantile(&c->lateness, 0.99) / 1e3, (double)cnt_get(&c->lateness.max) / 1e3, conf);
+        hist_quantile(&c->lateness, 0.99) / 1e3, (double)cnt_get(&c->lateness.max) / 1e3,
+        (unsigned long long)sn, sn ? (double)cnt_get(&c->sojourn_sum_ns) / (double)sn / 1e3 : 0.0,
+        hist_quantile(&c->sojourn, 0.5) / 1e3, hist_quantile(&c->sojourn, 0.95) / 1e3,
+        hist_quantile(&c->sojourn, 0.99) / 1e3, (double)cnt_get(&c->sojourn.max) / 1e3, trace, conf);
 }
 
 int link_stats_json(struct link *l, char *buf, size_t len)
 {
-    char a[4096], b[4096];
-    dir_json(&l->d[0], &l->cfg[0], a, sizeof(a));
-    dir_json(&l->d[1], &l->cfg[1], b, sizeof(b));
+    char a[LINK_DIR_JSON_MAX], b[LINK_DIR_JSON_MAX];
+    dir_json(l, &l->d[0], &l->cfg[0], a, sizeof(a));
+    dir_json(l, &l->d[1], &l->cfg[1], b, sizeof(b));
     int n = snprintf(buf, len,
                      "{\"pid\":%d,\"uptime_s\":%.3f,\"sched_fifo\":%d,\"spin_us\":%.1f,\"keep_awake\":%d,\"c2s\":%s,\"s2c\":%s}",
                      (int)getpid(), (double)(mono_ns() - l->started_ns) / 1e9, l->fifo_prio,

@@ -12,6 +12,8 @@
 #include "pipeline.h"
 
 #define KEEP_AWAKE_MAX 64
+#define LINK_DIR_JSON_MAX (3 * CONFIG_JSON_MAX)   /* one direction's counters, trace and config */
+#define LINK_JSON_MAX (2 * LINK_DIR_JSON_MAX + 512) /* link_stats_json's longest answer */
 
 struct link;
 
@@ -41,6 +43,7 @@ struct direction {
     _Atomic int64_t hint;      /* when the peer saw our input readable while we slept; 0 = none */
     int64_t last_empty;        /* when our input was last found empty */
     bool woke;                 /* just returned from poll() */
+    uint64_t phase_told;       /* client->server: the last trace restart the peer was woken for */
 };
 
 struct link {
@@ -55,6 +58,7 @@ struct link {
     FILE *droplog;
     size_t flow_capacity;   /* connections the wire recorder keeps; 0 = off */
     struct flow_table flows; /* shared by both directions (its own lock) */
+    struct trace_phase phase; /* where both directions are in their traces (phase.h) */
 };
 
 /* Starts the two forwarding threads (dies naming the failed call). */

@@ -1,6 +1,6 @@
 #include "loss.h"
 
-const char *const verdict_names[3] = {"ok", "loss", "queue"};
+const char *const verdict_names[4] = {"ok", "loss", "queue", "aqm"};
 
 /* The RNG stream of the loss decisions; jitter uses another so the loss pattern of a seed does
  * not depend on the delay settings. */

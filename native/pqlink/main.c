@@ -1,7 +1,8 @@
 /* pqlink: a userspace link emulator between two network namespaces.
  *
  * It opens a TUN device in the client namespace and one in the server namespace and forwards
- * packets between them; per direction: loss -> rate limiter with bounded queue -> delay -> write.
+ * packets between them; per direction: loss -> queue (drop-tail, CoDel or PIE) in front of a fixed
+ * rate or a delivery trace -> delay -> write.
  * Addresses, MTU and routes of the devices are set up by the caller (pqbench.testbed) after the
  * "ready" line. SIGTERM/SIGINT (or "quit" on the control socket) end it cleanly; the final
  * counters go to stdout and to --stats. */
@@ -40,7 +41,10 @@ static void usage(FILE *f)
           "  --die-with-parent    exit (and take the devices along) when the parent dies\n"
           "KEY=VALUE sets a parameter of both directions, c2s.KEY=VALUE or s2c.KEY=VALUE of one:\n"
           "  delay_ns jitter_ns reorder(0|1) loss loss_model(none|bernoulli|gemodel)\n"
-          "  ge_p ge_r ge_1h ge_1k rate_bps(0=unlimited) overhead queue_packets queue_bytes seed\n",
+          "  ge_p ge_r ge_1h ge_1k rate_bps(0=unlimited) overhead queue_packets queue_bytes seed\n"
+          "  trace(PATH|none: mahimahi delivery trace instead of rate_bps) trace_bytes(default 1500)\n"
+          "  aqm(droptail|codel|pie) codel_target_ns codel_interval_ns pie_target_ns pie_tupdate_ns\n"
+          "  pie_max_burst_ns pie_alpha pie_beta ecn(0|1)\n",
           f);
 }
 
@@ -199,7 +203,7 @@ static void write_file_atomically(const char *path, const char *text)
 static void shut_down(struct link *l, const struct options *o)
 {
     link_stop(l);
-    static char stats[20000];
+    static char stats[LINK_JSON_MAX];
     if (link_stats_json(l, stats, sizeof(stats)) < 0)
         snprintf(stats, sizeof(stats), "{\"error\":\"stats too large\"}");
     printf("%s\n", stats);

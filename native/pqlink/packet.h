@@ -10,10 +10,14 @@ struct pkt {
     int64_t arrival;   /* when it was read from the TUN device */
     int64_t t;         /* ideal time it left the previous stage (the next stage's arrival time) */
     uint64_t seq;      /* index among all packets read in this direction (drop log, tests) */
+    int64_t qdelay;    /* time it waited in the bottleneck's queue (its sojourn time), ns */
+    uint32_t flags;    /* PKT_* */
     uint32_t len;      /* bytes of IP packet */
     uint32_t cap;      /* bytes allocated at data */
     uint8_t *data;
 };
+
+#define PKT_CE 1u /* the queue marked it Congestion Experienced instead of dropping it */
 
 /* Free list of packets; buffers grow to the largest packet seen and are then reused. */
 struct pkt_pool {

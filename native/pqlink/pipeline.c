@@ -29,6 +29,8 @@ int pipeline_init(struct pipeline *pl, int dir, const struct dir_config *c, stru
 
 void pipeline_configure(struct pipeline *pl, const struct dir_config *c)
 {
+    if (pl->phase && pl->dir == DIR_C2S && c->seed != pl->cfg.seed)
+        phase_reseed(pl->phase, c->seed);
     for (int i = 0; i < PIPELINE_STAGES; i++)
         pl->stages[i]->ops->configure(pl->stages[i], &pl->cfg, c, pl->dir);
     pl->cfg = *c;
@@ -37,6 +39,8 @@ void pipeline_configure(struct pipeline *pl, const struct dir_config *c)
 static void drop(struct pipeline *pl, struct pkt *p, enum verdict why, int64_t now)
 {
     cnt_add(why == V_DROP_LOSS ? &pl->cnt->lost : &pl->cnt->queue_drops, 1);
+    if (why == V_DROP_AQM)
+        cnt_add(&pl->cnt->aqm_drops, 1);
     if (pl->on_drop)
         pl->on_drop(pl->ctx, p, why, now);
     if (pl->flows)
@@ -45,31 +49,64 @@ static void drop(struct pipeline *pl, struct pkt *p, enum verdict why, int64_t n
     pkt_put(&pl->pool, p);
 }
 
-void pipeline_pump(struct pipeline *pl, int64_t now)
+static void deliver(struct pipeline *pl, struct pkt *p, int64_t now)
+{
+    int64_t late = now - p->t;
+    if (pl->output(pl->ctx, p, now) == 0) {
+        cnt_add(&pl->cnt->fwd_packets, 1);
+        cnt_add(&pl->cnt->fwd_bytes, p->len);
+        hist_add(&pl->cnt->lateness, late > 0 ? (uint64_t)late : 0);
+        hist_add(&pl->cnt->sojourn, (uint64_t)p->qdelay);
+        cnt_add(&pl->cnt->sojourn_sum_ns, (uint64_t)p->qdelay);
+        if (p->flags & PKT_CE)
+            cnt_add(&pl->cnt->ecn_marks, 1);
+        if (pl->flows)
+            flows_delivered(pl->flows, pl->dir, p->data, p->len, now, late);
+    } else {
+        cnt_add(&pl->cnt->write_errors, 1);
+    }
+    cnt_set(&pl->cnt->in_flight, cnt_get(&pl->cnt->in_flight) - 1);
+    pkt_put(&pl->pool, p);
+}
+
+static void pump_stages(struct pipeline *pl, int64_t now)
 {
     for (int i = 0; i < PIPELINE_STAGES; i++) {
+        struct stage *s = pl->stages[i];
         struct pkt *p;
-        while ((p = stage_dequeue(pl->stages[i], now))) {
+        enum verdict why;
+        while ((p = stage_dequeue(s, now))) {
             if (i + 1 < PIPELINE_STAGES) {
                 enum verdict v = stage_enqueue(pl->stages[i + 1], p);
                 if (v != V_ACCEPT)
                     drop(pl, p, v, now);
-                continue;
-            }
-            int64_t late = now - p->t;
-            if (pl->output(pl->ctx, p, now) == 0) {
-                cnt_add(&pl->cnt->fwd_packets, 1);
-                cnt_add(&pl->cnt->fwd_bytes, p->len);
-                hist_add(&pl->cnt->lateness, late > 0 ? (uint64_t)late : 0);
-                if (pl->flows)
-                    flows_delivered(pl->flows, pl->dir, p->data, p->len, now, late);
             } else {
-                cnt_add(&pl->cnt->write_errors, 1);
+                deliver(pl, p, now);
             }
-            cnt_set(&pl->cnt->in_flight, cnt_get(&pl->cnt->in_flight) - 1);
-            pkt_put(&pl->pool, p);
         }
+        if (s->ops->take_dropped)
+            while ((p = s->ops->take_dropped(s, &why)))
+                drop(pl, p, why, now);
     }
+}
+
+/* A new connection restarted the traces: this direction follows from the restart's time on. */
+static void follow_phase(struct pipeline *pl, int64_t now)
+{
+    int64_t at;
+    double u;
+    if (!pl->phase || !phase_poll(pl->phase, &pl->phase_seen, &at, &u))
+        return;
+    if (at > now)
+        at = now;
+    pump_stages(pl, at); /* what was due before the restart went by the old phase */
+    rate_trace_restart(&pl->rate, at, u);
+}
+
+void pipeline_pump(struct pipeline *pl, int64_t now)
+{
+    follow_phase(pl, now);
+    pump_stages(pl, now);
     for (int i = 0; i < PIPELINE_STAGES; i++) {
         const struct stage *s = pl->stages[i];
         if (s->ops->peaks) {
@@ -86,12 +123,17 @@ void pipeline_input(struct pipeline *pl, struct pkt *p, int64_t now)
     pipeline_pump(pl, now); /* the queue must not count packets that have already left */
     p->arrival = p->t = now;
     p->seq = pl->next_seq++;
+    p->qdelay = 0;
+    p->flags = 0;
     cnt_add(&pl->cnt->rx_packets, 1);
     cnt_add(&pl->cnt->rx_bytes, p->len);
     cnt_max(&pl->cnt->max_packet_bytes, p->len);
     cnt_set(&pl->cnt->in_flight, cnt_get(&pl->cnt->in_flight) + 1);
     if (pl->flows) /* before the stages: a capture at the sender shows the packet even if we drop it */
         flows_note(pl->flows, pl->dir, FLOW_ARRIVAL, p->data, p->len, now);
+    /* a new connection restarts the traces, itself included */
+    if (pl->phase && pl->dir == DIR_C2S && phase_note(pl->phase, p->data, p->len, now))
+        follow_phase(pl, now);
     enum verdict v = stage_enqueue(pl->stages[0], p);
     if (v != V_ACCEPT)
         drop(pl, p, v, now);
@@ -113,11 +155,14 @@ void pipeline_reset_counters(struct pipeline *pl)
 {
     struct dir_counters *c = pl->cnt;
     counter_t *plain[] = {&c->rx_packets, &c->rx_bytes, &c->fwd_packets, &c->fwd_bytes, &c->lost,
-                          &c->queue_drops, &c->pool_drops, &c->write_errors, &c->peak_queue_packets,
-                          &c->peak_queue_bytes, &c->max_packet_bytes};
+                          &c->queue_drops, &c->aqm_drops, &c->ecn_marks, &c->pool_drops, &c->write_errors,
+                          &c->peak_queue_packets, &c->peak_queue_bytes, &c->max_packet_bytes, &c->sojourn_sum_ns};
     for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
         cnt_set(plain[i], 0);
     hist_reset(&c->lateness);
+    hist_reset(&c->sojourn);
+    if (pl->phase && pl->dir == DIR_C2S) /* the k-th connection from here meets the k-th offset */
+        phase_reseed(pl->phase, pl->cfg.seed);
     /* A reset starts a measurement: the random sequences restart from the seed too, so every
      * measurement with the same seed meets the same loss pattern from its first packet (paired
      * comparisons across algorithms), even when the link was not reconfigured in between. */

@@ -1,6 +1,7 @@
-/* One direction of the link: loss -> rate limiter with bounded queue -> delay -> output,
- * with its counters and, optionally, the wire recorder (flows.h) told about every arrival,
- * delivery and drop. Time is passed in, so the whole pipeline runs on a virtual clock in tests. */
+/* One direction of the link: loss -> bottleneck (queue + fixed rate or trace, rate.h) -> delay ->
+ * output, with its counters and, optionally, the wire recorder (flows.h) told about every arrival,
+ * delivery and drop, and the trace phase (phase.h) shared with the other direction. Time is passed
+ * in, so the whole pipeline runs on a virtual clock in tests. */
 #ifndef PQLINK_PIPELINE_H
 #define PQLINK_PIPELINE_H
 
@@ -9,17 +10,21 @@
 #include "flows.h"
 #include "hist.h"
 #include "loss.h"
+#include "phase.h"
 #include "rate.h"
 
 struct dir_counters {
     counter_t rx_packets, rx_bytes;        /* read from the input device */
     counter_t fwd_packets, fwd_bytes;      /* written to the output device */
-    counter_t lost, queue_drops;           /* dropped by the loss stage / the full queue */
+    counter_t lost, queue_drops;           /* dropped by the loss stage / the queue (limit or discipline) */
+    counter_t aqm_drops, ecn_marks;        /* of those, by CoDel/PIE; packets marked CE instead */
     counter_t pool_drops, write_errors;    /* no memory / write() failed */
     counter_t peak_queue_packets, peak_queue_bytes;
     counter_t max_packet_bytes;            /* largest packet that crossed the link */
     counter_t in_flight;                   /* held by the stages right now */
     struct hist lateness;                  /* output time - ideal output time, ns */
+    struct hist sojourn;                   /* time delivered packets waited in the bottleneck's queue, ns */
+    counter_t sojourn_sum_ns;              /* for the mean */
 };
 
 #define PIPELINE_STAGES 3
@@ -40,6 +45,8 @@ struct pipeline {
     void (*on_drop)(void *ctx, const struct pkt *p, enum verdict why, int64_t now);
     void *ctx;
     struct flow_table *flows; /* the wire recorder, shared by both directions; NULL = off */
+    struct trace_phase *phase; /* shared by both directions; NULL = traces never restart */
+    uint64_t phase_seen;       /* the last restart this direction applied */
 };
 
 /* cnt must stay valid while the pipeline lives. Returns 0, or -1 without memory. */

@@ -8,8 +8,9 @@
 #include "config.h"
 #include "packet.h"
 
-enum verdict { V_ACCEPT = 0, V_DROP_LOSS, V_DROP_QUEUE };
-extern const char *const verdict_names[3]; /* "ok", "loss", "queue" */
+/* V_DROP_QUEUE: the queue's limit; V_DROP_AQM: its discipline (CoDel, PIE) */
+enum verdict { V_ACCEPT = 0, V_DROP_LOSS, V_DROP_QUEUE, V_DROP_AQM };
+extern const char *const verdict_names[4]; /* "ok", "loss", "queue", "aqm" */
 
 /* Where a stage hands the packets it still holds when it is destroyed. */
 typedef void (*pkt_sink_fn)(void *ctx, struct pkt *p);
@@ -27,7 +28,10 @@ struct stage_ops {
     enum verdict (*enqueue)(struct stage *s, struct pkt *p);
     /* The next packet due at or before now, with p->t set to the ideal time it left; or NULL. */
     struct pkt *(*dequeue)(struct stage *s, int64_t now);
-    /* When the next packet will be due; NEVER when the stage is empty. */
+    /* A packet the stage dropped on its own while dequeuing (CoDel drops at dequeue), with why;
+     * NULL when there is none. NULL op = the stage never does. */
+    struct pkt *(*take_dropped)(struct stage *s, enum verdict *why);
+    /* When the next packet will be due (at the earliest); NEVER when the stage is empty. */
     int64_t (*next_deadline)(const struct stage *s);
     /* The most packets and bytes it queued at once since the last restart; NULL when it has no queue. */
     void (*peaks)(const struct stage *s, uint64_t *packets, uint64_t *bytes);

@@ -134,7 +134,7 @@ static void test_rate(void)
 {
     struct dir_config c = cfg_with((const char *[]){"rate_bps=12000000", "queue_packets=0", NULL});
     struct rate_stage s;
-    rate_init(&s, &c);
+    rate_init(&s, &c, 0);
     CHECK(rate_ser_ns(&s, 1500) == 1 * MS, "1500 B at 12 Mbit/s took %lld ns", (long long)rate_ser_ns(&s, 1500));
     for (int i = 0; i < 3; i++)
         CHECK(stage_enqueue(&s.base, mkpkt(1500, 0, i)) == V_ACCEPT, "enqueue %d", i);
@@ -171,7 +171,7 @@ static void test_queue_limits(void)
 {
     struct dir_config c = cfg_with((const char *[]){"rate_bps=1000000", "queue_packets=3", NULL});
     struct rate_stage s;
-    rate_init(&s, &c);
+    rate_init(&s, &c, 0);
     int drops = 0;
     for (int i = 0; i < 5; i++) {
         struct pkt *p = mkpkt(1000, 0, i);
@@ -280,7 +280,7 @@ struct sink {
     int n;
     uint64_t seq[4096];
     int64_t at[4096];
-    int drops[3];
+    int drops[4];
     uint64_t dropped_seq[4096];
     int ndropped;
 };
