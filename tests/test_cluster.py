@@ -139,8 +139,17 @@ def test_ctrl_c_stops_the_cluster_s_cells_and_leaves_no_testbed(cluster, tmp_pat
     assert namespaces() <= before  # the worker (still running) closed its lanes
     assert cluster.workers["node-a"].poll() is None
     con = store.connect(db, read_only=True)
-    (row,) = store.node_rows(con, store.resolve_run(con, "latest"))
+    run_id = store.resolve_run(con, "latest")
+    (row,) = store.node_rows(con, run_id)
     assert row["status"] == "interrupted"
+    con.close()
+    # --resume continues on the cluster with the cells not yet done
+    proc = cluster.run(spec_file(tmp_path, 150), db, "--resume", run_id)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and out.strip() == run_id, err
+    con = store.connect(db, read_only=True)
+    assert {c["status"] for c in store.cell_rows(con, run_id)} == {"done"}
+    assert [r["status"] for r in store.node_rows(con, run_id)] == ["interrupted", "done"]  # one segment per start
 
 
 def test_a_node_with_another_openssl_is_refused(cluster, tmp_path):

@@ -19,7 +19,7 @@ from pqbench import paths, store
 from pqbench.cluster import node as nodemod
 from pqbench.cluster.security import engine
 from pqbench.errors import BadInput, MissingCapability
-from pqbench.measure import provenance, runner
+from pqbench.measure import identity, provenance, runner
 
 CONNECT_TIMEOUT_S = 30
 CLOSE_TIMEOUT_S = 600  # the end's crypto rounds and calibration, after the last cell finished
@@ -58,7 +58,7 @@ class Cluster:
         store.update_run(con, run_id, provenance={**store.provenance(con, run_id),
                                                   "cluster": {"scheduler": self.address, "driver": ctx.versions["host"]}})
         progress.say(f"cluster {self.address}: {len(workers)} node(s): {', '.join(sorted(workers.values()))}")
-        run = _ClusterRun(self.client, con, run_id, progress)
+        run = _ClusterRun(self.client, con, run_id, ctx.attempt, progress)
         try:
             shipped = self.client.scatter(ctx, broadcast=True, hash=False)
             run.open(shipped, workers)
@@ -80,20 +80,20 @@ class Cluster:
         chains = runner.make_credentials(cells, run_dir)
         stacks = sorted({n for c in cells for n in (c.server, c.client)})
         return nodemod.RunContext(run_id, spec, list(todo), chains, nodemod.pack_files(chains, run_dir), str(run_dir),
-                                  provenance.of_node(stacks), stacks, keep_files)
+                                  provenance.of_node(stacks), stacks, keep_files, identity.new_segment())
 
 
 class _ClusterRun:
     """One run's tasks on the cluster, and the node segments they report."""
 
-    def __init__(self, client, con, run_id: str, progress):
-        self.client, self.con, self.run_id, self.progress = client, con, run_id, progress
+    def __init__(self, client, con, run_id: str, attempt: str, progress):
+        self.client, self.con, self.run_id, self.attempt, self.progress = client, con, run_id, attempt, progress
         self.futures: dict = {}
         self.segments: dict[str, str] = {}  # segment -> node, of the nodes that opened the run
         self.closed: set[str] = set()
 
     def _submit(self, fn, *args, key: str, **kw):
-        return self.client.submit(fn, *args, key=f"{key}-{self.run_id}", pure=False,
+        return self.client.submit(fn, *args, key=f"{key}-{self.attempt}", pure=False,
                                   resources={nodemod.RESOURCE: 1}, **kw)
 
     def open(self, shipped, workers: dict) -> None:
@@ -127,7 +127,7 @@ class _ClusterRun:
     def close(self, measure_end: bool) -> None:
         """Every node ends the run (measure_end: its floor and crypto once more); segments that never reported
         their end are marked lost (their worker died)."""
-        closes = [self._submit(nodemod.close_task, self.run_id, measure_end, key=f"close-{name}", workers=[addr],
+        closes = [self._submit(nodemod.close_task, self.attempt, measure_end, key=f"close-{name}", workers=[addr],
                                allow_other_workers=False) for addr, name in pqbench_workers(self.client).items()]
         for f in closes:
             try:
@@ -154,7 +154,7 @@ class _ClusterRun:
         """Ctrl-C or a failure: the queued cells are cancelled, the running ones stopped, every node's lanes closed."""
         self.client.cancel(list(self.futures), force=True)
         try:
-            self.client.run(nodemod.abort, self.run_id)
+            self.client.run(nodemod.abort, self.attempt)
             self.close(measure_end=False)
         except Exception as e:  # the original error matters more; say what could not be cleaned
             self.progress.say(f"warning: stopping the cluster's cells: {e}")

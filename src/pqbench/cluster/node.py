@@ -10,8 +10,8 @@ leaves its testbeds to the others' reaper).
 
     open_task(ctx)             -> start report (None once delivered)
     measure_task(ctx, pos, cell) -> {"node", "segment", "record", "samples", "why", "start"}
-    close_task(run_id, measure_end) -> end report (None when the run never opened here)
-    abort(run_id)              (Client.run: stops the run's cells at once)
+    close_task(attempt, measure_end) -> end report (None when the run never opened here)
+    abort(attempt)             (Client.run: stops the run's cells at once)
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class RunContext:
     versions: dict  # the driver's provenance.of_node: each node must match it (provenance.MATCHED)
     stacks: list
     keep_files: bool = False
+    attempt: str = ""  # this start of the run (a resume is another): what a node's state and a stop are keyed by
 
 
 class NodeRefused(Exception):
@@ -176,12 +177,12 @@ class NodeState:
 
     def open(self, ctx: RunContext) -> dict | None:
         """Opens the run here unless it is open; its start report the first time it is asked for."""
-        if ctx.run_id in self.aborted:
+        if ctx.attempt in self.aborted:
             raise Cancelled("the run was stopped")
         with self.lock:
-            run = self.runs.get(ctx.run_id)
+            run = self.runs.get(ctx.attempt)
             if run is None:
-                run = self.runs[ctx.run_id] = self._open(ctx)
+                run = self.runs[ctx.attempt] = self._open(ctx)
             report, run.start = run.start, None
             return report
 
@@ -219,7 +220,7 @@ class NodeState:
         self.idle.enter()
         try:
             start = self.open(ctx)
-            run = self.runs[ctx.run_id]
+            run = self.runs[ctx.attempt]
             lane = run.free.get()
             try:
                 if run.stop.is_set():
@@ -234,10 +235,10 @@ class NodeState:
         finally:
             self.idle.leave()
 
-    def close(self, run_id: str, measure_end: bool = True) -> dict | None:
-        """Ends the run here: the end's calibration and crypto rounds (measure_end), then the lanes go."""
+    def close(self, attempt: str, measure_end: bool = True) -> dict | None:
+        """Ends the run's attempt here: the end's calibration and crypto rounds (measure_end), then the lanes go."""
         with self.lock:
-            run = self.runs.pop(run_id, None)
+            run = self.runs.pop(attempt, None)
         if run is None:
             return None
         report = {"node": self.node, "segment": run.segment, "cells": run.measured}
@@ -255,16 +256,16 @@ class NodeState:
             registry.reap_stale()
         return report
 
-    def abort(self, run_id: str) -> None:
-        self.aborted.add(run_id)
-        run = self.runs.get(run_id)
+    def abort(self, attempt: str) -> None:
+        self.aborted.add(attempt)
+        run = self.runs.get(attempt)
         if run is not None:
             run.stop.set()
 
     def close_all(self) -> None:
-        for run_id in list(self.runs):
-            self.abort(run_id)
-            self.close(run_id, measure_end=False)
+        for attempt in list(self.runs):
+            self.abort(attempt)
+            self.close(attempt, measure_end=False)
 
 
 class NodePlugin(WorkerPlugin):
@@ -295,12 +296,12 @@ def measure_task(ctx: RunContext, pos: int, cell) -> dict:
     return state().measure(ctx, pos, cell)
 
 
-def close_task(run_id: str, measure_end: bool) -> dict | None:
-    return state().close(run_id, measure_end)
+def close_task(attempt: str, measure_end: bool) -> dict | None:
+    return state().close(attempt, measure_end)
 
 
-def abort(run_id: str, dask_worker=None) -> str:
+def abort(attempt: str, dask_worker=None) -> str:
     """Run on every worker by Client.run (not a task: it must not wait for a slot)."""
     node = dask_worker.plugins[PLUGIN_NAME].state
-    node.abort(run_id)
+    node.abort(attempt)
     return node.node

@@ -21,6 +21,13 @@ def _floor(cal) -> str:
     return f"{p50:.3f}" if p50 is not None else "–"
 
 
+def _commit(rev: str | None) -> str:
+    """The commit abbreviated, keeping the mark of uncommitted changes."""
+    if not rev:
+        return "–"
+    return rev[:12] + ("+dirty" if rev.endswith("+dirty") else "")
+
+
 def table(a) -> Table | None:
     if not several(a):
         return None
@@ -32,7 +39,7 @@ def table(a) -> Table | None:
                      f"{_floor(n.get('calibration_start'))} → {_floor(n.get('calibration_end'))}",
                      f"{n['crypto_speed']:.2f}×" if n.get("crypto_speed") else "–",
                      " → ".join(f"{v:.1%}" for v in idle) or "–",
-                     str((prov.get("openssl") or {}).get("version") or "–"), str(prov.get("git_commit") or "–")[:12]])
+                     str((prov.get("openssl") or {}).get("version") or "–"), _commit(prov.get("git_commit"))])
     return Table("nodes", "Nodes: the machines that measured this run",
                  ["node", "status", "cells", "joined", "left", "floor p50 start → end (ms)", "crypto time vs fastest",
                   "engine idle CPU", "OpenSSL", "commit"], rows,
