@@ -25,6 +25,15 @@ def add_linkspec_options(p) -> None:
     g.add_argument("--rate-s2c", dest="rate_s2c", help="rate limit server->client only")
     g.add_argument("--queue", help="packets the queue before the rate limiter holds (default 1000)")
     g.add_argument("--queue-bytes", dest="queue_bytes", help="bytes the queue holds (default unbounded)")
+    g.add_argument("--aqm", metavar="SPEC",
+                   help="the queue's discipline: droptail (default), codel or pie, then key=value "
+                        "(codel target=5ms interval=100ms; pie target=15ms tupdate=15ms alpha=0.125 beta=1.25 "
+                        "max_burst=150ms; ecn to mark instead of drop); pqlink only")
+    g.add_argument("--trace-up", dest="trace_up", metavar="NAME|FILE",
+                   help="replay a delivery trace (mahimahi format) client->server instead of the rate: a file or a "
+                        "shipped name (e.g. ATT-LTE-driving-2016, Verizon-EVDO-driving); pqlink only")
+    g.add_argument("--trace-down", dest="trace_down", metavar="NAME|FILE",
+                   help="the same server->client (a bare shipped name takes its .down file)")
     g.add_argument("--overhead", help="per-packet bytes counted at the rate (default 0)")
     g.add_argument("--mtu", help="MTU of the link devices (default 1500)")
     g.add_argument("--seed", help="loss/jitter seed: the same seed gives the same loss pattern (default 1)")
@@ -60,7 +69,8 @@ def _link_options(args):
                           loss=args.loss, loss_c2s=args.loss_c2s, loss_s2c=args.loss_s2c, gemodel=args.gemodel,
                           rate=args.rate, rate_c2s=args.rate_c2s, rate_s2c=args.rate_s2c, queue=args.queue,
                           queue_bytes=args.queue_bytes, overhead=args.overhead, reorder=args.reorder,
-                          mtu=args.mtu, seed=args.seed)
+                          mtu=args.mtu, seed=args.seed, trace_up=getattr(args, "trace_up", None),
+                          trace_down=getattr(args, "trace_down", None), aqm=getattr(args, "aqm", None))
     tcp = TcpKnobs.parse(initcwnd=args.initcwnd, initrwnd=args.initrwnd, congctl=args.congctl)
     if args.backend not in BACKEND_CHOICES:
         raise BadInput("backend", f"{args.backend!r} is not one of {', '.join(BACKEND_CHOICES)}")

@@ -6,9 +6,9 @@
 """
 
 from pqbench.testbed.backend_pqlink import EmulatorOptions
-from pqbench.testbed.linkspec import Direction, LinkSpec, Loss, TcpKnobs
+from pqbench.testbed.linkspec import Aqm, Direction, LinkSpec, Loss, TcpKnobs
 from pqbench.testbed.registry import clean
 from pqbench.testbed.testbed import Testbed, TestbedInterrupted, down, running
 
-__all__ = ["Direction", "EmulatorOptions", "LinkSpec", "Loss", "TcpKnobs", "Testbed", "TestbedInterrupted",
+__all__ = ["Aqm", "Direction", "EmulatorOptions", "LinkSpec", "Loss", "TcpKnobs", "Testbed", "TestbedInterrupted",
            "clean", "down", "running"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 
-from pqbench.errors import MeasurementFailed
+from pqbench.errors import MeasurementFailed, MissingCapability
 from pqbench.testbed import netns
 from pqbench.testbed.linkspec import Direction, LinkSpec
 
@@ -36,8 +36,20 @@ def netem_limit(d: Direction, mtu: int) -> int:
     return d.queue_packets + in_flight
 
 
+def refuse_pqlink_only(spec: LinkSpec) -> None:
+    """netem here cannot replay traces, run CoDel/PIE behind it or mark ECN: say so (exit 3) rather
+    than emulate a different link."""
+    what = spec.needs_pqlink
+    if what:
+        raise MissingCapability(f"the netem backend cannot emulate {what}",
+                                "use --backend pqlink (it replays traces and runs CoDel and PIE)")
+
+
 def netem_args(d: Direction, mtu: int, seed: int | None = None) -> list[str]:
     """The `netem ...` options for one direction (after `tc qdisc replace dev X root`)."""
+    if d.trace is not None or d.aqm.kind != "droptail" or d.aqm.ecn:
+        raise MissingCapability("the netem backend cannot emulate a delivery trace, CoDel, PIE or ECN marking",
+                                "use --backend pqlink (it replays traces and runs CoDel and PIE)")
     args = ["netem", "limit", str(netem_limit(d, mtu)), "delay", _us(d.delay_ms)]
     if d.jitter_ms:
         args.append(_us(d.jitter_ms))  # no distribution table: uniform in [-jitter, +jitter]
@@ -104,6 +116,7 @@ class NetemBackend:
         self.with_seed = False
 
     def create(self, tb, spec: LinkSpec, *, detached: bool) -> tuple[str, str]:
+        refuse_pqlink_only(spec)
         self.tb = tb
         make_veth_pair(tb)
         self.with_seed = tc_knows_seed()
@@ -113,6 +126,7 @@ class NetemBackend:
         return tb.client_dev, tb.server_dev
 
     def reconfigure(self, spec: LinkSpec) -> None:
+        refuse_pqlink_only(spec)
         tb = self.tb
         for cmd in qdisc_commands(spec, tb.client_ns, tb.client_dev, tb.server_ns, tb.server_dev, verb="change",
                                   with_seed=self.with_seed):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pqbench.errors import MeasurementFailed, MissingCapability
 from pqbench.paths import native_binary
-from pqbench.testbed import netns, registry
+from pqbench.testbed import netns, registry, traces
 from pqbench.testbed.linkspec import Direction, LinkSpec
 
 READY_TIMEOUT_S = 10.0
@@ -50,6 +50,17 @@ def direction_params(prefix: str, d: Direction, seed: int) -> list[str]:
         "queue_bytes": d.queue_bytes or 0,
         "seed": seed,
     }
+    kv["trace"] = traces.whitespace_free(traces.resolve(d.trace)) if d.trace is not None else "none"
+    q = d.aqm
+    kv["aqm"] = q.kind
+    kv["ecn"] = int(q.ecn)
+    # every parameter of the discipline, defaults included, so a live change back to a default applies
+    if q.kind == "codel":
+        kv.update(codel_target_ns=round(q.value("target") * 1e6), codel_interval_ns=round(q.value("interval") * 1e6))
+    elif q.kind == "pie":
+        kv.update(pie_target_ns=round(q.value("target") * 1e6), pie_tupdate_ns=round(q.value("tupdate") * 1e6),
+                  pie_max_burst_ns=round(q.value("max_burst") * 1e6), pie_alpha=repr(q.value("alpha")),
+                  pie_beta=repr(q.value("beta")))
     loss = d.loss
     if loss.model == "gemodel":
         kv.update(loss_model="gemodel", ge_p=repr(loss.p), ge_r=repr(loss.r), ge_1h=repr(loss.one_minus_h),
@@ -106,6 +117,13 @@ def normalise(d: dict) -> dict:
         "max_packet_bytes": d["max_packet_bytes"],
         "in_flight": d["in_flight"],
         "lateness_us": d["lateness_us"],
+        # the queue's discipline and the queueing delay delivered packets met (native/pqlink/README.md)
+        "aqm_drops": d.get("aqm_drops"),
+        "ecn_marks": d.get("ecn_marks"),
+        "sojourn_us": d.get("sojourn_us"),
+        # the trace replayed and the phase restarts since the last reset: {file, lines, period_ms,
+        # bytes_per_opportunity, restarts, first_offset_ms, last_offset_ms}, or None without a trace
+        "trace": d.get("trace"),
     }
 
 

@@ -17,7 +17,7 @@ import time
 from pqbench import stats
 from pqbench.errors import MeasurementFailed
 from pqbench.testbed import probe
-from pqbench.testbed.linkspec import Direction, LinkSpec, Loss, TcpKnobs
+from pqbench.testbed.linkspec import Aqm, Direction, LinkSpec, Loss, TcpKnobs
 from pqbench.testbed.testbed import Testbed
 from pqbench.testbed.backend_pqlink import EmulatorOptions
 
@@ -94,7 +94,8 @@ def _only(spec: LinkSpec, *, delay: bool = False, loss: bool = False, rate: bool
         return Direction(delay_ms=d.delay_ms if delay else 0.0, jitter_ms=d.jitter_ms if delay else 0.0,
                          loss=d.loss if loss else Loss(), rate_mbit=d.rate_mbit if rate else None,
                          queue_packets=d.queue_packets, queue_bytes=d.queue_bytes,
-                         overhead_bytes=d.overhead_bytes, reorder=d.reorder)
+                         overhead_bytes=d.overhead_bytes, reorder=d.reorder,
+                         trace=d.trace if rate else None, aqm=d.aqm if rate else Aqm())
     return spec.map_directions(pick)
 
 

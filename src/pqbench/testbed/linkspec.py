@@ -2,8 +2,9 @@
 
 Field meanings follow DESIGN.md and netem: each direction has a one-way delay (half the RTT when
 given symmetrically), jitter (uniform in [-jitter, +jitter] on that direction's delay), a loss
-model (Bernoulli, or Gilbert-Elliott with netem's p, r, 1-h, 1-k), an optional rate limit with a
-bounded queue in front of it, and a per-packet overhead counted at the rate. MTU and seed are per
+model (Bernoulli, or Gilbert-Elliott with netem's p, r, 1-h, 1-k), an optional rate limit or a
+delivery trace (mahimahi's format, traces.py) with a bounded queue in front of it managed by
+drop-tail, CoDel or PIE (Aqm), and a per-packet overhead counted at the rate. MTU and seed are per
 link. Every value is validated on construction; errors are BadInput naming the CLI field.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from pqbench import units
 from pqbench.errors import BadInput
+from pqbench.testbed import traces
 
 MTU_MIN, MTU_MAX = 576, 65535
 QUEUE_MAX = 10_000_000
@@ -79,6 +81,115 @@ class Loss:
         return "no loss"
 
 
+# Queue disciplines and their parameters: (kind of value, default). Durations in ms.
+AQM_PARAMS: dict[str, dict[str, tuple[str, float]]] = {
+    "droptail": {},
+    "codel": {"target": ("duration", 5.0), "interval": ("duration", 100.0)},  # RFC 8289
+    "pie": {"target": ("duration", 15.0), "tupdate": ("duration", 15.0), "alpha": ("gain", 0.125),
+            "beta": ("gain", 1.25), "max_burst": ("duration", 150.0)},  # RFC 8033
+}
+AQM_TITLES = {"droptail": "drop-tail", "codel": "CoDel", "pie": "PIE"}
+_ON, _OFF = ("1", "on", "true", "yes"), ("0", "off", "false", "no")
+
+
+@dataclass(frozen=True)
+class Aqm:
+    """The discipline of the queue in front of the rate (or trace): drop-tail (the queue's limits
+    only), CoDel (RFC 8289) or PIE (RFC 8033), with the parameters that differ from the RFC's
+    defaults as sorted (name, value) pairs (durations in ms), and ECN marking instead of drops (off).
+    Aqm.parse("codel target=5ms interval=100ms") reads mahimahi's style: a name, then key=value."""
+
+    kind: str = "droptail"
+    params: tuple = ()
+    ecn: bool = False
+
+    def __post_init__(self):
+        if self.kind not in AQM_PARAMS:
+            raise BadInput("queue", f"unknown queue discipline {self.kind!r} (allowed: {', '.join(AQM_PARAMS)})")
+        items = self.params.items() if isinstance(self.params, dict) else self.params
+        allowed = AQM_PARAMS[self.kind]
+        clean = {}
+        for item in items:
+            name, value = item
+            if name not in allowed:
+                raise BadInput("queue", f"{self.kind} has no parameter {name!r} (allowed: "
+                                        f"{', '.join(allowed) or 'none'})")
+            kind = allowed[name][0]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise BadInput("queue", f"{self.kind} {name}={value!r} is not a number")
+            if kind == "duration" and not 0 < value <= 3_600_000 and not (name == "max_burst" and value == 0):
+                raise BadInput("queue", f"{self.kind} {name}={value:g} ms must be a duration > 0 (at most an hour)")
+            if name == "tupdate" and value < 0.001:
+                raise BadInput("queue", f"pie tupdate={value:g} ms must be at least 1 us")
+            if kind == "gain" and not 0 <= value <= 1000:
+                raise BadInput("queue", f"pie {name}={value:g} must be in 0..1000")
+            if float(value) != allowed[name][1]:  # a default is kept implicit, so equal queues compare equal
+                clean[name] = float(value)
+        object.__setattr__(self, "params", tuple(sorted(clean.items())))
+        if not isinstance(self.ecn, bool):
+            raise BadInput("queue", f"ecn={self.ecn!r} must be true or false")
+
+    @classmethod
+    def parse(cls, text, field_name: str = "queue") -> "Aqm":
+        """'codel', 'codel target=5ms interval=100ms', 'pie target=20ms ecn' (or ecn=on)."""
+        if isinstance(text, Aqm):
+            return text
+        words = str(text).replace(",", " ").split()
+        if not words:
+            raise BadInput(field_name, f"an empty queue discipline (allowed: {', '.join(AQM_PARAMS)})")
+        kind = words[0].lower().replace("-", "")
+        if kind not in AQM_PARAMS:
+            raise BadInput(field_name, f"unknown queue discipline {words[0]!r} (allowed: {', '.join(AQM_PARAMS)})")
+        allowed = AQM_PARAMS[kind]
+        params, ecn = {}, False
+        for w in words[1:]:
+            name, eq, value = w.partition("=")
+            name = name.lower()
+            if name == "ecn":
+                if eq and value.lower() not in _ON + _OFF:
+                    raise BadInput(field_name, f"ecn={value!r} must be on or off")
+                ecn = not eq or value.lower() in _ON
+                continue
+            if name not in allowed:
+                raise BadInput(field_name, f"{kind} has no parameter {name!r} (allowed: "
+                                           f"{', '.join([*allowed, 'ecn'])})")
+            if not eq or not value:
+                raise BadInput(field_name, f"{kind} {name} needs a value ({name}=...)")
+            if allowed[name][0] == "duration":
+                params[name] = units.duration_ms(field_name, value)
+            else:
+                params[name] = units.number(field_name, value, minimum=0, maximum=1000)
+        try:
+            return cls(kind, params, ecn)
+        except BadInput as e:
+            raise BadInput(field_name, e.detail) from None
+
+    def value(self, name: str) -> float:
+        """A parameter as set, or the RFC's default."""
+        return dict(self.params).get(name, AQM_PARAMS[self.kind][name][1])
+
+    def describe(self) -> str:
+        parts = [AQM_TITLES[self.kind]]
+        if self.kind != "droptail":
+            shown = []
+            for name, (kind, _) in AQM_PARAMS[self.kind].items():
+                v = self.value(name)
+                shown.append(f"{name} {v:g} ms" if kind == "duration" else f"{name} {v:g}")
+            parts.append(", ".join(shown))
+        if self.ecn:
+            parts.append("ECN")
+        return " ".join(parts[:1]) + (f" ({'; '.join(parts[1:])})" if len(parts) > 1 else "")
+
+    def to_text(self) -> str:
+        """The parse() form: 'codel target=10ms' (what the CLI and specs accept)."""
+        words = [self.kind]
+        for name, v in self.params:
+            words.append(f"{name}={v:g}ms" if AQM_PARAMS[self.kind][name][0] == "duration" else f"{name}={v:g}")
+        if self.ecn:
+            words.append("ecn")
+        return " ".join(words)
+
+
 @dataclass(frozen=True)
 class Direction:
     """One direction of the link."""
@@ -91,6 +202,9 @@ class Direction:
     queue_bytes: int | None = None
     overhead_bytes: int = 0  # per-packet bytes counted at the rate (e.g. 38 for Ethernet framing)
     reorder: bool = False  # jitter may reorder packets
+    # a delivery trace replacing the rate: a shipped trace's file name (traces/) or a path; None = none
+    trace: str | None = None
+    aqm: Aqm = field(default_factory=Aqm)  # the queue's discipline
 
     def __post_init__(self):
         for name, v in (("delay", self.delay_ms), ("jitter", self.jitter_ms)):
@@ -110,17 +224,36 @@ class Direction:
             raise BadInput("queue_bytes", f"{self.queue_bytes!r} must be a whole number of bytes >= 1")
         if not isinstance(self.overhead_bytes, int) or not 0 <= self.overhead_bytes <= 65535:
             raise BadInput("overhead", f"{self.overhead_bytes!r} must be a whole number of bytes in 0..65535")
+        if isinstance(self.aqm, dict):  # from a stored spec
+            object.__setattr__(self, "aqm", Aqm(**self.aqm))
+        if not isinstance(self.aqm, Aqm):
+            raise BadInput("queue", f"{self.aqm!r} is not a queue discipline")
+        if self.trace is not None:
+            if not isinstance(self.trace, str):
+                raise BadInput("trace", f"{self.trace!r} must be a trace name or a file path")
+            traces.info(self.trace)  # BadInput naming the file and the line
+
+    @property
+    def shaped(self) -> bool:
+        """A bottleneck with a queue: a rate limit or a trace."""
+        return self.rate_mbit is not None or self.trace is not None
 
     def describe(self) -> str:
         parts = [f"delay {self.delay_ms:g} ms"]
         if self.jitter_ms:
             parts.append(f"jitter ±{self.jitter_ms:g} ms{' (may reorder)' if self.reorder else ''}")
         parts.append(self.loss.describe())
-        if self.rate_mbit is not None:
+        if self.shaped:
             q = f"queue {self.queue_packets} packets"
             if self.queue_bytes:
                 q += f"/{self.queue_bytes} B"
-            parts.append(f"rate {self.rate_mbit:g} Mbit/s, {q}")
+            if self.aqm.kind != "droptail" or self.aqm.ecn:
+                q += f", {self.aqm.describe()}"
+            if self.trace is not None:
+                t = traces.info(self.trace)
+                parts.append(f"trace {self.trace} (mean {t.mean_mbit:.3g} Mbit/s, period {t.period_ms / 1000:g} s), {q}")
+            else:
+                parts.append(f"rate {self.rate_mbit:g} Mbit/s, {q}")
             if self.overhead_bytes:
                 parts.append(f"overhead {self.overhead_bytes} B/packet")
         return ", ".join(parts)
@@ -153,14 +286,30 @@ class LinkSpec:
     @classmethod
     def symmetric(cls, rtt_ms: float = 0.0, *, jitter_ms: float = 0.0, loss: float | Loss = 0.0,
                   rate_mbit: float | None = None, queue_packets: int = 1000, queue_bytes: int | None = None,
-                  overhead_bytes: int = 0, reorder: bool = False, mtu: int = 1500, seed: int = 1) -> "LinkSpec":
-        """Both directions alike; each gets half the RTT as one-way delay."""
+                  overhead_bytes: int = 0, reorder: bool = False, mtu: int = 1500, seed: int = 1,
+                  aqm: Aqm | str | None = None, trace: str | None = None) -> "LinkSpec":
+        """Both directions alike; each gets half the RTT as one-way delay. trace: a shipped trace's
+        name without suffix ('ATT-LTE-driving-2016': .up client->server, .down back) or one file for both."""
         if not isinstance(rtt_ms, (int, float)) or not math.isfinite(rtt_ms) or rtt_ms < 0:
             raise BadInput("rtt", f"{rtt_ms!r} must be a duration >= 0")
         loss_model = loss if isinstance(loss, Loss) else Loss.bernoulli(_prob("loss", loss))
-        d = Direction(rtt_ms / 2, jitter_ms, loss_model, rate_mbit, queue_packets, queue_bytes,
-                      overhead_bytes, reorder)
-        return cls(d, d, mtu, seed)
+        queue = Aqm.parse(aqm) if aqm is not None else Aqm()
+        up = traces.canonical(trace, "up") if trace is not None else None
+        down = traces.canonical(trace, "down") if trace is not None else None
+        c2s = Direction(rtt_ms / 2, jitter_ms, loss_model, rate_mbit, queue_packets, queue_bytes,
+                        overhead_bytes, reorder, up, queue)
+        s2c = dataclasses.replace(c2s, trace=down) if down != up else c2s
+        return cls(c2s, s2c, mtu, seed)
+
+    @property
+    def needs_pqlink(self) -> str | None:
+        """What of this spec only pqlink emulates (a trace, CoDel/PIE, ECN marking), or None."""
+        for name, d in self.directions.items():
+            if d.trace is not None:
+                return f"{name}: a delivery trace"
+            if d.aqm.kind != "droptail" or d.aqm.ecn:
+                return f"{name}: {d.aqm.describe()}"
+        return None
 
     def replace(self, **changes) -> "LinkSpec":
         return dataclasses.replace(self, **changes)
@@ -189,6 +338,10 @@ class LinkSpec:
         def direction(x: dict) -> Direction:
             x = dict(x)
             x["loss"] = Loss(**x.get("loss", {}))
+            if "aqm" in x:
+                a = x["aqm"]
+                x["aqm"] = Aqm(a.get("kind", "droptail"), tuple(tuple(p) for p in a.get("params", ())),
+                               a.get("ecn", False))
             return Direction(**x)
         return cls(direction(d["client_to_server"]), direction(d["server_to_client"]),
                    d.get("mtu", 1500), d.get("seed", 1))
@@ -196,12 +349,16 @@ class LinkSpec:
     @classmethod
     def parse(cls, *, rtt=None, delay_c2s=None, delay_s2c=None, jitter=None, loss=None, loss_c2s=None,
               loss_s2c=None, gemodel=None, rate=None, rate_c2s=None, rate_s2c=None, queue=None,
-              queue_bytes=None, overhead=None, reorder=False, mtu=None, seed=None) -> "LinkSpec":
+              queue_bytes=None, overhead=None, reorder=False, mtu=None, seed=None, trace_up=None,
+              trace_down=None, aqm=None) -> "LinkSpec":
         """Builds a LinkSpec from user text with units ('31.1ms', '1%', '10mbit'); None = default.
 
         rtt splits evenly into the two one-way delays; delay_c2s/delay_s2c set one direction
         (with rtt, the other direction gets the rest). loss and gemodel apply to both directions
-        unless loss_c2s/loss_s2c are given. Errors name the field as the CLI option is named.
+        unless loss_c2s/loss_s2c are given. trace_up/trace_down replay a delivery trace client->server /
+        server->client instead of the rate (a shipped name, with or without its .up/.down suffix, or a
+        file); aqm is the queue discipline of both directions ('codel target=5ms', Aqm.parse). Errors
+        name the field as the CLI option is named.
         """
         c2s_delay = s2c_delay = 0.0
         rtt_ms = units.duration_ms("rtt", rtt) if rtt is not None else None
@@ -243,8 +400,15 @@ class LinkSpec:
             common["queue_bytes"] = units.size_bytes("queue_bytes", queue_bytes, minimum=1)
         if overhead is not None:
             common["overhead_bytes"] = units.integer("overhead", overhead, minimum=0, maximum=65535)
-        c2s = Direction(c2s_delay, jitter_ms, loss_c, rate_c, reorder=bool(reorder), **common)
-        s2c = Direction(s2c_delay, jitter_ms, loss_s, rate_s, reorder=bool(reorder), **common)
+        if aqm is not None:
+            common["aqm"] = Aqm.parse(aqm, "aqm")
+        trace_c = traces.canonical(trace_up, "up", field_name="trace_up") if trace_up is not None else None
+        trace_s = traces.canonical(trace_down, "down", field_name="trace_down") if trace_down is not None else None
+        for name, t in (("trace_up", trace_c), ("trace_down", trace_s)):
+            if t is not None:
+                traces.info(t, field_name=name)
+        c2s = Direction(c2s_delay, jitter_ms, loss_c, rate_c, reorder=bool(reorder), trace=trace_c, **common)
+        s2c = Direction(s2c_delay, jitter_ms, loss_s, rate_s, reorder=bool(reorder), trace=trace_s, **common)
         kw = {}
         if mtu is not None:
             kw["mtu"] = units.integer("mtu", mtu, minimum=MTU_MIN, maximum=MTU_MAX)

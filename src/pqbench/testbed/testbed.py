@@ -239,6 +239,8 @@ class Testbed:
         want = self.requested_backend
         if want == "veth":
             return VethBackend()
+        if want == "auto" and self.spec.needs_pqlink:
+            want = "pqlink"  # a trace or CoDel/PIE: only pqlink emulates them
         if want == "auto":
             if _netem_support is None:
                 _netem_support = kernel_has_netem(self.client_ns)
