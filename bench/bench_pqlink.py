@@ -10,9 +10,13 @@
 5. the wire recorder's cost, on (default --flows 65536) and off (--flows 0), alternating in rounds so
    drift hits both alike: the forwarding ceiling (bulk TCP at 0 ms), lateness p50/p99 under bulk TCP
    at 10 ms RTT (every packet through the recorder, deadlines to meet) and under back-to-back TCP
-   connects at 10 ms RTT (a new record each).
+   connects at 10 ms RTT (a new record each);
+6. the bottleneck's cost: the forwarding ceiling (bulk TCP at 0 ms) and pqlink's CPU time per packet
+   with a delivery trace and with CoDel, against the fixed-rate drop-tail path, all in the same
+   testbed, alternating in rounds; the rate (100 Gbit/s) and the trace (2001 opportunities a ms,
+   24 Gbit/s) are far above the ceiling, so what differs is the bookkeeping per packet.
 
-    python3 bench/bench_pqlink.py [--quick] [--json] [--section floor|rtt|ceiling|lateness|recorder ...]
+    python3 bench/bench_pqlink.py [--quick] [--json] [--section floor|rtt|ceiling|lateness|recorder|bottleneck ...]
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pqbench.testbed import EmulatorOptions, LinkSpec, Testbed, probe  # noqa: E
 from pqbench.testbed.calibrate import percentiles  # noqa: E402
 
 GRID_RTT_MS = (5.6, 31.1, 78.6, 195.7)
-SECTIONS = ("floor", "rtt", "ceiling", "lateness", "recorder")
+SECTIONS = ("floor", "rtt", "ceiling", "lateness", "recorder", "bottleneck")
 
 
 def floor_vs_veth(samples: int) -> dict:
@@ -154,6 +158,48 @@ def recorder_cost(rounds: int, seconds: float, connects: int) -> dict:
     return out
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU time of a process and all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bottleneck_cost(rounds: int, seconds: float, workdir: Path) -> dict:
+    """Median, min and max over rounds of the ceiling and pqlink's CPU ns per forwarded packet for
+    each bottleneck; in each round all run back to back, in a rotating order."""
+    trace = workdir / "wide.trace"
+    trace.write_text("0\n" * 2000 + "1\n")  # 2001 x 1500 B a ms: 24 Gbit/s
+    specs = {"rate, drop-tail": LinkSpec.symmetric(0, rate_mbit=100_000),
+             "rate, CoDel": LinkSpec.symmetric(0, rate_mbit=100_000, aqm="codel"),
+             "trace, drop-tail": LinkSpec.symmetric(0, trace=str(trace)),
+             "trace, CoDel": LinkSpec.symmetric(0, trace=str(trace), aqm="codel")}
+    names = list(specs)
+    runs: dict[str, list[dict]] = {n: [] for n in names}
+    with Testbed(specs[names[0]], backend="pqlink") as tb:
+        for i in range(rounds):
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                tb.reconfigure(specs[name])
+                tb.reset_counters()
+                cpu0 = _cpu_s(tb.backend.pid)
+                r = probe.tcp_transfer(tb, seconds=seconds, check=False)
+                cpu = _cpu_s(tb.backend.pid) - cpu0
+                c = tb.counters()
+                packets = c["client_to_server"]["packets"] + c["server_to_client"]["packets"]
+                runs[name].append({"goodput_gbit": r["goodput_mbit"] / 1e3,
+                                   "packets_per_s": c["client_to_server"]["packets"] / r["seconds"],
+                                   "cpu_ns_per_packet": cpu / packets * 1e9})
+    out = {}
+    base = runs[names[0]]
+    for name, rows in runs.items():
+        out[name] = {k: {"median": statistics.median(r[k] for r in rows), "min": min(r[k] for r in rows),
+                         "max": max(r[k] for r in rows)} for k in rows[0]}
+        out[name]["ratio_goodput"] = statistics.median(r["goodput_gbit"] for r in rows) / \
+            statistics.median(r["goodput_gbit"] for r in base)
+        out[name]["ratio_cpu_per_packet"] = statistics.median(r["cpu_ns_per_packet"] for r in rows) / \
+            statistics.median(r["cpu_ns_per_packet"] for r in base)
+    return out
+
+
 def _spread(v: dict, scale: float = 1.0, fmt: str = ".2f") -> str:
     return f"{v['median'] * scale:{fmt}} [{v['min'] * scale:{fmt}}-{v['max'] * scale:{fmt}}]"
 
@@ -213,6 +259,16 @@ def main() -> int:
                       f"connects at RTT {LATENESS_RTT_MS} ms: p50 {_spread(r['connect_p50_ms'], fmt='.3f')} ms, "
                       f"lateness p50 {_spread(r['connect_lateness_p50_us'], fmt='.1f')} us, "
                       f"p99 {_spread(r['connect_lateness_p99_us'], fmt='.1f')} us", flush=True)
+    if "bottleneck" in sections:
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            res["bottleneck"] = bn = bottleneck_cost(3 if args.quick else 6, 2 if args.quick else 4, Path(d))
+        if not args.json:
+            for name, r in bn.items():
+                print(f"bottleneck {name:<16} (median [min-max] of rounds): ceiling {_spread(r['goodput_gbit'])} Gbit/s "
+                      f"({r['ratio_goodput']:.2f}x), {_spread(r['packets_per_s'], 1e-3, '.0f')} kpackets/s, pqlink CPU "
+                      f"{_spread(r['cpu_ns_per_packet'], fmt='.0f')} ns/packet ({r['ratio_cpu_per_packet']:.2f}x of "
+                      f"rate, drop-tail)", flush=True)
     if args.json:
         json.dump(res, sys.stdout, indent=2)
         print()
