@@ -31,7 +31,7 @@ def handle(args) -> int:
         run_id = store.resolve_run(con, args.run)
         paths = store.export(con, run_id, args.out, fmt)
         rows = store.count_rows(con, run_id)
-        counts = {p.name: rows[t] for p, t in zip(paths, ("runs", "cells", "samples", "crypto"))}
+        counts = {p.name: rows[t] for p, t in zip(paths, store.exported_tables(con))}
     finally:
         con.close()
     if args.json:

@@ -19,6 +19,34 @@ from pqbench.endpoints import DEFAULT_STACK
 from pqbench.errors import BadInput
 from pqbench.experiment.spec import Scenario, Spec
 from pqbench.testbed import LinkSpec, Loss, TcpKnobs
+from pqbench.testbed.linkspec import Aqm
+
+
+USERS_LINK_FIELDS = ("trace_up", "trace_down", "aqm", "cross")
+# Not part of the seed: a cell with competing flows or a managed queue meets the same loss pattern and trace
+# phases as the same link without them, so what they add is a paired comparison.
+SEEDLESS = ("aqm", "cross")
+
+
+def users_link_params(s: Scenario) -> dict:
+    """The cells columns of a scenario's users'-link fields, only those set (cell ids stay as before):
+    trace (a trace's name when both directions follow it, else "up / down"), queue, cross."""
+    out = {}
+    if s.trace_up or s.trace_down:
+        out["trace"] = trace_label(s.trace_up, s.trace_down)
+    if s.aqm:
+        out["queue"] = s.aqm
+    if s.cross:
+        out["cross"] = s.cross
+    return out
+
+
+def trace_label(up: str | None, down: str | None) -> str:
+    """A shipped trace's name when both directions follow its two files, else "up / down"."""
+    stem = lambda name: name.rsplit(".", 1)[0] if name and name.endswith((".up", ".down")) else name  # noqa: E731
+    if up and down and stem(up) == stem(down) and up != down:
+        return stem(up)
+    return f"{up or 'fixed rate'} / {down or 'fixed rate'}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +90,8 @@ class Cell:
                 "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
                 "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
                 "server": self.server, "client": self.client, "protocol": self.protocol, "congctl": self.congctl,
-                **({"target": self.target} if self.target else {}), **({"kind": self.kind} if self.kind else {})}
+                **({"target": self.target} if self.target else {}), **({"kind": self.kind} if self.kind else {}),
+                **users_link_params(s)}
 
     @property
     def cell_id(self) -> str:
@@ -80,8 +109,11 @@ class Cell:
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def link_key(self) -> str:
-        """What determines the link: equal keys share a loss pattern (same seed)."""
-        return json.dumps([dataclasses.asdict(self.scenario), self.mtu], sort_keys=True)
+        """What determines the link: equal keys share a loss pattern and a trace's phases (same seed). The
+        users'-link fields count only when set, so a spec from before them keeps its seeds."""
+        scenario = {k: v for k, v in dataclasses.asdict(self.scenario).items()
+                    if k not in USERS_LINK_FIELDS or (v is not None and k not in SEEDLESS)}
+        return json.dumps([scenario, self.mtu], sort_keys=True)
 
     def link_spec(self, run_seed: int) -> LinkSpec:
         if self.target:
@@ -90,8 +122,14 @@ class Cell:
         loss = Loss.gemodel(*s.gemodel) if s.gemodel else s.loss
         seed = int.from_bytes(hashlib.sha256(f"{run_seed}:{self.link_key()}".encode()).digest()[:4], "big")
         extra = {"queue_packets": s.queue} if s.queue else {}
-        return LinkSpec.symmetric(s.rtt_ms, jitter_ms=s.jitter_ms, loss=loss, rate_mbit=s.rate_mbit,
+        link = LinkSpec.symmetric(s.rtt_ms, jitter_ms=s.jitter_ms, loss=loss, rate_mbit=s.rate_mbit,
                                   mtu=self.mtu, seed=seed, **extra)
+        if not (s.trace_up or s.trace_down or s.aqm):
+            return link
+        aqm = Aqm.parse(s.aqm) if s.aqm else Aqm()
+        return link.replace(
+            client_to_server=dataclasses.replace(link.client_to_server, aqm=aqm, trace=s.trace_up),
+            server_to_client=dataclasses.replace(link.server_to_client, aqm=aqm, trace=s.trace_down))
 
     def tcp(self) -> TcpKnobs:
         return TcpKnobs(initcwnd=self.initcwnd, congctl=self.congctl)

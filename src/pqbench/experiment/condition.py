@@ -18,6 +18,14 @@ def condition(row: dict, *, short: bool = False) -> str:
         parts = [f"RTT {row.get('rtt_ms') or 0:g} ms", f"loss {loss:g} %"]
     if row.get("rate_mbit") and not row.get("scenario"):
         parts.append(f"{row['rate_mbit']:g} Mbit/s")
+    if row.get("trace"):
+        parts.append(f"trace {row['trace']}")
+    if row.get("queue"):
+        parts.append(row["queue"] if short else f"queue {row['queue']}")
+    if row.get("cross"):
+        flows = row["cross"].split()
+        parts.append(f"+{row['cross']}" if short else
+                     f"{flows[0]} competing {flows[1] if len(flows) > 1 else ''} flow{'s' if flows[0] != '1' else ''}")
     if row.get("mtu") and row["mtu"] != 1500:
         parts.append(f"MTU {row['mtu']}")
     if row.get("initcwnd"):

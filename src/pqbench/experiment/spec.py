@@ -55,6 +55,7 @@ Targets (servers pqbench did not start, over the host's own network) replace the
 """
 
 import dataclasses
+import itertools
 import difflib
 import tomllib
 from pathlib import Path
@@ -67,7 +68,9 @@ from pqbench.remote.target import make as make_target
 from pqbench.testbed.linkspec import congctl_name
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
-        "client", "protocol")
+        "client", "protocol", "trace", "trace_up", "trace_down", "queue", "cross")
+# Link axes beside rtt/loss/rate (users' links: cellular traces, queue management, competing traffic).
+LINK_EXTRA_AXES = ("trace", "trace_up", "trace_down", "queue", "cross")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
             "backend", "workers", "gemodel", "queue", "calibration_samples", "lanes", "protocol", "target", "rate", "netns",
             "kind", "load")
@@ -75,9 +78,10 @@ KINDS = ("handshake", "load")
 LOAD_KEYS = ("rates", "start", "max_rate", "step", "time_bound", "max_inflight")
 TARGET_KEYS = ("name", "address", "ca", "server_name", "sig", "manifest", "host")
 # What a target replaces: the emulated link's axes and settings (a target's path is measured instead).
-LINK_KEYS = ("rtt", "loss", "rate", "mtu", "initcwnd", "congctl")
+LINK_KEYS = ("rtt", "loss", "rate", "mtu", "initcwnd", "congctl") + LINK_EXTRA_AXES
 PROTOCOLS = ("tls", "ssh")
-SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue")  # mtu, initcwnd: axes for every scenario
+SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "trace", "trace_up", "trace_down", "aqm",
+                 "cross")  # mtu, initcwnd: axes for every scenario
 DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
 
 
@@ -91,6 +95,16 @@ class Scenario:
     gemodel: tuple | None = None  # Gilbert–Elliott (p, r, 1-h, 1-k) instead of Bernoulli loss
     jitter_ms: float = 0.0
     queue: int | None = None
+    # Users' links (left out of the link's key when unset, so earlier specs keep their seeds):
+    trace_up: str | None = None  # a trace's name (traces/) or file: the rate client -> server follows it
+    trace_down: str | None = None  # … server -> client
+    aqm: str | None = None  # the queue's management: "codel", "pie target=20ms" (None: drop-tail)
+    cross: str | None = None  # competing bulk flows server -> client during the cell: "1 cubic" (None: none)
+
+    def extras(self) -> dict:
+        """The users'-link fields that are set."""
+        return {k: v for k, v in (("trace_up", self.trace_up), ("trace_down", self.trace_down), ("aqm", self.aqm),
+                                  ("cross", self.cross)) if v is not None}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +180,44 @@ def _scenario(field: str, t: dict) -> Scenario:
         rate_mbit=units.rate_mbit(f"{field}.rate", t["rate"]) if "rate" in t else None,
         gemodel=_gemodel(f"{field}.gemodel", t["gemodel"]) if "gemodel" in t else None,
         jitter_ms=units.duration_ms(f"{field}.jitter", t.get("jitter", 0)),
-        queue=units.integer(f"{field}.queue", t["queue"], minimum=1) if "queue" in t else None)
+        queue=units.integer(f"{field}.queue", t["queue"], minimum=1) if "queue" in t else None,
+        **_users_link(field, t.get("trace"), t.get("trace_up"), t.get("trace_down"), t.get("aqm"), t.get("cross"),
+                      "rate" in t, keys=("trace", "trace_up", "trace_down", "aqm", "cross")))
+
+
+def _users_link(field: str, trace, trace_up, trace_down, aqm, cross, has_rate: bool, keys=LINK_EXTRA_AXES) -> dict:
+    """One point of the users'-link axes as Scenario fields: traces resolved to files (checked line by line),
+    the queue discipline and the competing flows parsed (bad values: BadInput naming the field)."""
+    from pqbench.testbed import cross as crossmod, traces
+    from pqbench.testbed.linkspec import Aqm
+    k_trace, k_up, k_down, k_aqm, k_cross = (f"{field}.{k}" if field else k for k in keys)
+    if trace is not None and (trace_up is not None or trace_down is not None):
+        raise BadInput(k_trace, "names both directions' traces: give trace, or trace_up/trace_down, not both")
+    up = traces.canonical(trace, "up", field_name=k_trace) if trace is not None else \
+        traces.canonical(trace_up, field_name=k_up) if trace_up is not None else None
+    down = traces.canonical(trace, "down", field_name=k_trace) if trace is not None else \
+        traces.canonical(trace_down, field_name=k_down) if trace_down is not None else None
+    for key, name in ((k_up, up), (k_down, down)):
+        if name is not None:
+            traces.info(name, field_name=key)  # checked line by line now, not when the cell starts
+    if (up or down) and has_rate:
+        raise BadInput(k_trace, "a trace sets the link's rate: leave out rate where a trace is given")
+    out = {"trace_up": up, "trace_down": down}
+    if aqm is not None and str(aqm) != "droptail":
+        out["aqm"] = Aqm.parse(str(aqm), k_aqm).to_text()
+    found = crossmod.parse(k_cross, cross)
+    if found is not None:
+        out["cross"] = found.label()
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _users_link_axes(axes: dict, has_rate: bool) -> list[dict]:
+    """Every combination of the trace, queue and cross axes, as Scenario fields ([{}] without them)."""
+    lists = {k: list(enumerate(_list(f"axes.{k}", axes[k], "values"))) if k in axes else [(None, None)]
+             for k in LINK_EXTRA_AXES}
+    return [_users_link("", *(v for _, v in combo), has_rate,
+                        keys=tuple(k if i is None else f"axes.{k}[{i}]" for k, (i, _) in zip(LINK_EXTRA_AXES, combo)))
+            for combo in itertools.product(*lists.values())]
 
 
 def _samples(value) -> Samples:
@@ -225,7 +276,9 @@ def parse(text: str, origin: str = "spec") -> Spec:
             if "rate" in axes else [None]
         gem = _gemodel("gemodel", data["gemodel"]) if "gemodel" in data else None
         queue = units.integer("queue", data["queue"], minimum=1) if "queue" in data else None
-        scenarios = tuple(Scenario(None, r, l, b, gem, queue=queue) for r in rtts for l in losses for b in rates)
+        extras = _users_link_axes(axes, "rate" in axes)
+        scenarios = tuple(Scenario(None, r, l, b, gem, queue=queue, **x)
+                          for r in rtts for l in losses for b in rates for x in extras)
 
     mtu = tuple(units.integer(f"axes.mtu[{i}]", v, minimum=576, maximum=65535)
                 for i, v in enumerate(_list("axes.mtu", axes.get("mtu", 1500), "MTUs")))
@@ -242,6 +295,10 @@ def parse(text: str, origin: str = "spec") -> Spec:
     for key in ("rate", "netns"):
         if key in data:
             raise BadInput(key, "applies to [[target]] specs only (the link's rate is axes.rate)")
+    parallel = _parallel(data)
+    if any(s.trace_up or s.trace_down for s in scenarios) and (parallel["max_bias"] is not None or parallel["parallel"] > 1):
+        raise BadInput("parallel", "a trace restarts at the next offset with each connection: cells with a trace "
+                                   "need parallel = 1 (one handshake at a time, each at its own offset)")
     load = _load(data, axes)
     if load is not None:  # the protocol's load generator is the client; one lane, so cells never share CPUs
         from pqbench import endpoints
@@ -250,7 +307,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
                 **_workload(axes), stacks=stacks, protocols=protocols,
                 stacks_named=any(a in axes for a in ("stack", "server", "client")), backend=backend,
                 lanes=1 if load else units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
-                **_parallel(data), congctl=congctl, load=load)
+                **parallel, congctl=congctl, load=load)
 
 
 def _load(data: dict, axes: dict):

@@ -36,7 +36,7 @@ from pqbench.endpoints.remote import UNKNOWN_SIG
 from pqbench.remote.realpath import RealPath
 from pqbench.remote.target import pause_ms
 from pqbench.load.steps import measure_cell as measure_load
-from pqbench.testbed import LinkSpec
+from pqbench.testbed import LinkSpec, cross
 from pqbench.testbed.calibrate import measure_floor
 
 # Crypto microbenchmarks at the start and end of each segment: rounds seconds apart, each
@@ -191,7 +191,18 @@ def open_lanes(opened: contextlib.ExitStack, spec: Spec, todo: list, servings, r
 
 
 def measure_on_lane(spec: Spec, lane: Lane, pos: int, cell: cellmod.Cell, site: Site, budget, tail, stop):
-    """One cell on one lane: (record, samples, why)."""
+    """One cell on one lane: (record, samples, why); competing flows (the cross axis) run through it."""
+    flows = cross.parse("cross", cell.scenario.cross) if cell.scenario.cross else None
+    if flows:
+        lane.rig.tb.reconfigure(cell.link_spec(spec.seed))  # the flows meet the cell's link from their start
+    with cross.running(lane.rig.tb, flows) as moved:
+        record_, samples, why = _measure_on_lane(spec, lane, pos, cell, site, budget, tail, stop)
+    if flows:
+        record_["cross_traffic"] = moved
+    return record_, samples, why
+
+
+def _measure_on_lane(spec: Spec, lane: Lane, pos: int, cell: cellmod.Cell, site: Site, budget, tail, stop):
     plan = _plan(cell, spec, lane.rig, site)
     if cell.kind == "load":
         result, why = measure_load(lane.rig, spec.load, plan.link, plan.tcp, plan.job, cell.server, cell.client,

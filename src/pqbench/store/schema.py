@@ -10,9 +10,10 @@ CELL_PARAMS = {
     "loss_model": "VARCHAR", "rate_mbit": "DOUBLE", "mtu": "INTEGER", "initcwnd": "INTEGER",
     "mode": "VARCHAR", "page": "VARCHAR", "requests": "INTEGER", "pad": "INTEGER", "stack": "VARCHAR",
     "server": "VARCHAR", "client": "VARCHAR", "protocol": "VARCHAR", "congctl": "VARCHAR",
+    "trace": "VARCHAR", "queue": "VARCHAR", "cross": "VARCHAR",
 }
 # Added by later migrations, not in migration 1's table.
-_LATER_PARAMS = ("stack", "server", "client", "protocol", "congctl")
+_LATER_PARAMS = ("stack", "server", "client", "protocol", "congctl", "trace", "queue", "cross")
 # Sample columns from the emulator's record of the connection (pqbench.measure.wire.summary keys, prefixed).
 WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
                 "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
@@ -139,6 +140,16 @@ CREATE TABLE IF NOT EXISTS nodes (
 );
 """
 
+# Links as users live on them: the cellular trace a cell's rate followed (its name; "up / down" when the
+# directions differ), the queue's management ("codel", "pie target=20ms"; NULL: drop-tail), the competing
+# bulk flows during the cell ("1 cubic"; NULL: none) and what they moved. NULL for cells from before.
+_V11 = """
+ALTER TABLE cells ADD COLUMN trace VARCHAR;
+ALTER TABLE cells ADD COLUMN queue VARCHAR;
+ALTER TABLE cells ADD COLUMN "cross" VARCHAR;
+ALTER TABLE cells ADD COLUMN cross_traffic JSON;
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -150,6 +161,7 @@ MIGRATIONS = (
     (8, "scans of servers' post-quantum readiness", _V8),
     (9, "load cells: their verdict and one row per offered rate", _V9),
     (10, "nodes: the node of each cell and crypto round, one row per node's segment of a run", _V10),
+    (11, "users' links: the trace, queue management and competing traffic of a cell", _V11),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -172,7 +172,8 @@ def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: st
         con.execute("DELETE FROM cells WHERE run_id = ? AND cell_id = ?", [run_id, cell["cell_id"]])
         cols = ["run_id", *cell]
         vals = [run_id, *map(_value, cell.values())]
-        con.execute(f"INSERT INTO cells ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})", vals)
+        names = ", ".join(f'"{c}"' for c in cols)  # quoted: "cross" is an SQL keyword
+        con.execute(f"INSERT INTO cells ({names}) VALUES ({', '.join('?' for _ in cols)})", vals)
         if samples:
             _insert_rows(con, "samples", [sample_row(run_id, cell["cell_id"], k, s, metric)
                                           for k, s in enumerate(samples)])
@@ -262,9 +263,7 @@ def export(con, run_id: str, out: Path, fmt: str) -> list[Path]:
         raise BadInput("--format", f"{fmt!r} is not parquet or csv")
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for table in ("runs", "cells", "samples", "crypto", "nodes"):
-        if not _has_table(con, table):  # a read-only store from before nodes
-            continue
+    for table in exported_tables(con):
         path = out / f"{run_id}-{table}.{fmt}"
         opts = "(FORMAT PARQUET)" if fmt == "parquet" else "(FORMAT CSV, HEADER)"
         # COPY takes no parameters: the run id and path are quoted as SQL literals
@@ -278,9 +277,14 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def exported_tables(con) -> list[str]:
+    """The tables a run is exported as, in order (a read-only store from before nodes has no nodes table)."""
+    return [t for t in ("runs", "cells", "samples", "crypto", "nodes") if _has_table(con, t)]
+
+
 def count_rows(con, run_id: str) -> dict[str, int]:
     return {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0]
-            for t in ("runs", "cells", "samples", "crypto")}
+            for t in exported_tables(con)}
 
 
 def runs_named(con, name: str) -> list[tuple[str, str]]:
