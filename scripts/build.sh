@@ -32,7 +32,10 @@ logged() {
 }
 # How each third-party component is configured; its hash keys the caches, so changing a flag
 # rebuilds that component and nothing else.
-OPENSSL_CONFIGURE=(linux-x86_64 --libdir=lib shared no-tests no-docs '-Wl,-rpath,\$$ORIGIN/../lib')
+# zlib, brotli and zstd: certificate compression (RFC 8879), linked from Debian's libraries (the -dev
+# packages in APT_PACKAGES); OpenSSL only compresses certificates with the algorithms it was built with.
+OPENSSL_CONFIGURE=(linux-x86_64 --libdir=lib shared no-tests no-docs enable-zlib enable-brotli enable-zstd
+                   '-Wl,-rpath,\$$ORIGIN/../lib')
 # Shared libraries only: with the static ones too, OpenSSL 3 compiles all of libcrypto twice (one set of
 # objects per library), and nothing here links it statically.
 OPENSSL_MAKE=(LIBS= INSTALL_LIBS=)
@@ -58,7 +61,8 @@ save_to_cache() {  # name dest
 }
 
 APT_PACKAGES=(nginx-light curl iproute2 ethtool tcpdump ca-certificates dpkg-dev
-              build-essential cmake ninja-build pkg-config python3-venv perl)
+              build-essential cmake ninja-build pkg-config python3-venv perl
+              zlib1g-dev libbrotli-dev libzstd-dev)
 APT_TEST_PACKAGES=(chromium)  # the report tests open the report in a headless browser; the demo does not
 do_apt() { apt_install "${APT_PACKAGES[@]}"; }
 do_apt_test() { apt_install "${APT_TEST_PACKAGES[@]}"; }

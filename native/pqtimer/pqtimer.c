@@ -4,10 +4,10 @@
  * on stdout. A failed or timed-out sample is printed as a failure with its error class — never
  * dropped, never retried.
  *
- *   pqtimer --host ADDR --port N [--mode handshake|page|requests|resume] [--path /1k]
+ *   pqtimer --host ADDR --port N [--mode handshake|page|requests|resume|resume_page|early] [--path /1k]
  *           [--requests N] [--groups G1:G2] [--sigalgs S1:S2] [--cafile F] [--servername NAME]
  *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K] [--claim FILE] [--pause-ms MS]
- *           [--verify enforce|record]
+ *           [--verify enforce|record] [--cert-compression none|zlib|brotli|zstd|all|ALG,ALG...]
  *   pqtimer --clock-info     resolution and cost of the clock and of the message callback (JSON)
  *
  * --claim FILE: workers share the samples of a cell instead of each taking --count of its own.
@@ -18,6 +18,20 @@
  * --verify record: with --cafile, check the chain and --servername as enforce (the default) does but
  * let the handshake go on; each sample says what verification found ("verify"). Without --cafile
  * nothing is enforced and the result (usually an unknown issuer) is recorded all the same.
+ *
+ * --groups is OpenSSL 3.5's groups list: every group is listed in supported_groups in this order, and
+ * those marked with a leading `*` carry a key share ("*X25519MLKEM768:*X25519": two shares;
+ * "*X25519:X25519MLKEM768": a share for X25519 only). Without any `*`, the first group alone has one.
+ * Each sample records its ClientHellos (two after a HelloRetryRequest) with their sizes and key shares.
+ *
+ * Modes: handshake (the handshake only), page (handshake, then GET --path), requests (--requests GETs),
+ * resume (a resumed handshake with a ticket from an unrecorded first connection), resume_page (a resumed
+ * handshake, then GET --path), early (a resumed handshake whose GET --path goes as 0-RTT early data;
+ * "early_data" says whether the server accepted it, and a rejected request is sent again after the
+ * handshake, as a browser does).
+ *
+ * --cert-compression: the algorithms offered for the server's certificate (RFC 8879), in preference
+ * order; none (the default) sends no compress_certificate extension.
  *
  * Exit: 0 every sample succeeded, 1 some failed, 2 bad options, 3 setup impossible.
  */
@@ -50,16 +64,26 @@
 #define PAD_EXTENSION_TYPE 0x1A1A /* a GREASE value: servers must ignore it (RFC 8701) */
 #define MAX_PAD 60000
 
-enum mode { MODE_HANDSHAKE, MODE_PAGE, MODE_REQUESTS, MODE_RESUME };
-static const char *const mode_names[] = {"handshake", "page", "requests", "resume"};
+enum mode { MODE_HANDSHAKE, MODE_PAGE, MODE_REQUESTS, MODE_RESUME, MODE_RESUME_PAGE, MODE_EARLY, MODE_COUNT };
+static const char *const mode_names[MODE_COUNT] = {"handshake", "page", "requests", "resume", "resume_page", "early"};
+/* Certificate compression algorithms by their RFC 8879 code points (1 zlib, 2 brotli, 3 zstd). */
+static const char *const comp_names[] = {NULL, "zlib", "brotli", "zstd"};
+#define COMP_ALGS 3
 
 struct options {
     const char *host, *path, *groups, *sigalgs, *cafile, *servername, *claim;
     int port, requests, count, warmup, timeout_ms, pad, worker;
     int pause_ms; /* after each sample: a target's gentle pace */
     int verify_record; /* --verify record */
+    int cert_comp[COMP_ALGS]; /* --cert-compression: code points in preference order */
+    int cert_comp_n;          /* 0: none offered */
     enum mode mode;
 };
+
+static int resumes(const struct options *o) {
+    return o->mode == MODE_RESUME || o->mode == MODE_RESUME_PAGE || o->mode == MODE_EARLY;
+}
+
 
 struct outcome {
     const char *error_class; /* NULL when the sample succeeded */
@@ -93,6 +117,33 @@ static int parse_int(const char *s, const char *field, int lo, int hi) {
     return (int)v;
 }
 
+static void parse_cert_compression(const char *v, struct options *o) {
+    o->cert_comp_n = 0;
+    if (!strcmp(v, "none"))
+        return;
+    if (!strcmp(v, "all"))
+        v = "zlib,brotli,zstd";
+    char buf[64];
+    if (strlen(v) >= sizeof buf)
+        bad_usage("allowed: none, all, or a comma-separated list of zlib, brotli, zstd", "--cert-compression");
+    strcpy(buf, v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int alg = 0;
+        for (int a = 1; a <= COMP_ALGS; a++)
+            if (!strcmp(tok, comp_names[a]))
+                alg = a;
+        for (int k = 0; k < o->cert_comp_n; k++)
+            if (o->cert_comp[k] == alg)
+                alg = 0; /* listed twice */
+        if (!alg || o->cert_comp_n == COMP_ALGS)
+            bad_usage("allowed: none, all, or a comma-separated list of zlib, brotli, zstd (each once)",
+                      "--cert-compression");
+        o->cert_comp[o->cert_comp_n++] = alg;
+    }
+    if (!o->cert_comp_n)
+        bad_usage("allowed: none, all, or a comma-separated list of zlib, brotli, zstd", "--cert-compression");
+}
+
 static void parse_options(int argc, char **argv, struct options *o) {
     *o = (struct options){.path = "/", .requests = 1, .count = 1, .timeout_ms = 10000, .mode = MODE_HANDSHAKE};
     for (int i = 1; i < argc; i++) {
@@ -116,6 +167,7 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (!strcmp(a, "--pad")) o->pad = parse_int(v, a, 0, MAX_PAD);
         else if (!strcmp(a, "--worker")) o->worker = parse_int(v, a, 0, INT_MAX);
         else if (!strcmp(a, "--claim")) o->claim = v;
+        else if (!strcmp(a, "--cert-compression")) parse_cert_compression(v, o);
         else if (!strcmp(a, "--verify")) {
             if (strcmp(v, "enforce") && strcmp(v, "record"))
                 bad_usage("allowed: enforce, record", a);
@@ -123,13 +175,13 @@ static void parse_options(int argc, char **argv, struct options *o) {
         }
         else if (!strcmp(a, "--mode")) {
             int found = 0;
-            for (int m = 0; m < 4; m++)
+            for (int m = 0; m < MODE_COUNT; m++)
                 if (!strcmp(v, mode_names[m])) {
                     o->mode = (enum mode)m;
                     found = 1;
                 }
             if (!found)
-                bad_usage("allowed: handshake, page, requests, resume", a);
+                bad_usage("allowed: handshake, page, requests, resume, resume_page, early", a);
         } else
             bad_usage("unknown option", a);
     }
@@ -141,7 +193,7 @@ static void parse_options(int argc, char **argv, struct options *o) {
     if (inet_pton(AF_INET, o->host, &tmp) != 1)
         bad_usage("must be an IPv4 address", "--host");
     if (o->mode != MODE_REQUESTS)
-        o->requests = o->mode == MODE_PAGE ? 1 : 0;
+        o->requests = o->mode == MODE_PAGE || o->mode == MODE_RESUME_PAGE || o->mode == MODE_EARLY ? 1 : 0;
 }
 
 /* ---- the ClientHello padding extension ---------------------------------------------------- */
@@ -182,9 +234,29 @@ static SSL_CTX *make_ctx(struct options *o) {
     if (o->pad && !SSL_CTX_add_custom_ext(ctx, PAD_EXTENSION_TYPE, SSL_EXT_CLIENT_HELLO, pad_add, NULL,
                                           &o->pad, NULL, NULL))
         return NULL;
-    if (o->mode == MODE_RESUME) {
+    if (resumes(o)) {
         SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
         SSL_CTX_sess_set_new_cb(ctx, keep_session);
+    }
+    if (!o->cert_comp_n) {
+        /* OpenSSL >= 3.2 built with zlib/brotli/zstd offers them all by default: not unless asked */
+        SSL_CTX_set_options(ctx, SSL_OP_NO_RX_CERTIFICATE_COMPRESSION);
+    } else if (!SSL_CTX_set1_cert_comp_preference(ctx, o->cert_comp, (size_t)o->cert_comp_n)) {
+        bad_usage("this OpenSSL was built without these compression algorithms", "--cert-compression");
+    } else {
+        /* set1_cert_comp_preference ignores the algorithms the library lacks if any other is there:
+         * each must be */
+        for (int k = 0; k < o->cert_comp_n; k++) {
+            SSL *probe = SSL_new(ctx);
+            int one[1] = {o->cert_comp[k]};
+            int ok = probe && SSL_set1_cert_comp_preference(probe, one, 1); /* 0: not in this build */
+            SSL_free(probe);
+            if (!ok) {
+                char msg[96];
+                snprintf(msg, sizeof msg, "this OpenSSL was built without %s", comp_names[o->cert_comp[k]]);
+                bad_usage(msg, "--cert-compression");
+            }
+        }
     }
     return ctx;
 }
@@ -306,14 +378,20 @@ static void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *duri
         }                                                                              \
     }
 
-/* One HTTP/1.1 GET on the connection; records the first and last byte of the response. */
+static int http_request(struct options *o, char *req, size_t size) {
+    return snprintf(req, size, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: keep-alive\r\n\r\n", o->path,
+                    o->servername ? o->servername : o->host);
+}
+
+/* One HTTP/1.1 GET on the connection; records the first and last byte of the response. sent: the
+ * request already went (as early data). */
 static int http_get(SSL *ssl, int fd, struct options *o, struct trace *tr, uint64_t deadline, struct outcome *out,
-                    int first) {
+                    int first, int sent) {
     char req[512];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: keep-alive\r\n\r\n", o->path,
-                     o->servername ? o->servername : o->host);
+    int n = http_request(o, req, sizeof req);
     int w = 0;
-    SSL_LOOP(SSL_write(ssl, req, n), ssl, fd, deadline, out, "sending the HTTP request", w);
+    if (!sent)
+        SSL_LOOP(SSL_write(ssl, req, n), ssl, fd, deadline, out, "sending the HTTP request", w);
     if (w < 0)
         return 0;
     static char buf[1 << 16];
@@ -396,16 +474,33 @@ static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, str
     }
     if (resume)
         SSL_set_session(ssl, resume);
-    int ok = 0;
-    SSL_LOOP(SSL_connect(ssl), ssl, fd, deadline, out, "TLS handshake", ok);
+    int ok = 0, early = 0;
+    if (resume && o->mode == MODE_EARLY) {
+        /* The ClientHello and the request (0-RTT) leave together; SSL_connect then completes the handshake. */
+        char req[512];
+        int n = http_request(o, req, sizeof req);
+        size_t written = 0;
+        SSL_LOOP(SSL_write_early_data(ssl, req, (size_t)n, &written), ssl, fd, deadline, out,
+                 "sending the HTTP request as early data", ok);
+        if (ok > 0 && written != (size_t)n) {
+            set_error(out, "early_data", "only %zu of %d request bytes went as early data", written, n);
+            ok = -1;
+        }
+    }
+    if (ok >= 0)
+        SSL_LOOP(SSL_connect(ssl), ssl, fd, deadline, out, "TLS handshake", ok);
     if (ok > 0) {
         tr->t[PH_HANDSHAKE_DONE] = now_ns();
         cpu_wait_since(tr, wait0);
         tcp_counts_read(fd, &tr->tcp_handshake);
         if (resume && !SSL_session_reused(ssl))
             set_error(out, "not_resumed", "the server did not accept the session ticket");
+        /* Accepted early data carried the first request; a rejected one is sent again now (1-RTT). */
+        if (o->mode == MODE_EARLY)
+            tr->early_data = SSL_get_early_data_status(ssl) + 1;
+        early = o->mode == MODE_EARLY && SSL_get_early_data_status(ssl) == SSL_EARLY_DATA_ACCEPTED;
         for (int i = 0; ok > 0 && !out->error_class && i < o->requests; i++)
-            ok = http_get(ssl, fd, o, tr, deadline, out, i == 0);
+            ok = http_get(ssl, fd, o, tr, deadline, out, i == 0, i == 0 && early);
         if (tr->requests_done && !out->error_class)
             tr->t[PH_LAST_BYTE] = now_ns();
     }
@@ -482,8 +577,43 @@ static void print_tcp(const struct tcp_counts *c) {
            c->total_retrans, c->rtt_us, c->snd_cwnd);
 }
 
+/* A TLS group code point by OpenSSL's name for it (ours and pqprov's), or its number. */
+static void print_group(SSL *names, unsigned id) {
+    const char *name = names ? SSL_group_to_name(names, (int)(TLSEXT_nid_unknown | id)) : NULL;
+    name ? json_string(stdout, name) : (void)printf("\"0x%04x\"", id);
+}
+
+static void print_handshake_shape(SSL *names, struct trace *tr) {
+    printf(", \"client_hellos\": [");
+    for (int h = 0; h < tr->hellos && h < TRACE_MAX_HELLOS; h++) {
+        printf("%s{\"bytes\": %u, \"key_shares\": [", h ? ", " : "", tr->hello_bytes[h]);
+        for (int k = 0; k < tr->hello_shares[h]; k++) {
+            printf("%s{\"group\": ", k ? ", " : "");
+            print_group(names, tr->share_group[h][k]);
+            printf(", \"bytes\": %u}", tr->share_bytes[h][k]);
+        }
+        printf("]}");
+    }
+    printf("], \"hrr_received_ns\": ");
+    tr->t_hrr ? (void)printf("%llu", (unsigned long long)(tr->t_hrr - tr->t[PH_START])) : (void)printf("null");
+    printf(", \"cert_compression\": ");
+    if (tr->cert_comp_alg) {
+        printf("{\"algorithm\": ");
+        tr->cert_comp_alg <= COMP_ALGS ? json_string(stdout, comp_names[tr->cert_comp_alg])
+                                       : (void)printf("%d", tr->cert_comp_alg);
+        /* the Certificate message it replaced, header included, like msg_bytes_received.certificate */
+        printf(", \"compressed_bytes\": %u, \"certificate_bytes\": %u}",
+               tr->recv_bytes[SSL3_MT_COMPRESSED_CERTIFICATE], tr->cert_comp_uncompressed + 4);
+    } else {
+        printf("null");
+    }
+    static const char *const early[] = {"not_sent", "rejected", "accepted"};
+    printf(", \"early_data\": ");
+    tr->early_data >= 1 && tr->early_data <= 3 ? json_string(stdout, early[tr->early_data - 1]) : (void)printf("null");
+}
+
 static void print_sample(struct options *o, int index, struct trace *tr, struct outcome *out,
-                         const char *group, const char *sigalg, int resumed) {
+                         const char *group, const char *sigalg, int resumed, SSL *names) {
     printf("{\"worker\": %d, \"i\": %d, \"mode\": \"%s\", \"ok\": %s, ", o->worker, index, mode_names[o->mode],
            out->error_class ? "false" : "true");
     printf("\"error_class\": ");
@@ -521,7 +651,9 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     printf(", \"body_bytes\": %llu, \"requests\": %d, \"cpu_wait_ns\": ", (unsigned long long)tr->body_bytes,
            tr->requests_done);
     tr->cpu_wait_ns == UINT64_MAX ? (void)printf("null") : (void)printf("%llu", (unsigned long long)tr->cpu_wait_ns);
-    printf(", \"hrr\": %s, \"peer_chain\": [", tr->hrr ? "true" : "false");
+    printf(", \"hrr\": %s", tr->hrr ? "true" : "false");
+    print_handshake_shape(names, tr);
+    printf(", \"peer_chain\": [");
     for (int i = 0; i < tr->chain_n && i < TRACE_MAX_CHAIN; i++)
         printf("%s%u", i ? ", " : "", tr->chain_der[i]);
     printf("], \"peer_chain_sigs\": [");
@@ -575,8 +707,12 @@ static int prime_ticket(SSL_CTX *ctx, struct options *o) {
         SSL_free(ssl);
     }
     if (!g_ticket) {
-        fprintf(stderr, "pqtimer: resume: no session ticket from the priming handshake (%s%s%s)\n",
+        fprintf(stderr, "pqtimer: %s: no session ticket from the priming handshake (%s%s%s)\n", mode_names[o->mode],
                 out.error_class ? out.error_class : "no ticket", out.error_class ? ": " : "", out.error);
+        return 0;
+    }
+    if (o->mode == MODE_EARLY && SSL_SESSION_get_max_early_data(g_ticket) == 0) {
+        fprintf(stderr, "pqtimer: early: the server's session ticket allows no early data (nginx: ssl_early_data on)\n");
         return 0;
     }
     return 1;
@@ -621,8 +757,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "pqtimer: cannot set up TLS: %s\n", ERR_error_string(ERR_get_error(), NULL));
         return 3;
     }
-    if (o.mode == MODE_RESUME && !prime_ticket(ctx, &o))
+    if (resumes(&o) && !prime_ticket(ctx, &o))
         return 1;
+    SSL *names = SSL_new(ctx); /* names the key shares' groups */
     uint64_t *claims = o.claim ? map_claims(o.claim) : NULL;
     int failures = 0;
     static struct trace tr;
@@ -645,7 +782,7 @@ int main(int argc, char **argv) {
             SSL_get0_peer_signature_name(ssl, &sigalg);
             resumed = SSL_session_reused(ssl);
         }
-        print_sample(&o, i, &tr, &out, group, sigalg, resumed);
+        print_sample(&o, i, &tr, &out, group, sigalg, resumed, names);
         failures += out.error_class != NULL;
         if (ssl) {
             SSL_shutdown(ssl);
@@ -659,6 +796,7 @@ int main(int argc, char **argv) {
         }
     }
     SSL_SESSION_free(g_ticket);
+    SSL_free(names);
     SSL_CTX_free(ctx);
     return failures ? 1 : 0;
 }

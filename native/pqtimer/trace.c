@@ -43,6 +43,53 @@ uint64_t cpu_wait_total_ns(void) {
     return sscanf(buf, "%llu %llu", &run, &wait) == 2 ? (uint64_t)wait : UINT64_MAX;
 }
 
+/* Notes a ClientHello's size and its key shares (RFC 8446 4.2.8). A malformed message (which OpenSSL
+ * would not send) just ends the walk. */
+static void client_hello_shares(struct trace *tr, const unsigned char *p, size_t len) {
+    int h = tr->hellos++;
+    if (h >= TRACE_MAX_HELLOS)
+        return;
+    tr->hello_bytes[h] = (uint32_t)len;
+    tr->hello_shares[h] = 0;
+    /* type (1), length (3), legacy_version (2), random (32), then session id, suites, compression */
+    size_t off = 38;
+    if (off + 1 > len)
+        return;
+    off += 1 + p[off];
+    if (off + 2 > len)
+        return;
+    off += 2 + (p[off] << 8 | p[off + 1]);
+    if (off + 1 > len)
+        return;
+    off += 1 + p[off];
+    if (off + 2 > len)
+        return;
+    size_t end = off + 2 + (p[off] << 8 | p[off + 1]);
+    off += 2;
+    if (end > len)
+        end = len;
+    while (off + 4 <= end) {
+        unsigned ext = p[off] << 8 | p[off + 1];
+        size_t elen = p[off + 2] << 8 | p[off + 3];
+        off += 4;
+        if (off + elen > end)
+            return;
+        if (ext == 51 /* key_share */ && elen >= 2) {
+            size_t s = off + 2, send = off + 2 + (p[off] << 8 | p[off + 1]);
+            if (send > off + elen)
+                send = off + elen;
+            while (s + 4 <= send && tr->hello_shares[h] < TRACE_MAX_SHARES) {
+                int k = tr->hello_shares[h]++;
+                tr->share_group[h][k] = (uint16_t)(p[s] << 8 | p[s + 1]);
+                tr->share_bytes[h][k] = (uint16_t)(p[s + 2] << 8 | p[s + 3]);
+                s += 4 + tr->share_bytes[h][k];
+            }
+            return;
+        }
+        off += elen;
+    }
+}
+
 /* Runs inside the timed region for every handshake message and record header: only a timestamp
  * and a few additions. */
 void trace_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
@@ -61,16 +108,26 @@ void trace_msg_cb(int write_p, int version, int content_type, const void *buf, s
     if (write_p) {
         tr->sent_bytes[type] += (uint32_t)len;
         tr->sent_count[type]++;
-        if (type == SSL3_MT_CLIENT_HELLO && !tr->t[PH_CLIENT_HELLO_SENT])
-            tr->t[PH_CLIENT_HELLO_SENT] = now_ns();
+        if (type == SSL3_MT_CLIENT_HELLO) {
+            if (!tr->t[PH_CLIENT_HELLO_SENT])
+                tr->t[PH_CLIENT_HELLO_SENT] = now_ns();
+            client_hello_shares(tr, p, len); /* after the timestamp: a walk over the extensions */
+        }
     } else {
         tr->recv_bytes[type] += (uint32_t)len;
         tr->recv_count[type]++;
         if (type == SSL3_MT_SERVER_HELLO) {
             tr->t[PH_SERVER_HELLO_RECEIVED] = now_ns(); /* the last one, after a HelloRetryRequest */
             /* type (1), length (3), legacy_version (2), then the random */
-            if (len >= 38 && !memcmp(p + 6, hrr_random, sizeof hrr_random))
+            if (len >= 38 && !memcmp(p + 6, hrr_random, sizeof hrr_random)) {
                 tr->hrr = 1;
+                tr->t_hrr = tr->t[PH_SERVER_HELLO_RECEIVED];
+            }
+        }
+        else if (type == SSL3_MT_COMPRESSED_CERTIFICATE && len >= 9) {
+            /* type (1), length (3), algorithm (2), uncompressed_length (3) */
+            tr->cert_comp_alg = p[4] << 8 | p[5];
+            tr->cert_comp_uncompressed = (uint32_t)p[6] << 16 | (uint32_t)p[7] << 8 | p[8];
         }
         else if (type == SSL3_MT_FINISHED && !tr->t[PH_SERVER_FINISHED_RECEIVED])
             tr->t[PH_SERVER_FINISHED_RECEIVED] = now_ns();

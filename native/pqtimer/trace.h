@@ -25,6 +25,8 @@ extern const char *const phase_names[PH_COUNT];
 
 /* Handshake message types we account for, by TLS HandshakeType value. */
 #define TRACE_MSG_TYPES 256
+#define TRACE_MAX_HELLOS 2 /* a second ClientHello answers a HelloRetryRequest; there is no third */
+#define TRACE_MAX_SHARES 8
 
 struct tcp_counts {
     int valid;
@@ -50,6 +52,19 @@ struct trace {
      * handshake's completion, or to the end of a failed sample; UINT64_MAX = unknown. */
     uint64_t cpu_wait_ns;
     int hrr; /* the server sent a HelloRetryRequest (a ServerHello with RFC 8446's special random) */
+    uint64_t t_hrr;  /* when the HelloRetryRequest was processed (CLOCK_MONOTONIC_RAW ns), 0 = none */
+    /* Each ClientHello sent (two after a HelloRetryRequest): its size (handshake header included) and the
+     * key shares it carried (TLS group code point, key_exchange bytes). hellos counts them all. */
+    int hellos;
+    uint32_t hello_bytes[TRACE_MAX_HELLOS];
+    int hello_shares[TRACE_MAX_HELLOS];
+    uint16_t share_group[TRACE_MAX_HELLOS][TRACE_MAX_SHARES];
+    uint16_t share_bytes[TRACE_MAX_HELLOS][TRACE_MAX_SHARES];
+    /* A CompressedCertificate (RFC 8879) received: its algorithm (1 zlib, 2 brotli, 3 zstd; 0 = none) and
+     * the length of the Certificate message it stands for (body only, as the message says). */
+    int cert_comp_alg;
+    uint32_t cert_comp_uncompressed;
+    int early_data; /* mode early: SSL_get_early_data_status() + 1 once the handshake completed; 0 = unknown */
     /* Read after the timed phases, before the connection is freed: DER size of each certificate the
      * server sent, leaf first (chain_n = how many; more than TRACE_MAX_CHAIN are counted, not sized),
      * the algorithm that signed each, and the verification result (verify_valid = 0 when no certificate arrived). */

@@ -48,8 +48,11 @@ SSH_PHASES = tuple(p.value for p in SshPhase if p is not SshPhase.START)
 # SSH's phases that TLS has no column for (the store adds theirs in migration 5).
 SSH_ONLY_PHASES = tuple(p for p in SSH_PHASES if p not in PHASES)
 # What a sample's headline duration measures, per mode.
+# resume_page: a resumed handshake, then GET the page; early: a resumed handshake whose GET goes as 0-RTT
+# early data (both to the page's last byte, as page mode: full / resumed / 0-RTT compare directly).
 END_PHASE = {"handshake": Phase.HANDSHAKE_DONE.value, "resume": Phase.HANDSHAKE_DONE.value,
-             "page": Phase.LAST_BYTE.value, "requests": Phase.LAST_BYTE.value}
+             "page": Phase.LAST_BYTE.value, "requests": Phase.LAST_BYTE.value,
+             "resume_page": Phase.LAST_BYTE.value, "early": Phase.LAST_BYTE.value}
 MODES = tuple(END_PHASE)
 # Fields of a client's JSON line that are common to every protocol; the rest is protocol-specific.
 COMMON_FIELDS = ("worker", "i", "mode", "ok", "error_class", "error", "t_ns", "start_mono_ns", "group", "sigalg",
@@ -108,4 +111,5 @@ class Milestone:
 
 # TLS over TCP: the client's Finished leads its second flight; a response ends the server's last.
 TLS_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "resume": Milestone("c2s", 1, "first"),
-                  "page": Milestone("s2c", -1, "last"), "requests": Milestone("s2c", -1, "last")}
+                  "page": Milestone("s2c", -1, "last"), "requests": Milestone("s2c", -1, "last"),
+                  "resume_page": Milestone("s2c", -1, "last"), "early": Milestone("s2c", -1, "last")}

@@ -69,6 +69,9 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
         # Median time of each phase since the start (the Sosnowski-style split follows from these).
         "phases_ms": {p: _median_phase(samples, p) for p in (SSH_PHASES if cfg.protocol == "ssh" else PHASES)},
     }
+    shape = tls_shape(samples)
+    if shape:
+        result["tls"] = shape
     for key in ("concurrency", "detector", "wire"):
         if key in record:
             result[key] = record[key]
@@ -79,6 +82,41 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
     if record.get("cc_client"):
         result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}
     return result
+
+
+def tls_shape(samples: list[dict]) -> dict | None:
+    """What pqtimer records of the handshake's shape, over the successful samples: HelloRetryRequests, the
+    ClientHellos' sizes and key shares (medians; the second after an HRR), the compressed certificate, early
+    data and the first response byte. None for a client that records none of it."""
+    ok = [s for s in samples if s.get("ok") and "client_hellos" in s]
+    if not ok:
+        return None
+
+    def med(values):
+        values = [v for v in values if v is not None]
+        return _round(np.median(values), 1) if values else None
+
+    hellos = [s["client_hellos"] for s in ok]
+    first = [h[0] for h in hellos if h]
+    shape = {"n": len(ok), "hrr": sum(1 for s in ok if s.get("hrr")),
+             "client_hello_bytes": med(h["bytes"] for h in first),
+             "client_hello2_bytes": med(h[1]["bytes"] for h in hellos if len(h) > 1),
+             "key_shares": sorted({tuple(k["group"] for k in h["key_shares"]) for h in first}),
+             "hrr_ms": med((s["t_ns"].get("server_hello_received") or 0) / 1e6 - s["hrr_received_ns"] / 1e6
+                           for s in ok if s.get("hrr_received_ns") is not None),
+             "first_byte_ms": _median_phase(ok, "first_byte")}
+    shape["key_shares"] = [list(k) for k in shape["key_shares"]]
+    comp = [s["cert_compression"] for s in ok if s.get("cert_compression")]
+    plain = [(s.get("msg_bytes_received") or {}).get("certificate") for s in ok if not s.get("cert_compression")]
+    shape["certificate"] = {
+        "compressed": len(comp), "algorithm": sorted({c["algorithm"] for c in comp}) or None,
+        "compressed_bytes": med(c["compressed_bytes"] for c in comp),
+        "uncompressed_bytes": med([c["certificate_bytes"] for c in comp] + plain),
+        "verified": sum(1 for s in ok if s.get("verify") == "ok")}
+    early = [s.get("early_data") for s in ok if s.get("early_data")]
+    if early:
+        shape["early_data"] = {k: early.count(k) for k in ("accepted", "rejected", "not_sent")}
+    return shape
 
 
 def format_summary(result: dict) -> str:
@@ -92,8 +130,24 @@ def format_summary(result: dict) -> str:
              f"s→c {result['bytes']['server_to_client']}",
              f"  negotiated: group {result['negotiated']['group']}, "
              + (f"signature {result['negotiated']['sigalg']}" if result["negotiated"]["sigalg"] is not None
-                else "no signature (resumed: the PSK stands for the certificate)" if c.get("mode") == "resume"
+                else "no signature (resumed: the PSK stands for the certificate)"
+                if c.get("mode") in ("resume", "resume_page", "early")
                 else "no signature")]
+    t = result.get("tls")
+    if t:
+        line = f"  ClientHello {t['client_hello_bytes']} bytes (key shares {', '.join('+'.join(k) for k in t['key_shares'])})"
+        if t["hrr"]:
+            line += (f"; HelloRetryRequest in {t['hrr']} of {t['n']}, second ClientHello {t['client_hello2_bytes']} "
+                     f"bytes, {t['hrr_ms']} ms from the HRR to the ServerHello")
+        lines.append(line)
+        cert = t["certificate"]
+        if cert["compressed"]:
+            lines.append(f"  certificate compressed ({', '.join(cert['algorithm'])}) in {cert['compressed']} of {t['n']}: "
+                         f"{cert['compressed_bytes']} bytes for {cert['uncompressed_bytes']}; verified in {cert['verified']}")
+        if t.get("early_data"):
+            e = t["early_data"]
+            lines.append(f"  early data accepted in {e['accepted']} of {t['n']} (rejected {e['rejected']}); "
+                         f"first response byte {t['first_byte_ms']} ms")
     cc = result.get("congestion_control")
     if cc:
         lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")

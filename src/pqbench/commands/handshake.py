@@ -6,6 +6,7 @@ from pqbench import endpoints, units
 from pqbench.analysis import single
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
+from pqbench.endpoints.offer import parse_cert_compression, parse_offer, parse_server_groups
 from pqbench.errors import BadInput
 from pqbench.measure.single import new_run_dir
 from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, make
@@ -14,14 +15,33 @@ from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, make
 def register(sub):
     p = sub.add_parser("handshake", help="measure TLS 1.3 handshakes for one key exchange and signature "
                                          "over an emulated link, or to a target server over the real network")
-    p.add_argument("--kex", required=True, help="key exchange group (e.g. X25519MLKEM768)")
+    p.add_argument("--kex", help="key exchange group (e.g. X25519MLKEM768); with --offer: optional, the group the "
+                                 "offer expects (default: its first key share)")
     p.add_argument("--sig", help="signature algorithm of the certificate chain (e.g. mldsa44); with --target: "
                                  "optional, a label for the target's own chain")
     add_sampling_options(p)
     add_target_options(p, "HOST:PORT")
     p.add_argument("--page", help="after the handshake GET a page of this size (e.g. 10k)")
     p.add_argument("--requests", help="GET the page this many times on the connection (default page 1k)")
-    p.add_argument("--resume", action="store_true", help="TLS 1.3 resumption (psk_dhe_ke) with a ticket")
+    p.add_argument("--resume", action="store_true", help="TLS 1.3 resumption (psk_dhe_ke) with a ticket; with "
+                                                         "--page: then GET the page")
+    p.add_argument("--early-data", dest="early_data", action="store_true",
+                   help="resume and send the GET for the page (--page, default 1k) as 0-RTT early data; the server "
+                        "accepts early data")
+    p.add_argument("--offer", help="the client's groups and key shares: X25519MLKEM768+X25519 (two shares), "
+                                   "X25519 / X25519MLKEM768 (a share for X25519, the hybrid listed without one); "
+                                   "openssl client only")
+    p.add_argument("--server-groups", dest="server_groups",
+                   help="the server's groups in OpenSSL's tuple syntax, preferred first: X25519MLKEM768/X25519 (the "
+                        "hybrid strictly first: a HelloRetryRequest when the client did not share it), "
+                        "X25519MLKEM768:X25519 (comparable: a share the client sent wins); default: the offer's "
+                        "groups (or --kex)")
+    p.add_argument("--cert-compression", dest="cert_compression", default="none",
+                   help="certificate compression algorithms the client offers (RFC 8879): none (default), all, or "
+                        "zlib, brotli, zstd (comma-separated, preferred first)")
+    p.add_argument("--server-compression", dest="server_compression", choices=("on", "off"),
+                   help="the server compresses its chain for a client that offers compression (default: on with "
+                        "--cert-compression, else off)")
     p.add_argument("--pad", default="0", help="ClientHello padding extension of this many bytes")
     p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
     p.add_argument("--server", default="openssl", help="server stack (default openssl: nginx); see `pqbench algorithms`")
@@ -120,22 +140,38 @@ def config_from_args(args) -> single.HandshakeConfig:
     if args.resume:
         mode = "resume"
     if args.page:
-        mode = "page"
+        mode = "resume_page" if args.resume else "page"
     if args.requests is not None:
         requests = units.integer("--requests", args.requests, minimum=1, maximum=100000)
         mode = "requests"
-    if args.resume and mode != "resume":
-        raise BadInput("--resume", "cannot be combined with --page or --requests")
+        if args.resume:
+            raise BadInput("--resume", "cannot be combined with --requests")
+    if args.early_data:
+        if args.requests is not None or args.resume:
+            raise BadInput("--early-data", "resumes and sends one GET itself: not with --resume or --requests")
+        mode = "early"
     target = target_config(args, "tls")
     if not args.sig and not target:
         raise BadInput("--sig", "is required (a signature algorithm, e.g. mldsa44), unless --target names a server")
     page = None
-    if args.page or mode == "requests":
+    if args.page or mode in ("requests", "early"):
         page = units.page("--page", args.page or "1k")
+    offer = None
+    if args.offer is not None:
+        offer = parse_offer(args.offer, "--offer")
+    elif not args.kex:
+        raise BadInput("--kex", "is required (a key exchange group, e.g. X25519MLKEM768), unless --offer names the groups")
+    if args.server_groups is not None:
+        parse_server_groups(args.server_groups, "--server-groups")
+    cert_compression = parse_cert_compression(args.cert_compression, "--cert-compression")
+    server_compression = args.server_compression or ("off" if cert_compression == "none" else "on")
     return single.HandshakeConfig(
-        kex=args.kex, sig=args.sig or "", **{"server": args.server, **target}, client=args.client, mode=mode, page=page, requests=requests,
+        kex=args.kex or offer.shares[0], sig=args.sig or "", **{"server": args.server, **target}, client=args.client,
+        mode=mode, page=page, requests=requests,
         pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
-        warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000), **sampling_config(args))
+        warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
+        offer=offer.notation() if offer else None, server_groups=args.server_groups,
+        cert_compression=cert_compression, compress_certs=server_compression == "on", **sampling_config(args))
 
 
 def handle(args) -> int:

@@ -49,21 +49,46 @@ def target_stack(protocol: str) -> Stack:
     return next(s for s in _TARGETS.values() if s.protocol == protocol)
 
 
-def unsupported(server: str, client: str, kex: str, sig: str, mode: str) -> str | None:
+def unsupported(server: str, client: str, kex: str, sig: str, mode: str, *, offer: str | None = None,
+                server_groups: str | None = None, cert_compression: str = "none",
+                compress_certs: bool = False) -> str | None:
     """Why the server stack and the client stack, as built here, cannot measure kex with sig in this
-    mode, or None: each stack answers for its own role."""
+    mode, or None: each stack answers for its own role. offer (pqbench.endpoints.offer's notation: the
+    client's groups and key shares), server_groups (the server's preference order), cert_compression (what
+    the client offers) and compress_certs (the server compresses) need the stacks' features, and every
+    group named needs the stack of its role."""
     if get(server).protocol != get(client).protocol:
         return f"the {server} server and the {client} client speak different protocols"
     from pqbench.endpoints.remote import UNKNOWN_SIG
     if sig == UNKNOWN_SIG:  # a target's own chain: only the key exchange can be checked, with a signature
         sig = KNOWN_SIG[get(server).protocol]  # every stack has; the chain itself is the target's business
+    from pqbench.endpoints.offer import parse_offer, parse_server_groups
+    groups = {"server": [kex], "client": [kex]}
+    needs = {"server": [], "client": []}
+    if offer is not None:
+        parsed = parse_offer(offer)
+        groups["client"] = list(parsed.groups)
+        if not parsed.single:
+            needs["client"].append("offer")
+    if server_groups is not None:
+        groups["server"] = parse_server_groups(server_groups).groups
+        needs["server"].append("offer")
+    if cert_compression != "none":
+        needs["client"].append("cert_compression")
+    if compress_certs:
+        needs["server"].append("cert_compression")
     for role, name in (("server", server), ("client", client)):
         caps = get(name, role).capabilities()
         if mode not in caps.modes:
             return f"the {name} {role} has no {mode} mode"
-        why = caps.unsupported(kex, sig, role)
-        if why:
-            return f"{name} {role}: {why}"
+        for feature in needs[role]:
+            if feature not in caps.features:
+                note = caps.feature_notes.get(feature)
+                return f"{name} {role}: no {feature.replace('_', ' ')}" + (f" ({note})" if note else "")
+        for group in dict.fromkeys(groups[role]):
+            why = caps.unsupported(group, sig, role)
+            if why:
+                return f"{name} {role}: {why}"
     return None
 
 

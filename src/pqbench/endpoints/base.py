@@ -47,10 +47,19 @@ class Place:
 @dataclasses.dataclass
 class Site:
     """One port serving one certificate chain; host: the server's address where it is not the testbed's
-    server side (a target: a server pqbench did not start)."""
+    server side (a target: a server pqbench did not start).
+
+    What a server stack does per site beyond that (a stack without the feature refuses a site that asks,
+    see Capabilities.features): server_groups, the groups this port accepts in OpenSSL's tuple syntax and
+    its preference order (pqbench.endpoints.offer.parse_server_groups; None: the Serving's groups, one
+    tuple); compress_certs, send the chain compressed (RFC 8879) to a client that offers an algorithm;
+    early_data, accept 0-RTT early data on resumption."""
     port: int
     chain: Chain
     host: str | None = None
+    server_groups: str | None = None
+    compress_certs: bool = False
+    early_data: bool = False
 
 
 @dataclasses.dataclass
@@ -79,6 +88,12 @@ class ClientJob:
     pad: int = 0
     pause_ms: int = 0  # between one sample's end and the next one's start, per worker (a target's gentle pace)
     target: bool = False  # a server pqbench did not start: no account there, trust only what was given
+    # The ClientHello's groups and key shares in pqbench.endpoints.offer's notation (canonical); None: one
+    # share for `groups` (every client). A client without the "offer" feature refuses any other.
+    offer: str | None = None
+    # Certificate compression algorithms the client offers (RFC 8879): none, all, or zlib/brotli/zstd
+    # (comma-separated, in preference order). A client without the "cert_compression" feature refuses.
+    cert_compression: str = "none"
 
     def tls_client_options(self, groups: list[str], count: int, worker: int, claims: Path | None) -> list[str]:
         """The options every TLS timing client takes as pqtimer defines them (pqtimer, tlsgo, pqrustls,
@@ -88,10 +103,24 @@ class ClientJob:
                 *(["--cafile", self.cafile] if self.cafile else []), "--servername", self.servername, "--count", str(count),
                 "--warmup", str(self.warmup), "--timeout-ms", str(self.timeout_ms), "--worker", str(worker)]
         argv += ["--claim", str(claims)] if claims else []
-        argv += ["--path", self.path] if self.mode in ("page", "requests", "resume") else []
+        argv += ["--path", self.path] if self.mode in ("page", "requests", "resume", "resume_page", "early") else []
         argv += ["--requests", str(self.requests)] if self.mode == "requests" else []
         argv += ["--pause-ms", str(self.pause_ms)] if self.pause_ms else []
+        argv += ["--cert-compression", self.cert_compression] if self.cert_compression != "none" else []
         return argv + (["--pad", str(self.pad)] if self.pad else [])
+
+    def plain_offer(self, client: str) -> None:
+        """Raises MissingCapability when the job asks what only pqtimer's offer and compression options
+        express (a client stack that has neither calls it before building its command line)."""
+        from pqbench.errors import MissingCapability
+        if self.offer is not None:
+            from pqbench.endpoints.offer import parse_offer
+            if not parse_offer(self.offer).single:
+                raise MissingCapability(f"--offer: the {client} client cannot choose its key shares and groups",
+                                        "measure offers with the openssl client (pqtimer)")
+        if self.cert_compression != "none":
+            raise MissingCapability(f"--cert-compression: the {client} client does not offer certificate "
+                                    "compression here", "measure compression with the openssl client (pqtimer)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +134,12 @@ class Capabilities:
     # (kex, sig, role) -> why this build cannot, or None; role is "server" or "client", since a library
     # can lack in one role what it has in the other (Go's client cannot verify an all-ML-DSA chain).
     unsupported: Callable[[str, str, str], str | None]
+    # What it can do beyond a one-share handshake, by name: "offer" (the client chooses its groups and key
+    # shares; the server takes a per-site preference order), "cert_compression" (the client offers RFC 8879
+    # algorithms; the server compresses its chain per site). feature_notes: why a feature is missing, when
+    # there is more to say than that it is (s2n's client always sends its policy's two shares).
+    features: tuple[str, ...] = ()
+    feature_notes: dict = dataclasses.field(default_factory=dict)
 
 
 class Server(Protocol):

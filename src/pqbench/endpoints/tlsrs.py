@@ -194,6 +194,7 @@ class NativeClient:
         if job.pad:
             raise MissingCapability(f"--pad: {self.name} cannot pad its ClientHello (only pqtimer can)",
                                     "measure ClientHello padding with the openssl client")
+        job.plain_offer(self.name)
         groups = group_names(capabilities(self.name), job.groups)
         return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]
 

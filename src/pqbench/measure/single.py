@@ -14,6 +14,7 @@ from pqbench.algorithms import catalog
 from pqbench.measure import concurrency
 from pqbench.endpoints import ondemand, sshkeys
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
+from pqbench.endpoints.offer import parse_cert_compression, parse_offer, parse_server_groups
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.experiment.spec import Samples
 from pqbench.measure import cell as cellmeasure
@@ -24,7 +25,8 @@ from pqbench.remote.target import DEFAULT_RATE, Target, client_problem, pause_ms
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
 PORT = 4433
-MODE_OPTIONS = {"resume": "--resume", "page": "--page", "requests": "--requests"}  # the option that asks for a mode
+MODE_OPTIONS = {"resume": "--resume", "page": "--page", "requests": "--requests", "resume_page": "--resume --page",
+                "early": "--early-data"}  # the option that asks for a mode
 
 
 @dataclasses.dataclass
@@ -52,6 +54,13 @@ class HandshakeConfig:
     target: Target | None = None  # a server pqbench did not start, over the host's network (no emulated link)
     rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # a target's client side in this existing namespace instead of the host's
+    # The client's groups and key shares (pqbench.endpoints.offer's notation; None: one share for kex) and
+    # the server's groups in OpenSSL's tuple syntax with its preference order (None: the offer's groups, or
+    # kex, as one tuple).
+    offer: str | None = None
+    server_groups: str | None = None
+    cert_compression: str = "none"  # what the client offers: none, all, or zlib/brotli/zstd (comma-separated)
+    compress_certs: bool = False  # the server compresses its chain for a client that offers an algorithm
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -124,7 +133,11 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
             raise MissingCapability(f"{option}: the {st.name} {role} has no {cfg.mode} mode",
                                     f"measure {option} with --{role} {' or '.join(can)}")
     kex, sig = _names(cfg)
-    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode)
+    offer, server_groups = _offer(cfg, kex)
+    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode,
+                                offer=offer.notation() if offer else None,
+                                server_groups=server_groups.openssl() if server_groups else None,
+                                cert_compression=cfg.cert_compression, compress_certs=cfg.compress_certs)
     if why:
         raise MissingCapability(f"cannot measure {kex} with {sig} here: {why}",
                                 "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")
@@ -136,16 +149,20 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
         chain = site.chain
     else:
         chain = credentials(cfg.protocol, sig, run_dir / ("keys" if cfg.protocol == "ssh" else "certs"))
-        site, path = Site(PORT, chain), None
+        site, path = Site(PORT, chain, server_groups=server_groups.openssl() if server_groups else None,
+                          compress_certs=cfg.compress_certs, early_data=cfg.mode == "early"), None
     pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
-    serving = Serving(run_dir / "server", [site], [kex], {**DEFAULT_PAGES, **pages}, cfg.workers)
+    accepted = server_groups.groups if server_groups else list(offer.groups) if offer else [kex]
+    serving = Serving(run_dir / "server", [site], accepted, {**DEFAULT_PAGES, **pages}, cfg.workers)
     with Rig.pairs({server.name: serving}, [client.name], cfg.spec, cfg.tcp, backend=cfg.backend,
                    emulator=cfg.emulator, path=path) as rig:
         say(f"target {cfg.target.name}, over the host's network" if cfg.target else
             f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
         job = rig.job(site.port, kex, chain, host=site.host, mode=cfg.mode,
                       path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests, warmup=cfg.warmup,
-                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0)
+                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0,
+                      offer=offer.notation() if offer and not offer.single else None,
+                      cert_compression=cfg.cert_compression)
         control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
                                      rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
         say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")
@@ -155,6 +172,24 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
         backend = rig.tb.backend_name
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     return Measured(samples, record, chain, backend, run_dir)
+
+
+def _offer(cfg: HandshakeConfig, kex: str):
+    """The configuration's offer and server groups, parsed (None where not given); kex must be a group the
+    offer lists. A target serves what it serves: server groups do not apply."""
+    offer = parse_offer(cfg.offer, "--offer") if cfg.offer is not None else None
+    server_groups = parse_server_groups(cfg.server_groups, "--server-groups") if cfg.server_groups is not None else None
+    if cfg.protocol != "tls" and (offer or server_groups):
+        raise BadInput("--offer" if offer else "--server-groups", "applies to TLS only")
+    if offer and kex not in offer.groups:
+        raise BadInput("--kex", f"{kex} is not among the offer's groups ({', '.join(offer.groups)})")
+    if server_groups and cfg.target:
+        raise BadInput("--server-groups", "a target serves its own groups")
+    if server_groups and offer and not set(server_groups.groups) & set(offer.groups):
+        raise BadInput("--server-groups", f"no group in common with the offer ({offer.notation()}): "
+                                          "the handshake could not succeed")
+    cfg.cert_compression = parse_cert_compression(cfg.cert_compression, "--cert-compression")
+    return offer, server_groups
 
 
 def _check_target(cfg: HandshakeConfig) -> None:

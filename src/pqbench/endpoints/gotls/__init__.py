@@ -79,7 +79,9 @@ def capabilities() -> Capabilities:
         versions[m["path"]] = f"{m['version']} {m['sum']}"
     return Capabilities(stack="gotls", protocol="tls", transports=("tcp",),
                         modes=tuple(caps.get("modes", ("handshake", "page", "requests", "resume"))),
-                        versions=versions, unsupported=unsupported)
+                        versions=versions, unsupported=unsupported,
+                        feature_notes={"offer": "crypto/tls chooses its key shares from its curve preferences",
+                                       "cert_compression": "crypto/tls has no certificate compression"})
 
 
 STACK = Stack(name="gotls", protocol="tls", server=GoServer, client=GoClient, capabilities=capabilities)

@@ -23,6 +23,7 @@ class GoClient:
         if job.pad:
             raise MissingCapability("--pad: the Go client cannot pad its ClientHello (crypto/tls has no custom extensions)",
                                     "measure padding with the openssl client")
+        job.plain_offer("Go")
         groups = [build.group_name(g) or g for g in job.groups]  # unknown ones: tlsgo exits 2 naming them
         return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]
 

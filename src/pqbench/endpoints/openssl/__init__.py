@@ -27,7 +27,8 @@ def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
     return Capabilities(stack="openssl", protocol="tls", transports=("tcp",),
-                        modes=("handshake", "page", "requests", "resume"),
+                        modes=("handshake", "page", "requests", "resume", "resume_page", "early"),
+                        features=("offer", "cert_compression"),
                         versions={"openssl": openssl_build.openssl_version(), "nginx": nginx.version(),
                                   "nginx_running_with_openssl": nginx.running_with_openssl()},
                         unsupported=unsupported)

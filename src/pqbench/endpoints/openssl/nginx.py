@@ -31,12 +31,36 @@ class NginxConfig:
     workers: int = DEFAULT_WORKERS
     pages: dict = dataclasses.field(default_factory=lambda: dict(DEFAULT_PAGES))
 
+    @property
+    def compresses(self) -> bool:
+        """Some site sends compressed chains: nginx runs with the libpqcertcomp preload (certcomp_env)."""
+        return any(s.compress_certs for s in self.sites)
+
+    def site_options(self, site: Site) -> str:
+        """What one server block sets beyond its chain: its groups and their order, certificate compression,
+        early data. Nothing for a site that asks for none of them (the config is as it always was)."""
+        lines = []
+        if site.server_groups:
+            from pqbench.endpoints.offer import parse_server_groups
+            # OpenSSL's tuple syntax as it is; the server's order within a tuple, not the client's
+            lines += [f"ssl_ecdh_curve {parse_server_groups(site.server_groups).openssl()};",
+                      "ssl_prefer_server_ciphers on;"]
+        if self.compresses and not site.compress_certs:
+            # the preload compressed every chain; this site sends its own uncompressed
+            lines.append("ssl_conf_command Options -TxCertificateCompression;")
+        if site.early_data:
+            # Every sample resumes from a copy of one ticket (as the resume mode does); OpenSSL's replay
+            # protection would make tickets single-use (and needs a session cache shared by the workers),
+            # so every sample after the first would be a full handshake.
+            lines += ["ssl_early_data on;", "ssl_conf_command Options -AntiReplay;"]
+        return "".join(f"\n        {line}" for line in lines)
+
     def render(self) -> str:
         servers = "\n".join(f"""
     server {{
         listen {self.listen_addr}:{s.port} ssl reuseport;
         ssl_certificate {s.chain.chain_file};
-        ssl_certificate_key {s.chain.leaf_key};
+        ssl_certificate_key {s.chain.leaf_key};{self.site_options(s)}
         location / {{ root {self.run_dir / 'www'}; }}
     }}""" for s in self.sites)
         d = self.run_dir
@@ -71,6 +95,22 @@ http {{
 {servers}
 }}
 """
+
+
+def certcomp_library() -> Path:
+    """native/certcomp's preload that makes nginx compress its certificate chains (RFC 8879)."""
+    from pqbench import paths
+    return paths.NATIVE_BUILD / "certcomp" / "libpqcertcomp.so"
+
+
+def certcomp_env(algorithms: str = "all") -> dict:
+    """The environment in which nginx compresses every chain it loads with these algorithms (all: every
+    one our OpenSSL has); a site that should not send them turns TxCertificateCompression off."""
+    lib = certcomp_library()
+    if not lib.exists():
+        raise MissingCapability(f"{lib} is missing (nginx cannot compress certificates without it)",
+                                "run `make` in the project root")
+    return {"LD_PRELOAD": str(lib), "PQB_CERT_COMPRESSION": algorithms}
 
 
 def write_pages(www: Path, pages: dict) -> None:
@@ -112,7 +152,10 @@ class NginxServer:
         self.prepare()
         argv = ["nginx", "-e", str(self.config.run_dir / "nginx-error.log"), "-c", str(self.conf_path),
                 "-p", str(self.config.run_dir)]
-        self.proc = place.popen(argv, env=openssl_build.openssl_env(), stdin=subprocess.DEVNULL,
+        env = openssl_build.openssl_env()
+        if self.config.compresses:
+            env.update(certcomp_env())
+        self.proc = place.popen(argv, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 process_group=0)  # see backend_pqlink: own group, same session
 
@@ -122,7 +165,11 @@ class NginxServer:
         self.wait_ready(lambda port: tcp_probe(client_place, self.config.listen_addr, port))
         from pqbench.endpoints.openssl import probe
         for site in self.config.sites:
-            why = probe.tls_handshake(client_place, self.config.listen_addr, site, self.config.groups[0])
+            group = self.config.groups[0]
+            if site.server_groups:
+                from pqbench.endpoints.offer import parse_server_groups
+                group = parse_server_groups(site.server_groups).groups[0]
+            why = probe.tls_handshake(client_place, self.config.listen_addr, site, group)
             if why:
                 self.stop()
                 raise MeasurementFailed(f"nginx on port {site.port} does not complete a TLS handshake: {why}; "

@@ -9,6 +9,7 @@ from pqbench import paths
 from pqbench.algorithms import openssl_build
 from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob
+from pqbench.endpoints.offer import parse_offer
 from pqbench.errors import MissingCapability
 
 
@@ -25,7 +26,9 @@ class Pqtimer:
         b = binary()
         if not b.exists():
             raise MissingCapability(f"{b} is missing", "run `make` in the project root")
-        return [str(b), *job.tls_client_options(job.groups, count, worker, claims)]
+        # An offer is OpenSSL's groups list with its key shares marked (pqbench.endpoints.offer)
+        groups = [parse_offer(job.offer).openssl()] if job.offer else job.groups
+        return [str(b), *job.tls_client_options(groups, count, worker, claims)]
 
     def env(self) -> dict:
         return openssl_build.openssl_env()

@@ -56,7 +56,9 @@ def capabilities() -> Capabilities:
     return Capabilities(stack="rustls", protocol="tls", transports=("tcp",),
                         modes=tuple(caps.get("modes") or ("handshake", "page", "requests")),
                         versions=tlsrs.versions("rustls", "aws-lc-rs", "aws-lc-sys", "rustls-webpki"),
-                        unsupported=unsupported)
+                        unsupported=unsupported,
+                        feature_notes={"offer": "pqrustls takes one group list and lets rustls choose its key shares",
+                                       "cert_compression": "pqrustls is built without rustls's brotli/zlib features"})
 
 
 class RustlsServer(tlsrs.NativeServer):

@@ -77,7 +77,10 @@ def capabilities() -> Capabilities:
     return Capabilities(stack="s2n", protocol="tls", transports=("tcp",),
                         modes=tuple(caps.get("modes") or ("handshake", "page", "requests")),
                         versions=tlsrs.versions("s2n-tls", "s2n-tls-sys", "aws-lc-rs", "aws-lc-sys"),
-                        unsupported=unsupported)
+                        unsupported=unsupported,
+                        feature_notes={"offer": "s2n's client always sends its security policy's key shares (its first "
+                                                "hybrid group and its first curve): its offer is what it is",
+                                       "cert_compression": "s2n-tls has no certificate compression"})
 
 
 class S2nServer(tlsrs.NativeServer):
