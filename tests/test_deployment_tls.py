@@ -71,7 +71,14 @@ def test_two_key_shares_travel_in_one_client_hello_and_the_server_chooses_as_con
 
 def test_a_wrong_prediction_costs_one_hello_retry_and_one_round_trip(bed):
     right = measure(bed, HYBRID_FIRST, offer="X25519MLKEM768 / X25519")
+    rig = bed["rig"]
+    rig.begin_cell(LinkSpec.symmetric(rtt_ms=RTT))
     wrong = measure(bed, HYBRID_FIRST, offer="X25519 / X25519MLKEM768")
+    rig.end_cell(wrong, "handshake", bed["dir"])
+    if all(s.get("wire") for s in wrong):  # the emulator's record (pqlink; netem keeps none) finds the Finished
+        for s in wrong:
+            assert abs(s["wire"]["ms"] - s["t_ns"]["handshake_done"] / 1e6) < 1, s["wire"]
+            assert [f[0] for f in s["wire"]["flights_ms"]][:5] == ["c2s", "s2c", "c2s", "s2c", "c2s"]
     assert not any(s["hrr"] for s in right)
     for s in wrong:
         assert s["hrr"] and len(s["client_hellos"]) == 2, s["client_hellos"]

@@ -653,6 +653,11 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     tr->cpu_wait_ns == UINT64_MAX ? (void)printf("null") : (void)printf("%llu", (unsigned long long)tr->cpu_wait_ns);
     printf(", \"hrr\": %s", tr->hrr ? "true" : "false");
     print_handshake_shape(names, tr);
+    /* After a HelloRetryRequest the Finished leads the client's third flight, not its second (what the
+     * handshake modes' milestone says): the sample names it by the bytes sent before it. */
+    if (tr->hrr && tr->finished_offset && (o->mode == MODE_HANDSHAKE || o->mode == MODE_RESUME))
+        printf(", \"wire_milestone\": {\"dir\": \"c2s\", \"offset\": %llu, \"edge\": \"first\"}",
+               (unsigned long long)tr->finished_offset);
     printf(", \"peer_chain\": [");
     for (int i = 0; i < tr->chain_n && i < TRACE_MAX_CHAIN; i++)
         printf("%s%u", i ? ", " : "", tr->chain_der[i]);

@@ -96,9 +96,13 @@ void trace_msg_cb(int write_p, int version, int content_type, const void *buf, s
     struct trace *tr = arg;
     const unsigned char *p = buf;
     if (content_type == SSL3_RT_HEADER) {
-        if (write_p)
+        if (write_p) {
             tr->records_out++;
-        else
+            if (len >= 5) { /* type (1), version (2), length (2) */
+                tr->last_record_start = tr->record_bytes_out;
+                tr->record_bytes_out += 5u + (p[3] << 8 | p[4]);
+            }
+        } else
             tr->records_in++;
         return;
     }
@@ -108,6 +112,9 @@ void trace_msg_cb(int write_p, int version, int content_type, const void *buf, s
     if (write_p) {
         tr->sent_bytes[type] += (uint32_t)len;
         tr->sent_count[type]++;
+        /* OpenSSL calls back for a message once it is written: its record (one) is the last one */
+        if (type == SSL3_MT_FINISHED && !tr->finished_offset)
+            tr->finished_offset = tr->last_record_start;
         if (type == SSL3_MT_CLIENT_HELLO) {
             if (!tr->t[PH_CLIENT_HELLO_SENT])
                 tr->t[PH_CLIENT_HELLO_SENT] = now_ns();

@@ -64,6 +64,9 @@ struct trace {
      * the length of the Certificate message it stands for (body only, as the message says). */
     int cert_comp_alg;
     uint32_t cert_comp_uncompressed;
+    /* TCP payload the client had sent (TLS records, headers included) when its Finished went out, so the
+     * wire record can find the Finished after a HelloRetryRequest (one more client flight) */
+    uint64_t record_bytes_out, last_record_start, finished_offset;
     int early_data; /* mode early: SSL_get_early_data_status() + 1 once the handshake completed; 0 = unknown */
     /* Read after the timed phases, before the connection is freed: DER size of each certificate the
      * server sent, leaf first (chain_n = how many; more than TRACE_MAX_CHAIN are counted, not sized),
