@@ -39,7 +39,7 @@ SPLITS = {"tls": SPLIT, "ssh": SSH_SPLIT}
 # What tells two cells' algorithms apart, and what makes up their link/workload condition.
 ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
 CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "congctl", "mode",
-                    "page", "requests", "trace", "queue", "cross")
+                    "page", "requests", "trace", "queue", "cross", "offer", "server_groups", "compress")
 
 
 @dataclasses.dataclass
@@ -61,6 +61,8 @@ class CellStats:
     sigalgs: list  # negotiated signature algorithms seen (distinct)
     warnings: list = dataclasses.field(default_factory=list)
     modes: dict = dataclasses.field(default_factory=dict)  # mode -> (share, lo, hi) of successful samples
+    # medians of the ClientHello's and the Certificate's bytes (sent compressed), and the HRR share
+    tls: dict = dataclasses.field(default_factory=dict)
 
     def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
         row = self.__dict__.get("row")
@@ -207,10 +209,15 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
             "retransmits_mean": float(np.mean(r)) if (r := cd.ok_values("tcp_retransmits")).size else None,
             "server_flight_packets": _median(cd.ok_values("wire_server_flight_packets")),
             "server_flight_pushes": _median(cd.ok_values("wire_server_flight_pushes"))}
+    # what a deployed client's offer and a server's compression cost (pqbench.report.deployment)
+    tls = {"client_hello_bytes": _median(cd.ok_values("client_hello_bytes")),
+           "certificate_bytes": _median(cd.ok_values("certificate_bytes")),
+           "certificate_compressed_bytes": _median(cd.ok_values("certificate_compressed_bytes")),
+           "hrr_share": float(h.mean()) if (h := cd.ok_values("hrr")).size else None}
     bound, note = cell_bound(cd, crypto) if ok else (None, "no successful sample")
     return CellStats(row=row, n=n, ok=ok, failures=n - ok, durations=durations, pct=pct,
                      mean=float(durations.mean()) if durations.size else math.nan,
                      failure_rate=stats.binomial_ci(n - ok, n, CONFIDENCE), failure_classes=classes, wire=wire,
                      phases=_phase_split(cd), bound=bound, bound_note=note,
                      groups=sorted({str(g) for g in cd.groups if g}),
-                     sigalgs=sorted({str(g) for g in cd.sigalgs if g}), modes=modes(cd))
+                     sigalgs=sorted({str(g) for g in cd.sigalgs if g}), modes=modes(cd), tls=tls)

@@ -17,7 +17,8 @@ from pqbench.algorithms import catalog
 from pqbench.experiment.condition import describe
 from pqbench.endpoints import DEFAULT_STACK
 from pqbench.errors import BadInput
-from pqbench.experiment.spec import Scenario, Spec
+from pqbench.endpoints.offer import parse_offer
+from pqbench.experiment.spec import RESUMPTIONS, Scenario, Spec
 from pqbench.testbed import LinkSpec, Loss, TcpKnobs
 from pqbench.testbed.linkspec import Aqm
 
@@ -66,6 +67,9 @@ class Cell:
     congctl: str | None = None  # None: the host's default
     target: str | None = None  # a target's name: a server pqbench did not start, over a measured path
     kind: str | None = None  # "load": server capacity (pqbench.load); None: handshake samples
+    offer: str | None = None  # the client's groups and key shares (endpoints.offer notation); None: one share, kex
+    server_groups: str | None = None  # the server's preference order (OpenSSL's tuples); None: every group
+    compress: str | None = None  # certificate compression the client offers, the server compressing; None: off
 
     @classmethod
     def of_target(cls, target, kex: str, mode: str, page, requests, pad: int, client: str) -> "Cell":
@@ -91,7 +95,9 @@ class Cell:
                 "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
                 "server": self.server, "client": self.client, "protocol": self.protocol, "congctl": self.congctl,
                 **({"target": self.target} if self.target else {}), **({"kind": self.kind} if self.kind else {}),
-                **users_link_params(s)}
+                **users_link_params(s),
+                **{k: v for k, v in (("offer", self.offer), ("server_groups", self.server_groups),
+                                     ("compress", self.compress)) if v is not None}}
 
     @property
     def cell_id(self) -> str:
@@ -138,7 +144,9 @@ class Cell:
         return describe(self.params())
 
 
-def _mode(spec: Spec, page, requests) -> tuple[str, str | None, int | None]:
+def _mode(spec: Spec, page, requests, resumption=None) -> tuple[str, str | None, int | None]:
+    if resumption is not None:  # full / resumed / 0-RTT, each asking a page (time to its first byte)
+        return RESUMPTIONS[resumption], page or "1k", None
     if spec.resume:
         return "resume", None, None
     if requests is not None:
@@ -161,16 +169,19 @@ def expand(spec: Spec) -> list[Cell]:
     if spec.targets:
         return _expand_targets(spec)
     cells = []
-    for kex, sig, scen, mtu, cwnd, cc, page, req, pad, (server, client) in itertools.product(
-            spec.kex, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.congctl, spec.page, spec.requests,
-            spec.pad, spec.stacks):
-        mode, page_, req_ = _mode(spec, page, req)
+    offers = [(parse_offer(o).shares[0], o) for o in spec.offers] if spec.offers != (None,) else \
+        [(k, None) for k in spec.kex]
+    for (kex, offer), sig, scen, mtu, cwnd, cc, page, req, pad, (server, client), groups, compress, resumption in \
+            itertools.product(offers, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.congctl, spec.page,
+                              spec.requests, spec.pad, spec.stacks, spec.server_groups, spec.compress, spec.resumption):
+        mode, page_, req_ = _mode(spec, page, req, resumption)
         protocol = endpoints.get(server).protocol
         kex_, sig_ = _named(kex, "kem", protocol), _named(sig, "sig", protocol)
         if not spec.stacks_named:
             server, client = endpoints.default_pair(protocol, sig_)
         cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol, cc,
-                          kind="load" if spec.load else None))
+                          kind="load" if spec.load else None, offer=offer, server_groups=groups,
+                          compress=compress if compress != "none" else None))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
 
@@ -200,4 +211,6 @@ def unavailable_reason(cell: Cell, spec: Spec | None = None) -> str | None:
         why = client_problem(next(t for t in spec.targets if t.name == cell.target), cell.client)
         if why:
             return why
-    return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode)
+    return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode, offer=cell.offer,
+                                 server_groups=cell.server_groups, cert_compression=cell.compress or "none",
+                                 compress_certs=cell.compress is not None)

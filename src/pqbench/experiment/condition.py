@@ -32,9 +32,17 @@ def condition(row: dict, *, short: bool = False) -> str:
         parts.append(f"{'cwnd' if short else 'initcwnd'} {row['initcwnd']}")
     if row.get("congctl"):
         parts.append(row["congctl"])
+    if row.get("offer"):
+        parts.append(f"offer {row['offer']}")
+    if row.get("server_groups"):
+        parts.append(f"server prefers {row['server_groups']}")
+    if row.get("compress"):
+        parts.append(f"certs {row['compress']}")
     mode = row.get("mode")
     if mode == "page":
         parts.append(f"page {row.get('page')}")
+    elif mode in ("resume_page", "early"):
+        parts.append(f"{'resumed' if mode == 'resume_page' else '0-RTT'} page {row.get('page')}")
     elif mode == "requests":
         parts.append(f"{row.get('requests')} req" if short else f"{row.get('requests')} × {row.get('page') or '1k'}")
     elif mode == "resume":

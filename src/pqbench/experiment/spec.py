@@ -68,7 +68,12 @@ from pqbench.remote.target import make as make_target
 from pqbench.testbed.linkspec import congctl_name
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
-        "client", "protocol", "trace", "trace_up", "trace_down", "queue", "cross")
+        "client", "protocol", "trace", "trace_up", "trace_down", "queue", "cross", "offer", "server_groups", "compress",
+        "resumption")
+# What deployed clients and servers do (pqbench.endpoints.offer): the client's groups and key shares, the
+# server's preference order, certificate compression, and full / resumed / 0-RTT connections.
+RESUMPTIONS = {"full": "page", "resumed": "resume_page", "0rtt": "early"}  # -> the mode (a page is asked)
+COMPRESSIONS = ("none", "zlib", "brotli", "zstd", "all")
 # Link axes beside rtt/loss/rate (users' links: cellular traces, queue management, competing traffic).
 LINK_EXTRA_AXES = ("trace", "trace_up", "trace_down", "queue", "cross")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
@@ -142,6 +147,10 @@ class Spec:
     calibration_samples: int
     source: str  # the TOML text, stored with the run
     congctl: tuple[str | None, ...] = (None,)  # TCP congestion control per route; None: the host's default
+    offers: tuple[str | None, ...] = (None,)  # the client's groups and key shares (endpoints.offer notation)
+    server_groups: tuple[str | None, ...] = (None,)  # the server's preference order (OpenSSL's tuples)
+    compress: tuple[str | None, ...] = (None,)  # certificate compression the client offers (the server compresses)
+    resumption: tuple[str | None, ...] = (None,)  # full / resumed / 0rtt: each connection asks a page
     targets: tuple = ()  # pqbench.remote.target.Target: when given, cells are algorithms × targets (no link axes)
     rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # targets' clients run in this existing namespace instead of the host's
@@ -245,15 +254,19 @@ def parse(text: str, origin: str = "spec") -> Spec:
     if not isinstance(axes, dict):
         raise BadInput("axes", "must be a table")
     _unknown("axes.", axes, AXES + ("resume",))
+    if "offer" in axes and "kex" in axes:
+        raise BadInput("axes.offer", "names the key exchanges (each offer's first key share): leave out kex")
     for required in ("kex",) if "target" in data else ("kex", "sig"):
-        if required not in axes:
+        if required not in axes and not (required == "kex" and "offer" in axes):
             raise BadInput(f"axes.{required}", "is required (a list of algorithm names)")
 
     if "target" in data:
         return _with_targets(text, data, axes, Path(origin))
     stacks, protocols = _stacks(axes, _protocols(data, axes))
-    kex = tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
-                for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
+    offers = _offers(axes)
+    kex = tuple(dict.fromkeys(o.shares[0] for o in offers)) if offers else \
+        tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
+              for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
     sig = tuple(_algorithm(f"axes.sig[{i}]", s, "sig", protocols)
                 for i, s in enumerate(_list("axes.sig", axes["sig"], "signature names")))
 
@@ -304,7 +317,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
         from pqbench import endpoints
         stacks = tuple(dict.fromkeys((srv, endpoints.load_client(endpoints.get(srv).protocol)) for srv, _ in stacks))
     return Spec(**_common(text, data, Path(origin)), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
-                **_workload(axes), stacks=stacks, protocols=protocols,
+                **_workload(axes), **_deployment(axes, offers), stacks=stacks, protocols=protocols,
                 stacks_named=any(a in axes for a in ("stack", "server", "client")), backend=backend,
                 lanes=1 if load else units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
                 **parallel, congctl=congctl, load=load)
@@ -332,6 +345,36 @@ def _load(data: dict, axes: dict):
                      max_inflight=units.integer("load.max_inflight", table.get("max_inflight", 4096), minimum=1,
                                                 maximum=1_000_000),
                      seed=units.integer("seed", data.get("seed", 1), minimum=0, maximum=2**31 - 1))
+
+
+def _offers(axes: dict) -> list:
+    from pqbench.endpoints.offer import parse_offer
+    return [parse_offer(v, f"axes.offer[{i}]") for i, v in enumerate(_list("axes.offer", axes["offer"], "offers"))] \
+        if "offer" in axes else []
+
+
+def _deployment(axes: dict, offers: list) -> dict:
+    """The offer, server_groups, compress and resumption axes (canonical text; (None,) where not given)."""
+    from pqbench.endpoints.offer import parse_server_groups
+    groups = tuple(parse_server_groups(v, f"axes.server_groups[{i}]").openssl()
+                   for i, v in enumerate(_list("axes.server_groups", axes["server_groups"], "preference orders"))) \
+        if "server_groups" in axes else (None,)
+    compress = tuple(_choice(f"axes.compress[{i}]", v, COMPRESSIONS)
+                     for i, v in enumerate(_list("axes.compress", axes["compress"], "compression names"))) \
+        if "compress" in axes else (None,)
+    resumption = tuple(_choice(f"axes.resumption[{i}]", v, tuple(RESUMPTIONS))
+                       for i, v in enumerate(_list("axes.resumption", axes["resumption"], "connection kinds"))) \
+        if "resumption" in axes else (None,)
+    if resumption != (None,) and ("requests" in axes or axes.get("resume")):
+        raise BadInput("axes.resumption", "asks a page on each connection: not with requests or resume")
+    return {"offers": tuple(o.notation() for o in offers) or (None,), "server_groups": groups, "compress": compress,
+            "resumption": resumption}
+
+
+def _choice(field: str, value, allowed: tuple) -> str:
+    if value not in allowed:
+        raise BadInput(field, f"{value!r} is not one of {', '.join(allowed)}")
+    return value
 
 
 def _workload(axes: dict) -> dict:
@@ -424,8 +467,10 @@ def _with_targets(text: str, data: dict, axes: dict, origin: Path) -> Spec:
         [endpoints.DEFAULT_PAIRS[p][1] for p in protocols]
     stacks = tuple((endpoints.target_stack(p).name, c) for p in protocols for c in clients
                    if endpoints.get(c).protocol == p)
-    kex = tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
-                for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
+    offers = _offers(axes)
+    kex = tuple(dict.fromkeys(o.shares[0] for o in offers)) if offers else \
+        tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
+              for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
     netns = data.get("netns")
     if netns is not None and (not isinstance(netns, str) or not netns):
         raise BadInput("netns", "must be the name of an existing network namespace")

@@ -23,6 +23,7 @@ from pqbench.algorithms import catalog, microbench
 from pqbench.measure import concurrency
 from pqbench.endpoints import ondemand
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
+from pqbench.endpoints.offer import parse_offer
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import shard as shardmod
@@ -278,21 +279,39 @@ def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
                            for srv, sites in by_server.items()})
     servers = sorted({c.server for c in cells})
     # each server serves the credentials of its own cells only: one it cannot load (an ML-DSA host key in
-    # sshd) would stop it from starting, and its cells were skipped with the reason already
-    serves = {srv: sorted({(c.protocol, c.sig) for c in cells if c.server == srv}) for srv in servers}
-    ports = {(srv, s): FIRST_PORT + i for i, (srv, s) in
-             enumerate((srv, s) for srv in servers for _, s in serves[srv])}
+    # sshd) would stop it from starting, and its cells were skipped with the reason already; a port per
+    # chain and per way of serving it (preference order, compressed, accepting 0-RTT) its cells ask for
+    serves = {srv: sorted({_site_key(c) for c in cells if c.server == srv}, key=str) for srv in servers}
+    ports = {(srv, key): FIRST_PORT + i for i, (srv, key) in
+             enumerate((srv, key) for srv in servers for key in serves[srv])}
+
+    def site(srv: str, key: tuple) -> Site:
+        protocol, sig, groups, compress, early = key
+        return Site(ports[srv, key], chains[protocol, sig], server_groups=groups, compress_certs=compress,
+                    early_data=early)
+
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
-    return (lambda cell: Site(ports[cell.server, cell.sig], chains[cell.protocol, cell.sig]),
-            lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, [Site(ports[srv, s], chains[p, s]) for p, s in serves[srv]],
-                                    list(dict.fromkeys(c.kex for c in cells if c.server == srv)), pages,
-                                    spec.workers) for srv in servers})
+    groups = {srv: list(dict.fromkeys(g for c in cells if c.server == srv for g in _groups(c))) for srv in servers}
+    return (lambda cell: site(cell.server, _site_key(cell)),
+            lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, [site(srv, key) for key in serves[srv]],
+                                    groups[srv], pages, spec.workers) for srv in servers})
+
+
+def _site_key(c: cellmod.Cell) -> tuple:
+    """What a cell asks of the port it connects to: (protocol, sig, server groups, compressed, 0-RTT)."""
+    return c.protocol, c.sig, c.server_groups, c.compress is not None, c.mode == "early"
+
+
+def _groups(c: cellmod.Cell) -> list[str]:
+    """The groups a cell's server must accept: its key exchange and every group its client's offer lists."""
+    return [c.kex, *(parse_offer(c.offer).groups if c.offer else ())]
 
 
 def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, site: Site) -> cellmeasure.Plan:
     job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
                   requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad,
-                  pause_ms=pause_ms(spec.rate) if cell.target else 0)
+                  pause_ms=pause_ms(spec.rate) if cell.target else 0, offer=cell.offer,
+                  cert_compression=cell.compress or "none")
     return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
                             spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
                             client=cell.client, server=cell.server)

@@ -11,9 +11,11 @@ CELL_PARAMS = {
     "mode": "VARCHAR", "page": "VARCHAR", "requests": "INTEGER", "pad": "INTEGER", "stack": "VARCHAR",
     "server": "VARCHAR", "client": "VARCHAR", "protocol": "VARCHAR", "congctl": "VARCHAR",
     "trace": "VARCHAR", "queue": "VARCHAR", "cross": "VARCHAR",
+    "offer": "VARCHAR", "server_groups": "VARCHAR", "compress": "VARCHAR",
 }
 # Added by later migrations, not in migration 1's table.
-_LATER_PARAMS = ("stack", "server", "client", "protocol", "congctl", "trace", "queue", "cross")
+_LATER_PARAMS = ("stack", "server", "client", "protocol", "congctl", "trace", "queue", "cross", "offer", "server_groups",
+                 "compress")
 # Sample columns from the emulator's record of the connection (pqbench.measure.wire.summary keys, prefixed).
 WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
                 "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
@@ -150,6 +152,18 @@ ALTER TABLE cells ADD COLUMN "cross" VARCHAR;
 ALTER TABLE cells ADD COLUMN cross_traffic JSON;
 """
 
+# What deployed clients and servers do: the client's offer (groups and key shares), the server's preference
+# order and certificate compression per cell; per sample whether a HelloRetryRequest came, the Certificate
+# message's compressed size and what became of 0-RTT early data. NULL for cells and samples from before.
+_V12 = """
+ALTER TABLE cells ADD COLUMN offer VARCHAR;
+ALTER TABLE cells ADD COLUMN server_groups VARCHAR;
+ALTER TABLE cells ADD COLUMN compress VARCHAR;
+ALTER TABLE samples ADD COLUMN hrr BOOLEAN;
+ALTER TABLE samples ADD COLUMN certificate_compressed_bytes INTEGER;
+ALTER TABLE samples ADD COLUMN early_data VARCHAR;
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -162,6 +176,7 @@ MIGRATIONS = (
     (9, "load cells: their verdict and one row per offered rate", _V9),
     (10, "nodes: the node of each cell and crypto round, one row per node's segment of a run", _V10),
     (11, "users' links: the trace, queue management and competing traffic of a cell", _V11),
+    (12, "client offers, server preference, certificate compression, HelloRetryRequests and early data", _V12),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -100,7 +100,7 @@ def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dic
             "duration_ms": ms.get(f"{metric}_ms") if s.get("ok") else None, **ms,
             "start_mono_ns": s.get("start_mono_ns"), "group": s.get("group"), "sigalg": s.get("sigalg"),
             "resumed": s.get("resumed"), "client_hello_bytes": sent.get("client_hello"),
-            "server_hello_bytes": recv.get("server_hello"), "certificate_bytes": recv.get("certificate"),
+            "server_hello_bytes": recv.get("server_hello"), "certificate_bytes": recv.get("certificate") or (s.get("cert_compression") or {}).get("certificate_bytes"),
             "certificate_verify_bytes": recv.get("certificate_verify"),
             "hs_bytes_sent": sum(sent.values()) if sent else None,
             "hs_bytes_received": sum(recv.values()) if recv else None,
@@ -110,6 +110,8 @@ def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dic
             "tcp_retransmits": tcp.get("retransmits"), "tcp_rtt_us": tcp.get("rtt_us"), "tcp_cwnd": tcp.get("cwnd"),
             "http_status": s.get("http_status"), "body_bytes": s.get("body_bytes"), "requests": s.get("requests"),
             "cpu_wait_ms": s["cpu_wait_ns"] / 1e6 if s.get("cpu_wait_ns") is not None else None,
+            "hrr": s.get("hrr"), "certificate_compressed_bytes": (s.get("cert_compression") or {}).get("compressed_bytes"),
+            "early_data": s.get("early_data"),
             "raw": json.dumps(s), "local_port": s.get("local_port"), "stack": s.get("stack") or "openssl",
             "server": s.get("server") or s.get("stack") or "openssl", "protocol": s.get("protocol") or "tls",
             **{k: wire.get(k.removeprefix("wire_")) for k in (*WIRE_COLUMNS, *WIRE_COLUMNS_V3)}}
@@ -339,6 +341,18 @@ def sample_columns(con, run_id: str, numeric: tuple[str, ...]) -> dict:
                      for f in numeric)
     return con.execute(f'SELECT cell_id, ok, "group", sigalg, error_class, {cols} FROM samples WHERE run_id = ? '
                        "ORDER BY cell_id, seq", [run_id]).fetchnumpy()  # columnar: a million rows in a second
+
+
+def early_data(con, run_id: str) -> dict[str, dict]:
+    """cell_id -> how its samples' 0-RTT early data fared ({"accepted": n, "rejected": n, …}); cells without
+    early data are absent, as are stores from before it was recorded."""
+    if "early_data" not in columns(con, "samples"):
+        return {}
+    out: dict = {}
+    for cell_id, state, n in con.execute("SELECT cell_id, early_data, count(*) FROM samples WHERE run_id = ? "
+                                         "AND early_data IS NOT NULL GROUP BY ALL", [run_id]).fetchall():
+        out.setdefault(cell_id, {})[state] = n
+    return out
 
 
 def save_scan(con, scan_id: str, *, target: str, address: str, protocol: str, summary: str, result: dict,
