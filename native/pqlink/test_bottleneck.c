@@ -15,33 +15,8 @@
 #include "trace.h"
 
 #include "check.h"
+#include "test_support.h"
 
-#define MS 1000000LL
-#define US 1000LL
-
-static struct pkt *mkpkt(uint32_t len, int64_t t, uint64_t seq)
-{
-    struct pkt *p = calloc(1, sizeof(*p));
-    p->len = len;
-    p->t = p->arrival = t;
-    p->seq = seq;
-    return p;
-}
-
-static struct dir_config cfg_with(const char *const *kvs)
-{
-    struct dir_config c[2];
-    bool changed[2];
-    char err[512];
-    config_defaults(&c[0]);
-    config_defaults(&c[1]);
-    for (; kvs && *kvs; kvs++)
-        if (config_apply(c, changed, *kvs, err, sizeof(err)) < 0) {
-            fprintf(stderr, "config: %s\n", err);
-            exit(1);
-        }
-    return c[0];
-}
 
 static struct trace trace_of(const char *text)
 {
