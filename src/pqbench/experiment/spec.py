@@ -65,7 +65,8 @@ from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
 from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, from_manifest
 from pqbench.remote.target import make as make_target
-from pqbench.testbed.linkspec import congctl_name
+from pqbench.testbed import cross as crossmod, traces
+from pqbench.testbed.linkspec import Aqm, congctl_name
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
         "client", "protocol", "trace", "trace_up", "trace_down", "queue", "cross", "offer", "server_groups", "compress",
@@ -197,8 +198,6 @@ def _scenario(field: str, t: dict) -> Scenario:
 def _users_link(field: str, trace, trace_up, trace_down, aqm, cross, has_rate: bool, keys=LINK_EXTRA_AXES) -> dict:
     """One point of the users'-link axes as Scenario fields: traces resolved to files (checked line by line),
     the queue discipline and the competing flows parsed (bad values: BadInput naming the field)."""
-    from pqbench.testbed import cross as crossmod, traces
-    from pqbench.testbed.linkspec import Aqm
     k_trace, k_up, k_down, k_aqm, k_cross = (f"{field}.{k}" if field else k for k in keys)
     if trace is not None and (trace_up is not None or trace_down is not None):
         raise BadInput(k_trace, "names both directions' traces: give trace, or trace_up/trace_down, not both")
