@@ -185,6 +185,6 @@ def test_each_server_serves_only_the_credentials_of_its_runnable_cells(built_sta
     runnable = [c for c in cellmod.expand(s) if cellmod.unavailable_reason(c, s) is None]
     assert {(c.server, c.sig) for c in runnable} == {("openssh", "ssh-ed25519"), ("gossh", "ssh-ed25519"),
                                                       ("gossh", "ssh-mldsa-44")}
-    _, servings = runner._servers(s, runnable, tmp_path / "run")
+    _, servings = runner.servers(s, runnable, tmp_path / "run", runner.make_credentials(runnable, tmp_path / "run"))
     served = {srv: sorted(site.chain.sig for site in serving.sites) for srv, serving in servings(0).items()}
     assert served == {"openssh": ["ssh-ed25519"], "gossh": ["ssh-ed25519", "ssh-mldsa-44"]}
