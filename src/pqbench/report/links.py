@@ -37,7 +37,9 @@ def table(a) -> Table | None:
     cells = users_link_cells(a)
     if not cells:
         return None
-    columns = list(dict.fromkeys((_link(c), c.row.get("cross") or "") for c in cells))
+    # each trace's columns together: alone before with flows, drop-tail before a managed queue
+    columns = sorted({(_link(c), c.row.get("cross") or "") for c in cells},
+                     key=lambda col: (col[0].split(", ")[0], bool(col[1]), "drop-tail" not in col[0], col))
     by = {(a.label(c), _link(c), c.row.get("cross") or ""): c for c in cells}
     rows = []
     for label in a.labels():
