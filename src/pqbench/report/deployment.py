@@ -32,6 +32,11 @@ def _bytes(v) -> str:
     return "–" if v is None else f"{v:.0f}"
 
 
+def _named(a, c) -> str:
+    """The cell's algorithm, with its offer where it has one (several offers share a key exchange)."""
+    return a.label(c) + (f" (offer {c.row['offer']})" if c.row.get("offer") else "")
+
+
 def _mode(c) -> str:
     return {"page": "full", "resume_page": "resumed", "early": "0-RTT"}.get(c.row.get("mode"), c.row.get("mode") or "")
 
@@ -86,7 +91,7 @@ def compression(a) -> Table | None:
     for c in sorted((c for c in cells if c.row.get("compress")), key=lambda c: (c.row.get("sig"), _cond(c), a.label(c))):
         base = plain.get(_key(c, "offer", "server_groups", "mode", "kex"))
         sent = c.tls.get("certificate_compressed_bytes")
-        rows.append([str(c.row.get("sig")), a.label(c), _cond(c), c.row["compress"],
+        rows.append([str(c.row.get("sig")), _named(a, c), _cond(c), c.row["compress"],
                      _bytes(c.tls.get("certificate_bytes")), _bytes(sent) if sent else "not compressed",
                      f"{1 - sent / c.tls['certificate_bytes']:.0%}" if sent and c.tls.get("certificate_bytes") else "0 %",
                      ms(base.p50) if base else "–", ms(c.p50), _diff(base, c) if base else "–"])
@@ -107,7 +112,7 @@ def zero_rtt(a, shares: dict) -> Table | None:
         k = _key(c, "offer", "server_groups", "compress", "kex")
         full, resumed = by.get(k + ("page",)), by.get(k + ("resume_page",))
         fate = shares.get(c.row["cell_id"], {})
-        rows.append([a.label(c) + (f" (offer {c.row['offer']})" if c.row.get("offer") else ""), str(c.row.get("sig")),
+        rows.append([_named(a, c), str(c.row.get("sig")),
                      _cond(c).replace(", 0-RTT", ""), ms(full.p50) if full else "–", ms(resumed.p50) if resumed else "–",
                      ms(c.p50), _diff(full, c) if full else "–", _diff(resumed, c) if resumed else "–",
                      f"{fate.get('accepted', 0)}/{sum(fate.values())}" if fate else "–"])
