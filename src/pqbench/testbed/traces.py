@@ -129,4 +129,4 @@ def whitespace_free(path: Path, field_name: str = "trace") -> str:
 
 
 __all__ = ["TRACES_DIR", "TraceInfo", "canonical", "info", "names", "resolve", "shipped", "validate",
-           "whitespace_free", "os"]
+           "whitespace_free"]
