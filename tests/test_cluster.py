@@ -84,6 +84,7 @@ def test_a_spec_runs_across_two_nodes_into_one_store(cluster, tmp_path):
         assert row["provenance"]["host"]["hostname"] == name and row["provenance"]["slots"] == 1
         assert row["calibration_start"]["p50_ms"] > 0 and row["calibration_end"]["p50_ms"] > 0
         assert row["provenance"]["engine_idle_cpu"] is not None
+        assert row["provenance"]["engine_idle_cpu_end"] is not None  # measured again when the node closed the run
     crypto_nodes = {r[0] for r in con.execute("SELECT DISTINCT node FROM crypto WHERE run_id = ?", [run_id]).fetchall()}
     assert crypto_nodes == {"node-a", "node-b"}  # each node's own crypto rounds, for its own cells' model
     assert not (paths.BUILD / "runs" / run_id).exists()  # nodes and driver removed their files

@@ -89,7 +89,7 @@ class _ClusterRun:
     def __init__(self, client, con, run_id: str, attempt: str, progress):
         self.client, self.con, self.run_id, self.attempt, self.progress = client, con, run_id, attempt, progress
         self.futures: dict = {}
-        self.segments: dict[str, str] = {}  # segment -> node, of the nodes that opened the run
+        self.segments: dict[str, dict] = {}  # segment -> its start report, of the nodes that opened the run
         self.closed: set[str] = set()
 
     def _submit(self, fn, *args, key: str, **kw):
@@ -110,7 +110,7 @@ class _ClusterRun:
         store.join_node(self.con, self.run_id, report["segment"], report["node"], report["provenance"])
         store.update_node(self.con, self.run_id, report["segment"], calibration_start=report["calibration_start"])
         store.save_crypto(self.con, self.run_id, report["crypto"], node=report["node"], segment=report["segment"])
-        self.segments[report["segment"]] = report["node"]
+        self.segments[report["segment"]] = report
         floor = (report["calibration_start"] or {}).get("p50_ms")
         self.progress.say(f"node {report['node']} joined" + (f": emulator floor p50 {floor:.3f} ms" if floor else ""))
 
@@ -138,17 +138,18 @@ class _ClusterRun:
             if not report:
                 continue
             self.closed.add(report["segment"])
+            end = {"calibration_end": report["calibration_end"],
+                   "provenance": {**self.segments[report["segment"]]["provenance"],
+                                  "engine_idle_cpu_end": report["engine_idle_cpu"]}} if measure_end else {}
             store.update_node(self.con, self.run_id, report["segment"], status="done" if measure_end else "interrupted",
-                              **({"calibration_end": report["calibration_end"]} if measure_end else {}))
+                              **end)
             if report.get("crypto"):
                 store.save_crypto(self.con, self.run_id, report["crypto"], node=report["node"], segment=report["segment"])
-            if report.get("engine_idle_cpu") is not None:
-                prov = {**(_node_provenance(self.con, self.run_id, report["segment"])), "engine_idle_cpu_end": report["engine_idle_cpu"]}
-                store.update_node(self.con, self.run_id, report["segment"], provenance=prov)
-        for segment, node in self.segments.items():
+        for segment, start in self.segments.items():
             if segment not in self.closed:
                 store.update_node(self.con, self.run_id, segment, status="lost")
-                self.progress.say(f"warning: node {node} left during the run (its cells were measured again elsewhere)")
+                self.progress.say(f"warning: node {start['node']} left during the run (its cells were measured again "
+                                  "elsewhere)")
 
     def stop(self) -> None:
         """Ctrl-C or a failure: the queued cells are cancelled, the running ones stopped, every node's lanes closed."""
@@ -160,15 +161,10 @@ class _ClusterRun:
             self.progress.say(f"warning: stopping the cluster's cells: {e}")
 
 
-
 def pqbench_workers(client) -> dict[str, str]:
     """address -> name of the scheduler's workers that are pqbench nodes (they have the pqbench_node resource)."""
     info = client.scheduler_info(n_workers=-1)["workers"]
     return {addr: w.get("name") or addr for addr, w in info.items() if w.get("resources", {}).get(nodemod.RESOURCE)}
-
-
-def _node_provenance(con, run_id: str, segment: str) -> dict:
-    return next((r["provenance"] for r in store.node_rows(con, run_id) if r["segment"] == segment), None) or {}
 
 
 def _result(future):
