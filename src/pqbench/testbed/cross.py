@@ -1,8 +1,8 @@
 """Competing traffic: N bulk TCP flows across the emulated link, from the server namespace to the client
 one (the direction of the server's handshake flight, which then queues behind them), started before a cell
 and kept running through it, so its handshakes meet a standing queue (bufferbloat) or the queue management
-that holds it down. The flows are ordinary processes (pqbench.testbed.bulk) at normal priority: they compete
-for the link, not for the measured processes' CPU time."""
+that holds it down. The flows are plain processes (pqbench.testbed.bulk) without the real-time priority
+measured processes get (sched.measured): they compete for the link, and yield the CPU to what is measured."""
 
 from __future__ import annotations
 
