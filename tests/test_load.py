@@ -10,6 +10,8 @@ speed: the comparisons are between algorithms on the same machine at the same ti
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -19,7 +21,7 @@ from pqbench import store
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import spec as specmod
-from pqbench.load import steps
+from pqbench.load import cpu, steps
 from pqbench.load.steps import LoadPlan
 
 
@@ -29,6 +31,31 @@ def test_a_ramp_doubles_up_to_its_maximum_and_must_fit_its_time_bound():
     with pytest.raises(BadInput) as e:
         LoadPlan(start_rate=25, max_rate=200, step_ms=10_000, time_bound_s=30).check()
     assert e.value.field == "load.rates" and "4 steps" in str(e.value)
+
+
+BURN = """import sys, threading, time
+def burn():
+    end = time.thread_time() + 0.003
+    while time.thread_time() < end:
+        pass
+threads = [threading.Thread(target=burn) for _ in range(2)]
+[t.start() for t in threads]; [t.join() for t in threads]
+print(time.process_time(), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_process_trees_cpu_is_counted_to_well_under_a_tick_with_its_ended_threads():
+    """Python's start and two threads of 3 ms, ended: the count matches the child's own clock to 2 ms, which
+    whole stat ticks (10 ms) cannot."""
+    proc = subprocess.Popen([sys.executable, "-c", BURN], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        own = float(proc.stdout.readline())  # the child's own clock, after its threads ended
+        assert own >= 0.006
+        assert cpu.seconds([proc.pid]) == pytest.approx(own, abs=0.002)
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def step(offered, achieved, p50, **kw):

@@ -1,12 +1,15 @@
-"""CPU time of a process tree from the kernel's own accounting (/proc/PID/stat), and CPU pinning.
+"""CPU time of a process tree from the kernel's own accounting, and CPU pinning.
 
 A server's tree is the processes the rig started on its side and all their descendants. A process's
-utime + stime covers all its threads; cutime + cstime, the children it has reaped, so a server that
-forks per connection (sshd) keeps its exited sessions' CPU in its listener's count."""
+own time comes from its CPU clock (clock_gettime on the process's clock id: nanoseconds, all its
+threads, living and ended), because stat's utime + stime count whole ticks (10 ms), coarser than a
+short step of fast handshakes. Children it has reaped are only in stat's cutime + cstime (ticks), so
+a server that forks per connection (sshd) keeps its exited sessions' CPU in its listener's count."""
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
@@ -42,14 +45,28 @@ def tree(roots: list[int]) -> list[int]:
     return sorted(seen)
 
 
+def _process_clock(pid: int) -> int:
+    """The clock id of a process's CPU time (the kernel's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED))."""
+    return ((~pid) << 3) | 2
+
+
+def own_seconds(pid: int) -> float | None:
+    """CPU seconds so far of one process, all its threads, to the nanosecond; None once it is gone."""
+    try:
+        return time.clock_gettime_ns(_process_clock(pid)) / 1e9
+    except OSError:
+        return None
+
+
 def seconds(roots: list[int]) -> float:
     """CPU seconds so far of the tree under roots: its processes' own time and their reaped children's."""
-    total = 0
+    total = 0.0
     for pid in tree(roots):
-        f = _stat(pid)
-        if f:  # utime, stime, cutime, cstime are fields 14-17 of stat, 11-14 after "pid (comm) "
-            total += sum(int(v) for v in f[11:15])
-    return total * TICK_S
+        f, own = _stat(pid), own_seconds(pid)
+        if f is None or own is None:  # ended meanwhile: its time reaches its parent's reaped count
+            continue
+        total += own + sum(int(v) for v in f[13:15]) * TICK_S  # cutime, cstime: fields 16-17 of stat
+    return total
 
 
 def pin(roots: list[int], cpus: set[int]) -> None:
