@@ -60,6 +60,10 @@ class Site:
     server_groups: str | None = None
     compress_certs: bool = False
     early_data: bool = False
+    # The transport this port serves (pqbench.transport.TRANSPORTS): "quic" is a UDP port, HTTP/3 over QUIC;
+    # retry: validate a QUIC client's address with a Retry packet before the handshake (RFC 9000 §8.1).
+    transport: str = "tcp"
+    retry: bool = False
 
 
 @dataclasses.dataclass
@@ -94,6 +98,8 @@ class ClientJob:
     # Certificate compression algorithms the client offers (RFC 8879): none, all, or zlib/brotli/zstd
     # (comma-separated, in preference order). A client without the "cert_compression" feature refuses.
     cert_compression: str = "none"
+    transport: str = "tcp"  # pqbench.transport.TRANSPORTS; "quic": HTTP/3 over QUIC to a UDP port
+    initial_size: int | None = None  # QUIC: the UDP payload of the client's Initial datagrams; None: its default
 
     def tls_client_options(self, groups: list[str], count: int, worker: int, claims: Path | None) -> list[str]:
         """The options every TLS timing client takes as pqtimer defines them (pqtimer, tlsgo, pqrustls,
@@ -107,6 +113,8 @@ class ClientJob:
         argv += ["--requests", str(self.requests)] if self.mode == "requests" else []
         argv += ["--pause-ms", str(self.pause_ms)] if self.pause_ms else []
         argv += ["--cert-compression", self.cert_compression] if self.cert_compression != "none" else []
+        argv += ["--transport", self.transport] if self.transport != "tcp" else []
+        argv += ["--initial-size", str(self.initial_size)] if self.initial_size else []
         return argv + (["--pad", str(self.pad)] if self.pad else [])
 
     def plain_offer(self, client: str) -> None:
