@@ -14,11 +14,14 @@ import enum
 
 class Phase(str, enum.Enum):
     """Milestones of a connection in the order they happen, named as clients print them (pqtimer's
-    phase_names in native/pqtimer/trace.c must list the same, a test checks). Times are ns since START."""
-    START = "start"  # before the TCP connect
+    phase_names in native/pqtimer/trace.c must list the same, a test checks). Times are ns since START.
+    Over QUIC there is no TCP connect, the ClientHello leaves in the first Initial datagram, and the
+    server's Handshake packets (EncryptedExtensions … Finished) follow its Initial (ServerHello)."""
+    START = "start"  # before the TCP connect, or the first datagram
     TCP_CONNECTED = "tcp_connected"
     CLIENT_HELLO_SENT = "client_hello_sent"
     SERVER_HELLO_RECEIVED = "server_hello_received"
+    HANDSHAKE_PACKET_RECEIVED = "handshake_packet_received"  # QUIC: the server's first Handshake packet
     SERVER_FINISHED_RECEIVED = "server_finished_received"
     HANDSHAKE_DONE = "handshake_done"
     FIRST_BYTE = "first_byte"
@@ -41,9 +44,11 @@ class SshPhase(str, enum.Enum):
     COMMAND_DONE = "command_done"
 
 
-# The phases a sample reports a time for (START is their zero); the store has a column for each TLS
-# phase, SSH's own stay in the raw sample.
+# The phases a sample reports a time for (START is their zero); the store has a column for each (SSH's own
+# came with migration 5, QUIC's with 13).
 PHASES = tuple(p.value for p in Phase if p is not Phase.START)
+# The TLS phases the store's first schema had columns for.
+PHASES_V1 = tuple(p for p in PHASES if p != Phase.HANDSHAKE_PACKET_RECEIVED.value)
 SSH_PHASES = tuple(p.value for p in SshPhase if p is not SshPhase.START)
 # SSH's phases that TLS has no column for (the store adds theirs in migration 5).
 SSH_ONLY_PHASES = tuple(p for p in SSH_PHASES if p not in PHASES)

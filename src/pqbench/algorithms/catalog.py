@@ -15,7 +15,6 @@ from pqbench.algorithms import openssl_build
 from pqbench.errors import BadInput
 
 KINDS = ("kem", "sig")
-PROTOCOLS = ("tls", "ssh")
 SIZE_ONLY_PREFIX = "sizeonly-"  # an SSH host key that only has an algorithm's sizes (see the TOML header)
 OQS_LENGTH_PREFIX = 4  # OQS hybrids carry a 4-byte length of the classical share
 

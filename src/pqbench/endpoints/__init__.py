@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pqbench.endpoints.base import Stack
 from pqbench.errors import BadInput
+from pqbench.transport import TRANSPORTS
 
 DEFAULT_STACK = "openssl"
 # The (server, client) pair a protocol is measured with when nobody names one: for SSH, OpenSSH's sshd
@@ -51,12 +52,15 @@ def target_stack(protocol: str) -> Stack:
 
 def unsupported(server: str, client: str, kex: str, sig: str, mode: str, *, offer: str | None = None,
                 server_groups: str | None = None, cert_compression: str = "none",
-                compress_certs: bool = False) -> str | None:
+                compress_certs: bool = False, transport: str = "tcp", retry: bool = False,
+                initial_size: int | None = None) -> str | None:
     """Why the server stack and the client stack, as built here, cannot measure kex with sig in this
     mode, or None: each stack answers for its own role. offer (pqbench.endpoints.offer's notation: the
     client's groups and key shares), server_groups (the server's preference order), cert_compression (what
     the client offers) and compress_certs (the server compresses) need the stacks' features, and every
-    group named needs the stack of its role."""
+    group named needs the stack of its role. Both stacks must speak the transport (pqbench.transport), in
+    that mode; QUIC's Retry needs the server's "retry" feature, a chosen Initial size the client's
+    "initial_size"."""
     if get(server).protocol != get(client).protocol:
         return f"the {server} server and the {client} client speak different protocols"
     from pqbench.endpoints.remote import UNKNOWN_SIG
@@ -77,10 +81,18 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str, *, offe
         needs["client"].append("cert_compression")
     if compress_certs:
         needs["server"].append("cert_compression")
+    if retry:
+        needs["server"].append("retry")
+    if initial_size is not None:
+        needs["client"].append("initial_size")
+    label = TRANSPORTS[transport].label
     for role, name in (("server", server), ("client", client)):
         caps = get(name, role).capabilities()
-        if mode not in caps.modes:
-            return f"the {name} {role} has no {mode} mode"
+        if transport not in caps.transports:
+            return f"the {name} {role} has no {label} (it speaks {', '.join(TRANSPORTS[t].label for t in caps.transports)})"
+        modes = caps.transport_modes.get(transport, caps.modes)
+        if mode not in modes:
+            return f"the {name} {role} has no {mode} mode" + (f" over {label}" if transport != "tcp" else "")
         for feature in needs[role]:
             if feature not in caps.features:
                 note = caps.feature_notes.get(feature)

@@ -144,10 +144,13 @@ class Capabilities:
     unsupported: Callable[[str, str, str], str | None]
     # What it can do beyond a one-share handshake, by name: "offer" (the client chooses its groups and key
     # shares; the server takes a per-site preference order), "cert_compression" (the client offers RFC 8879
-    # algorithms; the server compresses its chain per site). feature_notes: why a feature is missing, when
+    # algorithms; the server compresses its chain per site), "retry" (a QUIC server validates addresses with
+    # Retry per site), "initial_size" (a QUIC client sets its Initial datagrams' size). feature_notes: why a feature is missing, when
     # there is more to say than that it is (s2n's client always sends its policy's two shares).
     features: tuple[str, ...] = ()
     feature_notes: dict = dataclasses.field(default_factory=dict)
+    # The modes over a transport where they differ from `modes` (QUIC clients time fewer modes than TCP's).
+    transport_modes: dict = dataclasses.field(default_factory=dict)
 
 
 class Server(Protocol):

@@ -21,6 +21,7 @@ from pqbench.endpoints.offer import parse_offer
 from pqbench.experiment.spec import RESUMPTIONS, Scenario, Spec
 from pqbench.testbed import LinkSpec, Loss, TcpKnobs
 from pqbench.testbed.linkspec import Aqm
+from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT, TRANSPORTS
 
 
 USERS_LINK_FIELDS = ("trace_up", "trace_down", "aqm", "cross")
@@ -70,6 +71,9 @@ class Cell:
     offer: str | None = None  # the client's groups and key shares (endpoints.offer notation); None: one share, kex
     server_groups: str | None = None  # the server's preference order (OpenSSL's tuples); None: every group
     compress: str | None = None  # certificate compression the client offers, the server compressing; None: off
+    transport: str | None = None  # pqbench.transport.TRANSPORTS; None: TCP (cells keyed as before the axis)
+    quic_retry: bool | None = None  # QUIC: the server validates the client's address with Retry first
+    initial_size: int | None = None  # QUIC: the client's Initial datagram size; None: the client's default
 
     @classmethod
     def of_target(cls, target, kex: str, mode: str, page, requests, pad: int, client: str) -> "Cell":
@@ -97,7 +101,13 @@ class Cell:
                 **({"target": self.target} if self.target else {}), **({"kind": self.kind} if self.kind else {}),
                 **users_link_params(s),
                 **{k: v for k, v in (("offer", self.offer), ("server_groups", self.server_groups),
-                                     ("compress", self.compress)) if v is not None}}
+                                     ("compress", self.compress), ("transport", self.transport),
+                                     ("quic_retry", self.quic_retry), ("initial_size", self.initial_size))
+                   if v is not None}}
+
+    @property
+    def transport_name(self) -> str:
+        return self.transport or DEFAULT_TRANSPORT
 
     @property
     def cell_id(self) -> str:
@@ -171,19 +181,36 @@ def expand(spec: Spec) -> list[Cell]:
     cells = []
     offers = [(parse_offer(o).shares[0], o) for o in spec.offers] if spec.offers != (None,) else \
         [(k, None) for k in spec.kex]
-    for (kex, offer), sig, scen, mtu, cwnd, cc, page, req, pad, (server, client), groups, compress, resumption in \
+    for (kex, offer), sig, scen, mtu, cwnd, cc, page, req, pad, (server, client), groups, compress, resumption, \
+            (transport, retry, initial) in \
             itertools.product(offers, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.congctl, spec.page,
-                              spec.requests, spec.pad, spec.stacks, spec.server_groups, spec.compress, spec.resumption):
+                              spec.requests, spec.pad, spec.stacks, spec.server_groups, spec.compress, spec.resumption,
+                              _transports(spec)):
         mode, page_, req_ = _mode(spec, page, req, resumption)
         protocol = endpoints.get(server).protocol
+        if transport is not None and protocol not in TRANSPORTS[transport].protocols:
+            continue  # SSH cells of a spec that also measures TLS over QUIC
         kex_, sig_ = _named(kex, "kem", protocol), _named(sig, "sig", protocol)
         if not spec.stacks_named:
             server, client = endpoints.default_pair(protocol, sig_)
         cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol, cc,
                           kind="load" if spec.load else None, offer=offer, server_groups=groups,
-                          compress=compress if compress != "none" else None))
+                          compress=compress if compress != "none" else None, transport=transport,
+                          quic_retry=retry, initial_size=initial))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
+
+
+def _transports(spec: Spec) -> list[tuple]:
+    """(transport, quic_retry, initial_size) per cell: QUIC's own axes cross QUIC only (a TCP cell has neither).
+    TCP named in a spec is keyed like a spec without the axis, so adding QUIC keeps the TCP cells' ids."""
+    out = []
+    for t in spec.transports:
+        if t == "quic":
+            out += [(t, bool(r), i) for r in spec.quic_retry for i in spec.initial_size]
+        else:
+            out.append((None, None, None))
+    return list(dict.fromkeys(out))
 
 
 def _expand_targets(spec: Spec) -> list[Cell]:
@@ -213,4 +240,5 @@ def unavailable_reason(cell: Cell, spec: Spec | None = None) -> str | None:
             return why
     return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode, offer=cell.offer,
                                  server_groups=cell.server_groups, cert_compression=cell.compress or "none",
-                                 compress_certs=cell.compress is not None)
+                                 compress_certs=cell.compress is not None, transport=cell.transport_name,
+                                 retry=bool(cell.quic_retry), initial_size=cell.initial_size)

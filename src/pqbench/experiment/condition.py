@@ -4,6 +4,7 @@ store's cells row holds them: for progress lines, report tables and figure label
 from __future__ import annotations
 
 from pqbench.endpoints import DEFAULT_STACK
+from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT, TRANSPORTS
 
 
 def condition(row: dict, *, short: bool = False) -> str:
@@ -32,6 +33,7 @@ def condition(row: dict, *, short: bool = False) -> str:
         parts.append(f"{'cwnd' if short else 'initcwnd'} {row['initcwnd']}")
     if row.get("congctl"):
         parts.append(row["congctl"])
+    parts += transport(row)
     if row.get("offer"):
         parts.append(f"offer {row['offer']}")
     if row.get("server_groups"):
@@ -50,6 +52,14 @@ def condition(row: dict, *, short: bool = False) -> str:
     if row.get("pad"):
         parts.append(f"pad {row['pad']}")
     return ", ".join(parts)
+
+
+def transport(row: dict) -> list[str]:
+    """["QUIC", "Retry", "Initial 1400"] for a QUIC cell (TCP, the default, says nothing)."""
+    if (row.get("transport") or DEFAULT_TRANSPORT) == DEFAULT_TRANSPORT:
+        return []
+    return [TRANSPORTS[row["transport"]].label] + (["Retry"] if row.get("quic_retry") else []) + \
+        ([f"Initial {row['initial_size']}"] if row.get("initial_size") else [])
 
 
 def stacks(row: dict) -> str | None:

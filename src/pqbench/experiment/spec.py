@@ -60,6 +60,7 @@ import difflib
 import tomllib
 from pathlib import Path
 
+from pqbench import transport as transportmod
 from pqbench import units
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
@@ -67,10 +68,11 @@ from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, from_manifest
 from pqbench.remote.target import make as make_target
 from pqbench.testbed import cross as crossmod, traces
 from pqbench.testbed.linkspec import Aqm, congctl_name
+from pqbench.transport import PROTOCOLS
 
 AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
         "client", "protocol", "trace", "trace_up", "trace_down", "queue", "cross", "offer", "server_groups", "compress",
-        "resumption")
+        "resumption", "transport", "quic_retry", "initial_size")
 # What deployed clients and servers do (pqbench.endpoints.offer): the client's groups and key shares, the
 # server's preference order, certificate compression, and full / resumed / 0-RTT connections.
 RESUMPTIONS = {"full": "page", "resumed": "resume_page", "0rtt": "early"}  # -> the mode (a page is asked)
@@ -85,7 +87,6 @@ LOAD_KEYS = ("rates", "start", "max_rate", "step", "time_bound", "max_inflight")
 TARGET_KEYS = ("name", "address", "ca", "server_name", "sig", "manifest", "host")
 # What a target replaces: the emulated link's axes and settings (a target's path is measured instead).
 LINK_KEYS = ("rtt", "loss", "rate", "mtu", "initcwnd", "congctl") + LINK_EXTRA_AXES
-PROTOCOLS = ("tls", "ssh")
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "trace", "trace_up", "trace_down", "aqm",
                  "cross")  # mtu, initcwnd: axes for every scenario
 DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
@@ -152,6 +153,9 @@ class Spec:
     server_groups: tuple[str | None, ...] = (None,)  # the server's preference order (OpenSSL's tuples)
     compress: tuple[str | None, ...] = (None,)  # certificate compression the client offers (the server compresses)
     resumption: tuple[str | None, ...] = (None,)  # full / resumed / 0rtt: each connection asks a page
+    transports: tuple[str | None, ...] = (None,)  # pqbench.transport.TRANSPORTS; None: TCP, keyed as before the axis
+    quic_retry: tuple[bool | None, ...] = (None,)  # QUIC: the server validates addresses with Retry (None: off)
+    initial_size: tuple[int | None, ...] = (None,)  # QUIC: the client's Initial datagram size (None: its default)
     targets: tuple = ()  # pqbench.remote.target.Target: when given, cells are algorithms × targets (no link axes)
     rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # targets' clients run in this existing namespace instead of the host's
@@ -316,7 +320,8 @@ def parse(text: str, origin: str = "spec") -> Spec:
         from pqbench import endpoints
         stacks = tuple(dict.fromkeys((srv, endpoints.load_client(endpoints.get(srv).protocol)) for srv, _ in stacks))
     return Spec(**_common(text, data, Path(origin)), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
-                **_workload(axes), **_deployment(axes, offers), stacks=stacks, protocols=protocols,
+                **_workload(axes), **_deployment(axes, offers), **_transports(axes, protocols), stacks=stacks,
+                protocols=protocols,
                 stacks_named=any(a in axes for a in ("stack", "server", "client")), backend=backend,
                 lanes=1 if load else units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
                 **parallel, congctl=congctl, load=load)
@@ -368,6 +373,34 @@ def _deployment(axes: dict, offers: list) -> dict:
         raise BadInput("axes.resumption", "asks a page on each connection: not with requests or resume")
     return {"offers": tuple(o.notation() for o in offers) or (None,), "server_groups": groups, "compress": compress,
             "resumption": resumption}
+
+
+def _transports(axes: dict, protocols: tuple[str, ...]) -> dict:
+    """The transport, quic_retry and initial_size axes ((None,) where not given). Retry and the Initial size
+    are QUIC's: they apply to its cells only, so they need QUIC among the transports."""
+    names = tuple(dict.fromkeys(transportmod.get(v, f"axes.transport[{i}]").name
+                                for i, v in enumerate(_list("axes.transport", axes["transport"], "tcp or quic")))) \
+        if "transport" in axes else (None,)
+    for i, name in enumerate(names):
+        if name is not None and not any(p in transportmod.TRANSPORTS[name].protocols for p in protocols):
+            transportmod.check(protocols[0], name, f"axes.transport[{i}]")
+    quic = "quic" in names
+    for key in ("quic_retry", "initial_size"):
+        if key in axes and not quic:
+            raise BadInput(f"axes.{key}", 'applies to QUIC cells: add "quic" to axes.transport')
+    retry = tuple(_flag(f"axes.quic_retry[{i}]", v)
+                  for i, v in enumerate(_list("axes.quic_retry", axes["quic_retry"], "true or false"))) \
+        if "quic_retry" in axes else (None,)
+    sizes = tuple(transportmod.check_initial_size(v, f"axes.initial_size[{i}]")
+                  for i, v in enumerate(_list("axes.initial_size", axes["initial_size"], "datagram sizes"))) \
+        if "initial_size" in axes else (None,)
+    return {"transports": names, "quic_retry": retry, "initial_size": sizes}
+
+
+def _flag(field: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise BadInput(field, f"{value!r} is not true or false")
+    return value
 
 
 def _choice(field: str, value, allowed: tuple) -> str:

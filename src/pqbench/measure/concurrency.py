@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pqbench import transport
 from pqbench.measure import late
 from pqbench.sample import END_PHASE
 
@@ -157,6 +158,16 @@ class Budget:
             self._targets.pop(id(member), None)
 
 
+def _client_recovered(s: dict) -> bool:
+    """What the client itself saw of a loss recovery while the cell runs (the wire record is joined only
+    after the cell): TCP's retransmissions from TCP_INFO. A QUIC client cannot tell (its library keeps
+    them), so its samples all count here; a recovery costs a round trip, which the ceiling below excludes."""
+    if not transport.of_sample(s).kernel_tcp:
+        return False
+    tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
+    return bool(tcp.get("retransmits"))
+
+
 def late_handshakes(samples: list[dict], recent: list[dict], metric: str, rtt_ms: float,
                     max_bias: float) -> tuple[int, int]:
     """(late, judged) among `recent`: the handshakes no client retransmission touched that ended
@@ -164,9 +175,8 @@ def late_handshakes(samples: list[dict], recent: list[dict], metric: str, rtt_ms
     clean time), and of those, the ones later than the clean time (p5 of samples) by the detector's
     margin. Server retransmissions are invisible here, but they too cost a round trip or more."""
     def clean_ms(s: dict) -> float | None:
-        tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
         t = (s.get("t_ns") or {}).get(metric)
-        return t / 1e6 if s.get("ok") and t is not None and not tcp.get("retransmits") else None
+        return t / 1e6 if s.get("ok") and t is not None and not _client_recovered(s) else None
     base = [d for s in samples if (d := clean_ms(s)) is not None]
     if len(base) < CLEAN_MIN:
         return 0, 0

@@ -1,7 +1,8 @@
 """The late-sample detector: which side held up a cell's samples.
 
-A sample that no retransmission touched (none by the client, as its TCP_INFO says, none by either
-sender as the wire record says) should take the cell's clean time. One that took clearly longer
+A sample that no loss recovery touched (pqbench.transport.touched: over TCP no retransmission by the
+client, as its TCP_INFO says, or by either sender, as the wire record says; over QUIC no dropped
+datagram) should take the cell's clean time. One that took clearly longer
 waited for something the link's loss did not cause. Each late sample's excess over the clean time is
 split, from what the instruments recorded, into the side that spent it:
 
@@ -21,6 +22,7 @@ reported percentile beyond its confidence interval.
 from __future__ import annotations
 
 from pqbench import stats
+from pqbench.transport import touched
 
 CLEAN_QUANTILE = 5  # the clean time: this percentile of the untouched samples (the fast mode's edge)
 MARGIN_MS = 0.5  # beyond the clean time by max_bias and this much, a sample is late
@@ -28,19 +30,6 @@ MIN_UNTOUCHED = 10
 LATE_SHARE = 0.03  # the report warns above this share of late samples among the untouched
 SIDES = ("server", "client", "link")
 RTO_MIN_MS = 200.0  # Linux's shortest retransmission timeout: a recovery that cost this much waited for one
-
-
-def touched(s: dict) -> bool:
-    """A retransmission on this sample's connection, either way (the client's TCP_INFO, and the wire's
-    record of both senders). A drop alone is not one: a lost packet that held the sample up was sent
-    again before the sample ended, and one never resent (a pure ACK, the client's Finished, a
-    session ticket, the teardown) did not hold it up; counting those as touched hid CPU-late samples
-    (at 10 % loss a third of the clean ones)."""
-    tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
-    if (tcp.get("retransmits") or 0) > 0:
-        return True
-    w = s.get("wire")
-    return bool(w) and any(w.get(k) for k in ("retrans_c2s", "retrans_s2c"))
 
 
 def clean_and_threshold(untouched_ms: list[float], max_bias: float) -> tuple[float, float]:

@@ -2,7 +2,7 @@
 read-write applies the rest, each in one transaction. Stores from before the numbering (no
 schema_version table) get migration 1, which is written to bring any of them up to date."""
 
-from pqbench.sample import PHASES, SSH_ONLY_PHASES
+from pqbench.sample import PHASES, PHASES_V1, SSH_ONLY_PHASES
 
 # Cell parameters: name -> SQL type. The spec's axes map onto these one to one.
 CELL_PARAMS = {
@@ -12,10 +12,11 @@ CELL_PARAMS = {
     "server": "VARCHAR", "client": "VARCHAR", "protocol": "VARCHAR", "congctl": "VARCHAR",
     "trace": "VARCHAR", "queue": "VARCHAR", "cross": "VARCHAR",
     "offer": "VARCHAR", "server_groups": "VARCHAR", "compress": "VARCHAR",
+    "transport": "VARCHAR", "quic_retry": "BOOLEAN", "initial_size": "INTEGER",
 }
 # Added by later migrations, not in migration 1's table.
 _LATER_PARAMS = ("stack", "server", "client", "protocol", "congctl", "trace", "queue", "cross", "offer", "server_groups",
-                 "compress")
+                 "compress", "transport", "quic_retry", "initial_size")
 # Sample columns from the emulator's record of the connection (pqbench.measure.wire.summary keys, prefixed).
 WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retrans_s2c": "INTEGER",
                 "wire_drops_c2s": "INTEGER", "wire_drops_s2c": "INTEGER", "wire_packets_c2s": "INTEGER",
@@ -46,7 +47,7 @@ ALTER TABLE crypto ADD COLUMN IF NOT EXISTS round INTEGER;
 CREATE TABLE IF NOT EXISTS samples (
     run_id VARCHAR, cell_id VARCHAR, seq INTEGER, worker INTEGER, i INTEGER, ok BOOLEAN,
     error_class VARCHAR, error VARCHAR, duration_ms DOUBLE,
-    {", ".join(f"{p}_ms DOUBLE" for p in PHASES)},
+    {", ".join(f"{p}_ms DOUBLE" for p in PHASES_V1)},
     start_mono_ns UBIGINT, "group" VARCHAR, sigalg VARCHAR, resumed BOOLEAN,
     client_hello_bytes INTEGER, server_hello_bytes INTEGER, certificate_bytes INTEGER,
     certificate_verify_bytes INTEGER, hs_bytes_sent INTEGER, hs_bytes_received INTEGER,
@@ -164,6 +165,16 @@ ALTER TABLE samples ADD COLUMN certificate_compressed_bytes INTEGER;
 ALTER TABLE samples ADD COLUMN early_data VARCHAR;
 """
 
+# QUIC (`transport = quic`): the transport a cell ran over (NULL: TCP, as every cell from before), whether the
+# server validated addresses with Retry and the client's Initial size; per sample the phase QUIC adds and
+# the transport, with the datagram counts in the raw sample and the wire record.
+_V13 = "".join(f"ALTER TABLE samples ADD COLUMN {p}_ms DOUBLE;" for p in PHASES if p not in PHASES_V1) + """
+ALTER TABLE cells ADD COLUMN transport VARCHAR;
+ALTER TABLE cells ADD COLUMN quic_retry BOOLEAN;
+ALTER TABLE cells ADD COLUMN initial_size INTEGER;
+ALTER TABLE samples ADD COLUMN transport VARCHAR;
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -177,6 +188,7 @@ MIGRATIONS = (
     (10, "nodes: the node of each cell and crypto round, one row per node's segment of a run", _V10),
     (11, "users' links: the trace, queue management and competing traffic of a cell", _V11),
     (12, "client offers, server preference, certificate compression, HelloRetryRequests and early data", _V12),
+    (13, "QUIC: a cell's transport, Retry and Initial size; a sample's transport and QUIC's own phase", _V13),
 )
 LATEST = MIGRATIONS[-1][0]
 

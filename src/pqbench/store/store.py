@@ -111,7 +111,7 @@ def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dic
             "http_status": s.get("http_status"), "body_bytes": s.get("body_bytes"), "requests": s.get("requests"),
             "cpu_wait_ms": s["cpu_wait_ns"] / 1e6 if s.get("cpu_wait_ns") is not None else None,
             "hrr": s.get("hrr"), "certificate_compressed_bytes": (s.get("cert_compression") or {}).get("compressed_bytes"),
-            "early_data": s.get("early_data"),
+            "early_data": s.get("early_data"), "transport": s.get("transport") or "tcp",
             "raw": json.dumps(s), "local_port": s.get("local_port"), "stack": s.get("stack") or "openssl",
             "server": s.get("server") or s.get("stack") or "openssl", "protocol": s.get("protocol") or "tls",
             **{k: wire.get(k.removeprefix("wire_")) for k in (*WIRE_COLUMNS, *WIRE_COLUMNS_V3)}}

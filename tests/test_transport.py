@@ -1,0 +1,67 @@
+"""Transport as one part of the seam: the spec's transport / quic_retry / initial_size axes, the cells they
+make (TCP's keep their ids), what a stack without the transport does, and what lateness means per transport."""
+
+import pytest
+
+from pqbench import transport
+from pqbench.errors import BadInput
+from pqbench.experiment import cells as cellmod
+from pqbench.experiment import spec as specmod
+from pqbench.measure import late
+
+BASE = """
+parallel = 1
+samples = 5
+[axes]
+kex = ["X25519MLKEM768"]
+sig = ["ecdsap256", "mldsa44"]
+rtt = ["31.1ms"]
+"""
+
+
+def test_naming_tcp_keeps_every_cell_id_and_quic_crosses_only_its_own_axes():
+    before = {c.cell_id for c in cellmod.expand(specmod.parse(BASE))}
+    cells = cellmod.expand(specmod.parse(BASE + 'transport = ["tcp", "quic"]\nquic_retry = [false, true]\n'
+                                                 "initial_size = [1200, 1400]\n"))
+    tcp = [c for c in cells if c.transport is None]
+    quic = [c for c in cells if c.transport == "quic"]
+    assert {c.cell_id for c in tcp} == before  # stores from before the axis resume
+    assert len(tcp) == 2 and len(quic) == 2 * 2 * 2
+    assert {(c.quic_retry, c.initial_size) for c in quic} == {(r, i) for r in (False, True) for i in (1200, 1400)}
+    one = next(c for c in quic if c.quic_retry and c.initial_size == 1400)
+    assert one.params()["transport"] == "quic" and "QUIC, Retry, Initial 1400" in one.label()
+    # the link (loss pattern, trace offsets) is the same for TCP and QUIC: their comparison is paired
+    assert {c.link_spec(7).seed for c in cells if c.sig == "mldsa44"} == {c.link_spec(7).seed for c in tcp}
+
+
+@pytest.mark.parametrize("extra,field,words", [
+    ('transport = ["sctp"]\n', "axes.transport[0]", "tcp, quic"),
+    ('quic_retry = [true]\n', "axes.quic_retry", '"quic"'),
+    ('transport = ["quic"]\nquic_retry = ["yes"]\n', "axes.quic_retry[0]", "true or false"),
+    ('transport = ["quic"]\ninitial_size = [1000]\n', "axes.initial_size[0]", "1200"),
+    ('transport = ["quic"]\ninitial_size = [1500]\n', "axes.initial_size[0]", "1472"),
+    ('transport = ["quic"]\nprotocol = "ssh"\n', "axes.transport[0]", "SSH does not run over QUIC"),
+])
+def test_bad_transport_axes_name_the_field(extra, field, words):
+    with pytest.raises(BadInput) as e:
+        specmod.parse(BASE + extra)
+    assert e.value.field == field and words in e.value.detail, (e.value.field, e.value.detail)
+
+
+def test_a_stack_without_quic_skips_the_cell_with_the_reason():
+    (cell, _) = cellmod.expand(specmod.parse(BASE + 'transport = ["quic"]\nstack = ["gotls"]\n'))
+    reason = cellmod.unavailable_reason(cell) or ""
+    if "is not built" in reason:
+        pytest.skip("the gotls stack is not built here (make test builds every stack)")
+    assert reason == "the gotls server has no QUIC (it speaks TCP)"
+
+
+def test_what_touches_a_sample_depends_on_its_transport():
+    # TCP: a retransmission, not a drop alone (a lost pure ACK did not hold the sample up)
+    assert not late.touched({"wire": {"drops_s2c": 1, "retrans_s2c": 0}})
+    assert late.touched({"tcp_end": {"retransmits": 1}})
+    # QUIC: retransmissions are encrypted; any dropped datagram counts
+    assert late.touched({"transport": "quic", "wire": {"drops_s2c": 1}})
+    assert not late.touched({"transport": "quic", "wire": {"drops_c2s": 0, "drops_s2c": 0}})
+    assert transport.of_sample({"transport": "quic"}).kernel_tcp is False
+    assert transport.of_sample({}).name == "tcp"
