@@ -220,8 +220,10 @@ source "$ROOT/scripts/build-rust.sh"   # do_tlsrs: rustls and s2n-tls (native/tl
 source "$ROOT/scripts/build-go.sh"     # do_gotls: Go 1.27's crypto/tls (native/tlsgo); go_build_module
 # shellcheck source=build-ssh.sh
 source "$ROOT/scripts/build-ssh.sh"    # do_openssh: OpenSSH 10 from Debian's archive; do_sshgo: native/sshgo
+# shellcheck source=build-nginx-h3.sh
+source "$ROOT/scripts/build-nginx-h3.sh"  # do_nginx-h3: nginx with HTTP/3 on our OpenSSL (the QUIC server)
 
-STEPS=(apt openssl liboqs venv native conf tlsrs gotls openssh sshgo apt_test)
+STEPS=(apt openssl liboqs venv native conf tlsrs gotls openssh sshgo nginx-h3 apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
                    [stacks]="tlsrs gotls openssh sshgo"
                    [test]="apt_test")
