@@ -3,6 +3,7 @@
 #   go_build_module NAME MODULE_DIR [PACKAGE ...]   builds MODULE_DIR's main packages (default ./cmd/...)
 #                                                   into build/NAME/bin
 #   do_gotls                                        native/tlsgo -> build/gotls/bin/tlsgo
+#   do_quicgo                                       native/quicgo (quic-go + HTTP/3) -> build/quicgo/bin/quicgo
 # Go itself comes from scripts/go-env.sh (Go 1.27 fetched by the installed go command from the Go
 # module proxy); modules are pinned by the module's committed go.sum and fetched from the Go module
 # proxy into build/go/mod. A finished tree is marked by .done ("GOVERSION RECIPE"); the recipe hashes
@@ -81,3 +82,4 @@ print()
 }
 
 do_gotls() { go_build_module gotls "$ROOT/native/tlsgo"; }
+do_quicgo() { go_build_module quicgo "$ROOT/native/quicgo"; }

@@ -223,7 +223,7 @@ source "$ROOT/scripts/build-ssh.sh"    # do_openssh: OpenSSH 10 from Debian's ar
 # shellcheck source=build-nginx-h3.sh
 source "$ROOT/scripts/build-nginx-h3.sh"  # do_nginx-h3: nginx with HTTP/3 on our OpenSSL (the QUIC server)
 
-STEPS=(apt openssl liboqs venv native conf tlsrs gotls openssh sshgo nginx-h3 apt_test)
+STEPS=(apt openssl liboqs venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
                    [stacks]="tlsrs gotls openssh sshgo"
                    [test]="apt_test")
