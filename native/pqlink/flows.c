@@ -22,6 +22,33 @@ _Static_assert(FLOW_MAX_CAPACITY < SPILL / 2, "index entries must not reach the 
 static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
 
+#define QUIC_V2 0x6b3343cfu /* RFC 9369: its Initial is long-header type 1, not 0 */
+
+/* A QUIC Initial (RFC 9000 §17.2, RFC 9369 §3.2): the long-header bit, a version other than 0
+ * (Version Negotiation), the Initial type of that version, connection IDs of at most 20 bytes
+ * inside the datagram. *scid gets a signature of the source connection ID. Only the first packet of
+ * the datagram counts: a client's first datagram of a connection starts with its Initial. */
+static bool quic_initial(const uint8_t *d, size_t n, uint64_t *scid)
+{
+    if (n < 7 || !(d[0] & 0x80))
+        return false;
+    uint32_t version = be32(d + 1);
+    unsigned type = (d[0] >> 4) & 3;
+    if (!version || type != (version == QUIC_V2 ? 1u : 0u))
+        return false;
+    size_t dcil = d[5];
+    if (dcil > 20 || 7 + dcil > n)
+        return false;
+    size_t scil = d[6 + dcil];
+    if (scil > 20 || 7 + dcil + scil > n)
+        return false;
+    uint64_t h = (1469598103934665603ULL ^ scil) * 1099511628211ULL;
+    for (size_t i = 0; i < scil; i++)
+        h = (h ^ d[7 + dcil + i]) * 1099511628211ULL;
+    *scid = h | 1; /* 0 means none */
+    return true;
+}
+
 int flow_parse(const uint8_t *pkt, size_t len, int dir, struct flow_pkt *out)
 {
     memset(out, 0, sizeof(*out));
@@ -79,6 +106,7 @@ int flow_parse(const uint8_t *pkt, size_t len, int dir, struct flow_pkt *out)
         if (l4 + 8 > end)
             return -1;
         out->payload = (uint32_t)(end - l4 - 8);
+        out->quic_initial = quic_initial(pkt + l4 + 8, out->payload, &out->quic_scid);
     } else {
         return -1;
     }
@@ -106,14 +134,19 @@ int flows_init(struct flow_table *t, size_t capacity)
     size_t slots = 16;
     while (slots < 4 * capacity)
         slots <<= 1;
+    /* Datagram lists: a quarter chunk per connection of capacity (enough for a handshake's
+     * datagrams in every one), at least one whole list. */
+    size_t chunks = capacity / 4 < FLOW_DGRAMS / FLOW_DGRAM_CHUNK ? FLOW_DGRAMS / FLOW_DGRAM_CHUNK : capacity / 4;
     t->flows = calloc(capacity, sizeof(*t->flows));
     t->spill = calloc(capacity, sizeof(*t->spill));
     t->index = calloc(slots, sizeof(*t->index));
-    if (!t->flows || !t->spill || !t->index) {
+    t->dgrams = calloc(chunks * FLOW_DGRAM_CHUNK, sizeof(*t->dgrams));
+    if (!t->flows || !t->spill || !t->index || !t->dgrams) {
         flows_destroy(t);
         return -1;
     }
     t->capacity = t->spill_capacity = capacity;
+    t->dgram_chunks = chunks;
     t->mask = slots - 1;
     return 0;
 }
@@ -123,9 +156,11 @@ void flows_destroy(struct flow_table *t)
     free(t->flows);
     free(t->spill);
     free(t->index);
+    free(t->dgrams);
     t->flows = NULL;
     t->spill = NULL;
     t->index = NULL;
+    t->dgrams = NULL;
     t->capacity = 0;
     pthread_mutex_destroy(&t->lock);
 }
@@ -136,7 +171,7 @@ void flows_reset(struct flow_table *t)
         return;
     pthread_mutex_lock(&t->lock);
     memset(t->index, 0, (t->mask + 1) * sizeof(*t->index));
-    t->used = t->spill_used = 0;
+    t->used = t->spill_used = t->dgram_chunks_used = 0;
     t->untracked_flows = t->untracked_packets = 0;
     pthread_mutex_unlock(&t->lock);
 }
@@ -210,11 +245,15 @@ static struct flow *record_for(struct flow_table *t, const struct flow_key *k, b
 static bool seq_before(uint32_t a, uint32_t b) { return (int32_t)(a - b) < 0; } /* modulo 2^32 */
 
 /* A client SYN on known ports with a new initial sequence number is a new connection (a port
- * reused after TIME_WAIT, or the first SYN after a reset caught the old one's last packets). */
+ * reused after TIME_WAIT, or the first SYN after a reset caught the old one's last packets); so is
+ * a client QUIC Initial with a source connection ID other than the one the record has (a client
+ * keeps its SCID through retransmissions and a Retry, and draws a new one per connection). */
 static bool new_connection(const struct flow *f, const struct flow_pkt *p)
 {
     const struct flow_side *c = &f->side[DIR_C2S];
-    return p->key.proto == IPPROTO_TCP && p->syn && !p->ack && (!c->syn_seen || c->isn != p->seq);
+    if (p->key.proto == IPPROTO_UDP)
+        return p->quic_initial && f->quic_scid && f->quic_scid != p->quic_scid;
+    return p->syn && !p->ack && (!c->syn_seen || c->isn != p->seq);
 }
 
 /* Retransmissions, judged at the arrival into the link where the sender's behaviour shows: a
@@ -259,8 +298,52 @@ static void note_flight(struct flow *f, int dir, uint32_t payload, bool push, in
     fl->bytes += payload;
 }
 
+static struct flow_dgram *dgram_at(struct flow_table *t, const struct flow *f, unsigned i)
+{
+    return &t->dgrams[(size_t)f->dgram_chunks[i / FLOW_DGRAM_CHUNK] * FLOW_DGRAM_CHUNK + i % FLOW_DGRAM_CHUNK];
+}
+
+/* Lists a datagram while the connection has room and the pool a chunk; counts it otherwise. The
+ * pool only refills at a reset, so a list is always its connection's first datagrams. */
+static void list_dgram(struct flow_table *t, struct flow *f, int dir, const struct flow_pkt *p, uint64_t id,
+                       int64_t now)
+{
+    unsigned i = f->ndgrams;
+    if (i == FLOW_DGRAMS || f->dgrams_overflow) {
+        f->dgrams_overflow++;
+        return;
+    }
+    if (i % FLOW_DGRAM_CHUNK == 0) {
+        if (t->dgram_chunks_used == t->dgram_chunks) {
+            f->dgrams_overflow++;
+            return;
+        }
+        f->dgram_chunks[i / FLOW_DGRAM_CHUNK] = (uint32_t)t->dgram_chunks_used++;
+    }
+    *dgram_at(t, f, i) = (struct flow_dgram){.t_ns = now, .id = (uint32_t)id, .bytes = (uint16_t)p->payload,
+                                             .dir = (uint8_t)dir,
+                                             .fate = dir == DIR_C2S ? DGRAM_IN_FLIGHT : DGRAM_DELIVERED};
+    f->ndgrams++;
+}
+
+/* What the link did with the client's datagram id. Deliveries come mostly in order, so the one
+ * sought is usually the first unsettled. */
+static void settle_dgram(struct flow_table *t, struct flow *f, uint64_t id, enum dgram_fate fate)
+{
+    for (unsigned i = f->dgram_unsettled; i < f->ndgrams; i++) {
+        struct flow_dgram *d = dgram_at(t, f, i);
+        if (d->dir == DIR_C2S && d->fate == DGRAM_IN_FLIGHT && d->id == (uint32_t)id) {
+            d->fate = (uint8_t)fate;
+            break;
+        }
+    }
+    while (f->dgram_unsettled < f->ndgrams && dgram_at(t, f, f->dgram_unsettled)->fate != DGRAM_IN_FLIGHT)
+        f->dgram_unsettled++;
+}
+
 /* The packet as a capture at the client shows it, at time now. */
-static void note_client_side(struct flow *f, int dir, const struct flow_pkt *p, int64_t now)
+static void note_client_side(struct flow_table *t, struct flow *f, int dir, const struct flow_pkt *p, uint64_t id,
+                             int64_t now)
 {
     struct flow_side *s = &f->side[dir];
     if (f->open_ns == FLOW_NO_TIME || now < f->open_ns) /* the two threads may take the lock out of order */
@@ -278,33 +361,43 @@ static void note_client_side(struct flow *f, int dir, const struct flow_pkt *p, 
             f->synack_ns = now;
         if ((p->fin || p->rst) && f->fin_ns == FLOW_NO_TIME)
             f->fin_ns = now;
+    } else {
+        if (dir == DIR_C2S && p->quic_initial && !f->quic_scid)
+            f->quic_scid = p->quic_scid;
+        list_dgram(t, f, dir, p, id, now);
     }
     if (p->payload)
         note_flight(f, dir, p->payload, p->psh, now);
 }
 
-static void note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now,
-                 int64_t late);
+static void note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, uint64_t id,
+                 int64_t now, int64_t late);
 
-void flows_note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now)
+void flows_note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, uint64_t id,
+                int64_t now)
 {
-    note(t, dir, ev, pkt, len, now, 0);
+    note(t, dir, ev, pkt, len, id, now, 0);
 }
 
-void flows_delivered(struct flow_table *t, int dir, const uint8_t *pkt, size_t len, int64_t now, int64_t late)
+void flows_delivered(struct flow_table *t, int dir, const uint8_t *pkt, size_t len, uint64_t id, int64_t now,
+                     int64_t late)
 {
-    note(t, dir, FLOW_DELIVERY, pkt, len, now, late);
+    note(t, dir, FLOW_DELIVERY, pkt, len, id, now, late);
 }
 
-static void note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, int64_t now,
-                 int64_t late)
+static void note(struct flow_table *t, int dir, enum flow_event ev, const uint8_t *pkt, size_t len, uint64_t id,
+                 int64_t now, int64_t late)
 {
-    if (!t->capacity || (ev == FLOW_DELIVERY && dir == DIR_C2S && late <= 0))
-        return; /* the client saw its own packets when they arrived; only their lateness is news */
+    if (!t->capacity)
+        return;
     struct flow_pkt p;
     bool parsed = flow_parse(pkt, len, dir, &p) == 0;
     if (!parsed && ev != FLOW_ARRIVAL)
         return; /* untracked packets are counted once, at their arrival */
+    bool client_dgram = dir == DIR_C2S && p.key.proto == IPPROTO_UDP;
+    if (ev == FLOW_DELIVERY && dir == DIR_C2S && late <= 0 && !client_dgram)
+        return; /* the client saw its own packets when they arrived; only their lateness is news
+                   (and a datagram's fate, for its list) */
     pthread_mutex_lock(&t->lock);
     bool created = false;
     struct flow *f = parsed ? record_for(t, &p.key, &created) : NULL;
@@ -318,16 +411,19 @@ static void note(struct flow_table *t, int dir, enum flow_event ev, const uint8_
     } else if (ev == FLOW_ARRIVAL) {
         note_sender(&f->side[dir], &p);
         if (dir == DIR_C2S)
-            note_client_side(f, dir, &p, now);
+            note_client_side(t, f, dir, &p, id, now);
     } else if (ev == FLOW_DELIVERY) {
         if (late > 0 && (uint64_t)late > f->side[dir].late_max_ns)
             f->side[dir].late_max_ns = (uint64_t)late;
         if (dir == DIR_S2C)
-            note_client_side(f, dir, &p, now);
-    } else if (ev == FLOW_LOST) {
-        f->side[dir].lost++;
+            note_client_side(t, f, dir, &p, id, now);
+        else if (client_dgram)
+            settle_dgram(t, f, id, DGRAM_DELIVERED);
     } else {
-        f->side[dir].queue_drops++;
+        f->side[dir].lost += ev == FLOW_LOST;
+        f->side[dir].queue_drops += ev == FLOW_QUEUE_DROP;
+        if (client_dgram)
+            settle_dgram(t, f, id, ev == FLOW_LOST ? DGRAM_LOST : DGRAM_QUEUE_DROP);
     }
     pthread_mutex_unlock(&t->lock);
 }
@@ -362,7 +458,10 @@ static void put_side(FILE *out, const char *name, const struct flow_side *s)
             (unsigned long long)s->late_max_ns);
 }
 
-static void put_flow(FILE *out, const struct flow *f)
+static const char *const fate_names[] = {"in_flight", "delivered", "lost", "queue_drop"};
+
+/* dgrams: the connection's listed datagrams (f->ndgrams), in the order the table received them. */
+static void put_flow(FILE *out, const struct flow *f, struct flow_dgram *dgrams)
 {
     fprintf(out, "{\"proto\":\"%s\",", f->key.proto == IPPROTO_TCP ? "tcp" : "udp");
     put_endpoint(out, "client", &f->key, f->key.client, f->key.client_port);
@@ -385,7 +484,24 @@ static void put_flow(FILE *out, const struct flow *f)
                 "\"bytes\":%llu}", i ? "," : "", dir_names[fl->dir], (long long)fl->first_ns, (long long)fl->last_ns,
                 fl->packets, fl->pushes, (unsigned long long)fl->bytes);
     }
-    fprintf(out, "],\"flights_overflow\":%llu}\n", (unsigned long long)f->flights_overflow);
+    fprintf(out, "],\"flights_overflow\":%llu", (unsigned long long)f->flights_overflow);
+    if (f->key.proto == IPPROTO_UDP) {
+        /* The two threads may take the lock a little out of their clocks' order: list by time
+         * (a stable insertion sort; the list is nearly sorted). */
+        for (unsigned i = 1; i < f->ndgrams; i++) {
+            struct flow_dgram d = dgrams[i];
+            unsigned j = i;
+            for (; j > 0 && dgrams[j - 1].t_ns > d.t_ns; j--)
+                dgrams[j] = dgrams[j - 1];
+            dgrams[j] = d;
+        }
+        fputs(",\"datagrams\":[", out);
+        for (unsigned i = 0; i < f->ndgrams; i++)
+            fprintf(out, "%s[\"%s\",%lld,%u,\"%s\"]", i ? "," : "", dir_names[dgrams[i].dir],
+                    (long long)dgrams[i].t_ns, dgrams[i].bytes, fate_names[dgrams[i].fate]);
+        fprintf(out, "],\"datagrams_overflow\":%llu", (unsigned long long)f->dgrams_overflow);
+    }
+    fputs("}\n", out);
 }
 
 int flows_write_json(struct flow_table *t, FILE *out, struct flows_summary *sum)
@@ -396,15 +512,19 @@ int flows_write_json(struct flow_table *t, FILE *out, struct flows_summary *sum)
     /* One record at a time under the lock, written outside it: the forwarding threads wait at most
      * for one copy, never for the file. */
     struct flow f;
+    struct flow_dgram dgrams[FLOW_DGRAMS];
     for (size_t i = 0;; i++) {
         pthread_mutex_lock(&t->lock);
         bool more = i < t->used;
-        if (more)
+        if (more) {
             f = t->flows[i];
+            for (unsigned k = 0; k < f.ndgrams; k++)
+                dgrams[k] = *dgram_at(t, &f, k);
+        }
         pthread_mutex_unlock(&t->lock);
         if (!more)
             break;
-        put_flow(out, &f);
+        put_flow(out, &f, dgrams);
         sum->flows++;
     }
     pthread_mutex_lock(&t->lock);

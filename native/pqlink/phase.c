@@ -45,15 +45,25 @@ void phase_restart(struct trace_phase *ph, int64_t now)
     cnt_add(&ph->restarts, 1);
 }
 
-/* A signature of (connection, initial sequence number): a retransmitted SYN repeats it. */
-static uint64_t syn_signature(const struct flow_pkt *fp)
+/* A signature of (connection, initial sequence number) for a SYN, of (connection, the client's
+ * source connection ID) for a QUIC Initial: a retransmission repeats it, and so do the client's
+ * later Initials (after the server's first one or a Retry, which change only the destination ID). */
+static uint64_t connection_signature(const struct flow_pkt *fp)
 {
     const uint8_t *k = (const uint8_t *)&fp->key;
     uint64_t h = 1469598103934665603ULL;
     for (size_t i = 0; i < sizeof(fp->key); i++)
         h = (h ^ k[i]) * 1099511628211ULL;
-    h = (h ^ fp->seq) * 1099511628211ULL;
+    uint64_t id = fp->key.proto == 6 ? fp->seq : fp->quic_scid;
+    h = (h ^ (uint32_t)id) * 1099511628211ULL;
+    h = (h ^ (id >> 32)) * 1099511628211ULL;
     return h | 1; /* 0 marks an empty slot */
+}
+
+/* What opens a client connection: a TCP SYN without ACK, or a QUIC Initial. */
+static bool opens_connection(const struct flow_pkt *fp)
+{
+    return fp->key.proto == 6 ? fp->syn && !fp->ack : fp->quic_initial;
 }
 
 bool phase_note(struct trace_phase *ph, const uint8_t *pkt, size_t len, int64_t now)
@@ -61,9 +71,9 @@ bool phase_note(struct trace_phase *ph, const uint8_t *pkt, size_t len, int64_t 
     if (len < 20 || !atomic_load_explicit(&ph->active, memory_order_relaxed))
         return false;
     struct flow_pkt fp;
-    if (flow_parse(pkt, len, DIR_C2S, &fp) < 0 || fp.key.proto != 6 || !fp.syn || fp.ack)
+    if (flow_parse(pkt, len, DIR_C2S, &fp) < 0 || !opens_connection(&fp))
         return false;
-    uint64_t sig = syn_signature(&fp);
+    uint64_t sig = connection_signature(&fp);
     for (unsigned i = 0; i < PHASE_RECENT; i++)
         if (ph->recent[i] == sig)
             return false;

@@ -1,8 +1,9 @@
 /* Where in their traces the two directions are. Each new client connection (a client->server TCP
- * SYN that is not a retransmission) restarts both directions' traces at the next offset of a
- * sequence seeded from the link's seed: the k-th connection of every measurement with the same seed
- * meets the same capacity pattern, whatever the algorithm (paired comparisons). The offset is a
- * fraction u of each direction's period (trace_offset_ns). A reset restarts the sequence.
+ * SYN, or a client QUIC Initial, that is not a retransmission) restarts both directions' traces at
+ * the next offset of a sequence seeded from the link's seed: the k-th connection of every
+ * measurement with the same seed meets the same capacity pattern, whatever the algorithm (paired
+ * comparisons). The offset is a fraction u of each direction's period (trace_offset_ns). A reset
+ * restarts the sequence.
  *
  * Written by the client->server thread only (phase_note, phase_reseed), read by both through a
  * sequence lock (phase_poll). Clock-free: the SYN's arrival time comes in as an argument. */
@@ -17,10 +18,10 @@
 #include "rng.h"
 #include "util.h"
 
-#define PHASE_RECENT 64 /* SYNs remembered to tell a retransmitted one from a new connection */
+#define PHASE_RECENT 64 /* SYNs and Initials remembered to tell a retransmitted one from a new connection */
 
 struct trace_phase {
-    atomic_bool active;     /* some direction has a trace: look for SYNs */
+    atomic_bool active;     /* some direction has a trace: look for SYNs and Initials */
     _Atomic uint64_t seq;   /* odd while being written */
     _Atomic uint64_t gen;   /* restarts since the start (never reset) */
     _Atomic int64_t at;     /* when the latest restart happened */
@@ -35,7 +36,7 @@ struct trace_phase {
 };
 
 void phase_init(struct trace_phase *ph, uint64_t seed);
-/* Restarts the offset sequence from seed and clears the record and the remembered SYNs. */
+/* Restarts the offset sequence from seed and clears the record and the remembered SYNs and Initials. */
 void phase_reseed(struct trace_phase *ph, uint64_t seed);
 /* A client->server packet arrived at now; restarts the phase if it opens a new connection.
  * Returns true when it did. */

@@ -44,7 +44,8 @@ static void drop(struct pipeline *pl, struct pkt *p, enum verdict why, int64_t n
     if (pl->on_drop)
         pl->on_drop(pl->ctx, p, why, now);
     if (pl->flows)
-        flows_note(pl->flows, pl->dir, why == V_DROP_LOSS ? FLOW_LOST : FLOW_QUEUE_DROP, p->data, p->len, now);
+        flows_note(pl->flows, pl->dir, why == V_DROP_LOSS ? FLOW_LOST : FLOW_QUEUE_DROP, p->data, p->len, p->seq,
+                   now);
     cnt_set(&pl->cnt->in_flight, cnt_get(&pl->cnt->in_flight) - 1);
     pkt_put(&pl->pool, p);
 }
@@ -61,7 +62,7 @@ static void deliver(struct pipeline *pl, struct pkt *p, int64_t now)
         if (p->flags & PKT_CE)
             cnt_add(&pl->cnt->ecn_marks, 1);
         if (pl->flows)
-            flows_delivered(pl->flows, pl->dir, p->data, p->len, now, late);
+            flows_delivered(pl->flows, pl->dir, p->data, p->len, p->seq, now, late);
     } else {
         cnt_add(&pl->cnt->write_errors, 1);
     }
@@ -130,7 +131,7 @@ void pipeline_input(struct pipeline *pl, struct pkt *p, int64_t now)
     cnt_max(&pl->cnt->max_packet_bytes, p->len);
     cnt_set(&pl->cnt->in_flight, cnt_get(&pl->cnt->in_flight) + 1);
     if (pl->flows) /* before the stages: a capture at the sender shows the packet even if we drop it */
-        flows_note(pl->flows, pl->dir, FLOW_ARRIVAL, p->data, p->len, now);
+        flows_note(pl->flows, pl->dir, FLOW_ARRIVAL, p->data, p->len, p->seq, now);
     /* a new connection restarts the traces, itself included */
     if (pl->phase && pl->dir == DIR_C2S && phase_note(pl->phase, p->data, p->len, now))
         follow_phase(pl, now);

@@ -361,6 +361,74 @@ static void test_phase_sequence(void)
     }
 }
 
+/* An IPv4 UDP datagram from 10.0.0.1:port to 10.0.0.2:443 whose 1200-byte payload opens with a QUIC
+ * long header (first byte, version 1, 8-byte DCID and SCID of one byte each) or, for first < 0x80, a
+ * short header. */
+static struct pkt *quic_pkt(uint16_t port, uint8_t first, uint8_t dcid, uint8_t scid)
+{
+    struct pkt *p = calloc(1, sizeof(*p));
+    uint32_t len = 20 + 8 + 1200;
+    p->data = calloc(1, len);
+    p->len = p->cap = len;
+    uint8_t *d = p->data, *q = d + 28;
+    d[0] = 0x45;
+    d[2] = (uint8_t)(len >> 8), d[3] = (uint8_t)len;
+    d[8] = 64;
+    d[9] = 17;
+    d[12] = 10, d[15] = 1;
+    d[16] = 10, d[19] = 2;
+    d[20] = (uint8_t)(port >> 8), d[21] = (uint8_t)port;
+    d[22] = 443 >> 8, d[23] = 443 & 0xff;
+    d[24] = (uint8_t)((len - 20) >> 8), d[25] = (uint8_t)(len - 20);
+    q[0] = first;
+    if (first & 0x80) {
+        q[4] = 1;
+        q[5] = 8;
+        memset(q + 6, dcid, 8);
+        q[14] = 8;
+        memset(q + 15, scid, 8);
+    }
+    return p;
+}
+
+/* QUIC: a client Initial opens a connection like a SYN, once per (ports, source connection ID): not its
+ * retransmission, not its Initials to the server's ID after the server's first packet or a Retry,
+ * not its Handshake or 1-RTT packets; a new SCID on a reused port does. The offsets are the same
+ * sequence as for TCP connections. */
+static void test_phase_quic(void)
+{
+    struct trace_phase ph, tcp_ph;
+    phase_init(&ph, 7);
+    phase_init(&tcp_ph, 7);
+    atomic_store(&ph.active, true);
+    atomic_store(&tcp_ph.active, true);
+    struct pkt *first = quic_pkt(40000, 0xc0, 0x11, 0xa1), *again = quic_pkt(40000, 0xc0, 0x11, 0xa1),
+               *after_retry = quic_pkt(40000, 0xc0, 0x77, 0xa1), *handshake = quic_pkt(40000, 0xe0, 0x77, 0xa1),
+               *short_hdr = quic_pkt(40000, 0x40, 0, 0), *reused = quic_pkt(40000, 0xc0, 0x22, 0xb2),
+               *other = quic_pkt(40001, 0xc0, 0x33, 0xc3);
+    uint64_t seen = 0, tcp_seen = 0;
+    int64_t at;
+    double u, tcp_u;
+    CHECK(phase_note(&ph, first->data, first->len, 1 * MS), "the first Initial did not restart");
+    CHECK(phase_poll(&ph, &seen, &at, &u) && at == 1 * MS, "restart at the Initial's arrival");
+    phase_restart(&tcp_ph, 1 * MS); /* the first TCP connection meets the first offset: so does QUIC's */
+    phase_poll(&tcp_ph, &tcp_seen, &at, &tcp_u);
+    CHECK(u == tcp_u, "first QUIC offset %.6f, TCP %.6f", u, tcp_u);
+    CHECK(!phase_note(&ph, again->data, again->len, 300 * MS), "retransmitted Initial restarted");
+    CHECK(!phase_note(&ph, after_retry->data, after_retry->len, 301 * MS), "Initial after a Retry restarted");
+    CHECK(!phase_note(&ph, handshake->data, handshake->len, 302 * MS) &&
+              !phase_note(&ph, short_hdr->data, short_hdr->len, 303 * MS),
+          "Handshake or 1-RTT packet restarted");
+    CHECK(phase_note(&ph, reused->data, reused->len, 400 * MS), "new SCID on a reused port did not restart");
+    CHECK(phase_note(&ph, other->data, other->len, 401 * MS) && cnt_get(&ph.restarts) == 3, "restarts %llu",
+          (unsigned long long)cnt_get(&ph.restarts));
+    struct pkt *all[] = {first, again, after_retry, handshake, short_hdr, reused, other};
+    for (int i = 0; i < 7; i++) {
+        free(all[i]->data);
+        free(all[i]);
+    }
+}
+
 /* A client SYN restarts both directions' traces at the seeded offset, from the SYN's time on. */
 static void test_phase_pipelines(void)
 {
@@ -657,6 +725,7 @@ int main(void)
     test_trace_queue_limit();
     test_phase_sequence();
     test_phase_pipelines();
+    test_phase_quic();
     test_codel_standing_queue();
     test_codel_overload();
     test_codel_ecn();

@@ -84,12 +84,52 @@ static struct raw udp(struct ep src, struct ep dst, uint32_t payload)
     return r;
 }
 
-/* The client's packets arrive at the link; the server's arrive, then are delivered `delay` later. */
-static void c2s(struct flow_table *t, struct raw r, int64_t now) { flows_note(t, C2S, FLOW_ARRIVAL, r.b, r.len, now); }
-static void s2c(struct flow_table *t, struct raw r, int64_t now, int64_t delay)
+/* A QUIC long-header packet opening a UDP datagram of `payload` bytes (at least 23): first byte
+ * (0xc0 = v1 Initial, 0xe0 = v1 Handshake), version, 8-byte DCID and SCID filled with one byte each. */
+static struct raw quic_long(struct ep src, struct ep dst, uint32_t payload, uint8_t first, uint32_t version,
+                            uint8_t dcid, uint8_t scid)
 {
-    flows_note(t, S2C, FLOW_ARRIVAL, r.b, r.len, now);
-    flows_note(t, S2C, FLOW_DELIVERY, r.b, r.len, now + delay);
+    struct raw r = udp(src, dst, payload);
+    uint8_t *q = r.b + r.len - payload;
+    q[0] = first;
+    put32(q + 1, version);
+    q[5] = 8;
+    memset(q + 6, dcid, 8);
+    q[14] = 8;
+    memset(q + 15, scid, 8);
+    return r;
+}
+
+static struct raw initial(struct ep src, struct ep dst, uint32_t payload, uint8_t dcid, uint8_t scid)
+{
+    return quic_long(src, dst, payload, 0xc0, 1, dcid, scid);
+}
+
+/* A 1-RTT packet: short header (first bit clear). */
+static struct raw quic_short(struct ep src, struct ep dst, uint32_t payload)
+{
+    struct raw r = udp(src, dst, payload);
+    r.b[r.len - payload] = 0x40;
+    return r;
+}
+
+/* The link's number for the next packet of each direction, as the pipeline gives it. */
+static uint64_t next_id[2];
+
+/* The client's packets arrive at the link; the server's arrive, then are delivered `delay` later.
+ * Each returns the packet's number. */
+static uint64_t c2s(struct flow_table *t, struct raw r, int64_t now)
+{
+    uint64_t id = next_id[C2S]++;
+    flows_note(t, C2S, FLOW_ARRIVAL, r.b, r.len, id, now);
+    return id;
+}
+static uint64_t s2c(struct flow_table *t, struct raw r, int64_t now, int64_t delay)
+{
+    uint64_t id = next_id[S2C]++;
+    flows_note(t, S2C, FLOW_ARRIVAL, r.b, r.len, id, now);
+    flows_note(t, S2C, FLOW_DELIVERY, r.b, r.len, id, now + delay);
+    return id;
 }
 
 /* The table's records, as the control command would write them. */
@@ -498,8 +538,8 @@ static void test_json(void)
     c2s(&t, tcp(CLIENT, SERVER, 101, F_ACK, 300), 8);
     struct ep c6 = {"fd00::1", 5353}, s6 = {"fd00::2", 53};
     struct raw dgram = udp(c6, s6, 40);
-    c2s(&t, dgram, 9);
-    flows_note(&t, C2S, FLOW_LOST, dgram.b, dgram.len, 9); /* seen at the client, then lost */
+    uint64_t id = c2s(&t, dgram, 9);
+    flows_note(&t, C2S, FLOW_LOST, dgram.b, dgram.len, id, 9); /* seen at the client, then lost */
     struct dump d = dump(&t);
     CHECK(json_lines(d.text) == 2, "two JSON lines:\n%s", d.text);
     CHECK(strstr(d.text, "{\"proto\":\"tcp\",\"client\":\"10.9.0.1:40000\",\"server\":\"10.9.0.2:4433\","
@@ -552,11 +592,11 @@ static void test_link_lateness(void)
     c2s(&t, tcp(CLIENT, SERVER, 100, F_SYN, 0), 1000 * MS);
     s2c(&t, tcp(SERVER, CLIENT, 900, F_SYN | F_ACK, 0), 1010 * MS, 10 * MS);
     struct raw hello = tcp(CLIENT, SERVER, 101, F_ACK | F_PSH, 300);
-    c2s(&t, hello, 1021 * MS);
-    flows_delivered(&t, C2S, hello.b, hello.len, 1031 * MS + 2 * MS, 2 * MS); /* released 2 ms late */
+    uint64_t id = c2s(&t, hello, 1021 * MS);
+    flows_delivered(&t, C2S, hello.b, hello.len, id, 1031 * MS + 2 * MS, 2 * MS); /* released 2 ms late */
     struct raw answer = tcp(SERVER, CLIENT, 901, F_ACK | F_PSH, 1448);
-    flows_note(&t, S2C, FLOW_ARRIVAL, answer.b, answer.len, 1040 * MS);
-    flows_delivered(&t, S2C, answer.b, answer.len, 1050 * MS + 300000, 300000);
+    flows_note(&t, S2C, FLOW_ARRIVAL, answer.b, answer.len, 7, 1040 * MS);
+    flows_delivered(&t, S2C, answer.b, answer.len, 7, 1050 * MS + 300000, 300000);
     const struct flow *f = only(&t);
     CHECK(f && f->side[C2S].late_max_ns == 2 * MS && f->side[S2C].late_max_ns == 300000,
           "late c2s %llu s2c %llu", f ? (unsigned long long)f->side[C2S].late_max_ns : 0,
@@ -570,6 +610,338 @@ static void test_link_lateness(void)
     flows_destroy(&t);
 }
 
+/* ---- UDP: datagrams one by one ------------------------------------------------------------- */
+
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+static void test_quic_parse(void)
+{
+    struct flow_pkt a, b;
+    struct raw r = initial(CLIENT, SERVER, 1200, 0x11, 0xa1);
+    CHECK(flow_parse(r.b, r.len, C2S, &a) == 0 && a.quic_initial && a.quic_scid, "v1 Initial");
+    r = initial(CLIENT, SERVER, 1200, 0x22, 0xa1); /* another destination ID, as after a Retry */
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && b.quic_initial && b.quic_scid == a.quic_scid,
+          "the signature follows the source connection ID only");
+    r = initial(CLIENT, SERVER, 1200, 0x11, 0xb2);
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && b.quic_initial && b.quic_scid != a.quic_scid, "another SCID");
+    r = quic_long(CLIENT, SERVER, 1200, 0xd0, 0x6b3343cf, 0x11, 0xa1); /* QUIC v2: Initial is type 1 */
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && b.quic_initial, "v2 Initial");
+    r = quic_long(CLIENT, SERVER, 1200, 0xc0, 0x6b3343cf, 0x11, 0xa1); /* type 0 is v2's 0-RTT */
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && !b.quic_initial, "v2 0-RTT is no Initial");
+    r = quic_long(CLIENT, SERVER, 1200, 0xe0, 1, 0x11, 0xa1);
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && !b.quic_initial, "Handshake is no Initial");
+    r = quic_long(CLIENT, SERVER, 1200, 0xc0, 0, 0x11, 0xa1);
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && !b.quic_initial, "Version Negotiation is no Initial");
+    r = quic_short(CLIENT, SERVER, 1200);
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && !b.quic_initial, "short header");
+    r = initial(CLIENT, SERVER, 1200, 0x11, 0xa1);
+    r.b[20 + 8 + 5] = 21; /* a DCID longer than QUIC allows */
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && !b.quic_initial, "DCID length 21");
+    r = initial(CLIENT, SERVER, 20, 0x11, 0xa1); /* the SCID runs past the datagram */
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && !b.quic_initial, "truncated Initial");
+    r = udp(CLIENT, SERVER, 0);
+    CHECK(flow_parse(r.b, r.len, C2S, &b) == 0 && !b.quic_initial && b.payload == 0, "empty datagram");
+}
+
+/* A QUIC-like exchange noted by hand: per direction datagrams and payload bytes, the list with each
+ * client datagram's fate (settled by its number, in any order), server drops only counted. */
+static void test_udp_record(void)
+{
+    struct flow_table t;
+    flows_init(&t, 16);
+    struct raw hello = initial(CLIENT, SERVER, 1200, 0x11, 0xa1);
+    uint64_t id = c2s(&t, hello, 1000 * MS);
+    flows_delivered(&t, C2S, hello.b, hello.len, id, 1010 * MS, 0); /* settles it: delivered */
+    s2c(&t, initial(SERVER, CLIENT, 1200, 0xa1, 0x55), 1015 * MS, 10 * MS); /* at the client at 1025 */
+    struct raw gone = quic_long(SERVER, CLIENT, 1200, 0xe0, 1, 0xa1, 0x55);
+    flows_note(&t, S2C, FLOW_ARRIVAL, gone.b, gone.len, 100, 1015100000);
+    flows_note(&t, S2C, FLOW_LOST, gone.b, gone.len, 100, 1015100000); /* never reaches the client */
+    s2c(&t, quic_long(SERVER, CLIENT, 1100, 0xe0, 1, 0xa1, 0x55), 1015200000, 10 * MS);
+    struct raw ack = initial(CLIENT, SERVER, 50, 0x55, 0xa1), fin = quic_long(CLIENT, SERVER, 50, 0xe0, 1, 0x55, 0xa1);
+    uint64_t a = c2s(&t, ack, 1030 * MS), b = c2s(&t, fin, 1031 * MS);
+    /* the server thread takes the lock after the client's, with an earlier time */
+    s2c(&t, quic_short(SERVER, CLIENT, 300), 1019500000, 10 * MS);
+    flows_note(&t, C2S, FLOW_QUEUE_DROP, fin.b, fin.len, b, 1031 * MS); /* the later one first */
+    flows_note(&t, C2S, FLOW_LOST, ack.b, ack.len, a, 1030 * MS);
+    c2s(&t, quic_short(CLIENT, SERVER, 80), 1032 * MS); /* still in the link when written */
+
+    struct flow *f = only(&t);
+    CHECK(f != NULL, "one connection, %zu recorded", t.used);
+    if (!f)
+        return;
+    const struct flow_side *c = &f->side[C2S], *sv = &f->side[S2C];
+    CHECK(c->packets == 4 && c->payload_bytes == 1380 && c->bytes == 1380 + 4 * 28 && c->lost == 1 &&
+              c->queue_drops == 1,
+          "c2s: %llu datagrams, %llu payload, %llu lost, %llu queue drops", (unsigned long long)c->packets,
+          (unsigned long long)c->payload_bytes, (unsigned long long)c->lost, (unsigned long long)c->queue_drops);
+    CHECK(sv->packets == 3 && sv->payload_bytes == 2600 && sv->lost == 1 && sv->first_ns == 1025 * MS,
+          "s2c: %llu delivered, %llu payload, %llu lost", (unsigned long long)sv->packets,
+          (unsigned long long)sv->payload_bytes, (unsigned long long)sv->lost);
+    /* flights follow the order the table heard of the datagrams (the late-noted 300 bytes make one) */
+    CHECK(f->open_ns == 1000 * MS && f->syn_ns == FLOW_NO_TIME && f->nflights == 5 && f->flights[1].packets == 2 &&
+              f->flights[2].packets == 2 && f->flights[4].packets == 1,
+          "open %lld, %u flights", (long long)f->open_ns, f->nflights);
+    CHECK(f->ndgrams == 7 && f->dgrams_overflow == 0, "%u datagrams listed", f->ndgrams);
+    struct dump d = dump(&t);
+    CHECK(json_lines(d.text) == 1, "one JSON line:\n%s", d.text);
+    CHECK(d.text && strstr(d.text, "\"flights_overflow\":0,\"datagrams\":["
+                                   "[\"c2s\",1000000000,1200,\"delivered\"],"
+                                   "[\"s2c\",1025000000,1200,\"delivered\"],"
+                                   "[\"s2c\",1025200000,1100,\"delivered\"],"
+                                   "[\"s2c\",1029500000,300,\"delivered\"],"
+                                   "[\"c2s\",1030000000,50,\"lost\"],"
+                                   "[\"c2s\",1031000000,50,\"queue_drop\"],"
+                                   "[\"c2s\",1032000000,80,\"in_flight\"]],"
+                                   "\"datagrams_overflow\":0}\n"),
+          "datagrams in time order with their fates:\n%s", d.text);
+    free(d.text);
+    flows_destroy(&t);
+}
+
+/* The list keeps a connection's first FLOW_DGRAMS datagrams; a pool shared by the table, refilled
+ * at a reset, holds them (a quarter chunk per connection of capacity, at least one whole list). */
+static void test_udp_list_bounds(void)
+{
+    struct flow_table t;
+    flows_init(&t, 16);
+    CHECK(t.dgram_chunks == FLOW_DGRAMS / FLOW_DGRAM_CHUNK, "pool of %zu chunks", t.dgram_chunks);
+    struct ep a = {"10.9.0.1", 41000}, b = {"10.9.0.1", 41001};
+    for (int i = 0; i < 100; i++)
+        c2s(&t, quic_short(a, SERVER, 100), i * MS);
+    for (int i = 0; i < 200; i++)
+        c2s(&t, quic_short(b, SERVER, 200), 1000 * MS + i * MS); /* gets the pool's last 4 chunks */
+    for (int i = 0; i < 50; i++)
+        c2s(&t, quic_short(a, SERVER, 100), 2000 * MS + i * MS); /* fills its chunk, finds no more */
+    struct ep tc = {"10.9.0.1", 41002};
+    c2s(&t, tcp(tc, SERVER, 1, F_SYN, 0), 3000 * MS);
+    c2s(&t, tcp(tc, SERVER, 2, F_ACK, 500), 3001 * MS);
+    CHECK(t.used == 3, "%zu connections", t.used);
+    if (t.used != 3)
+        return;
+    const struct flow *fa = &t.flows[0], *fb = &t.flows[1];
+    CHECK(fa->ndgrams == 128 && fa->dgrams_overflow == 22 && fa->side[C2S].packets == 150,
+          "a: %u listed, %llu more", fa->ndgrams, (unsigned long long)fa->dgrams_overflow);
+    CHECK(fb->ndgrams == 128 && fb->dgrams_overflow == 72 && fb->side[C2S].packets == 200,
+          "b: %u listed, %llu more", fb->ndgrams, (unsigned long long)fb->dgrams_overflow);
+    CHECK(t.flows[2].ndgrams == 0, "TCP lists nothing");
+    struct dump d = dump(&t);
+    char *second = d.text ? strchr(d.text, '\n') : NULL, *third = second ? strchr(second + 1, '\n') : NULL;
+    CHECK(second && third && json_lines(d.text) == 3, "three lines:\n%s", d.text);
+    if (second && third) {
+        *second = *third = 0;
+        CHECK(count_of(d.text, "[\"c2s\",") == 128 && strstr(d.text, "[\"c2s\",2027000000,100,\"in_flight\"]],"
+                                                                   "\"datagrams_overflow\":22}"),
+              "a's list: its first 128, the last at 2027 ms");
+        CHECK(count_of(second + 1, "[\"c2s\",") == 128 && strstr(second + 1, "\"datagrams_overflow\":72}"),
+              "b's list");
+        CHECK(!strstr(third + 1, "datagrams") && strstr(third + 1, "\"flights_overflow\":0}"),
+              "the TCP record is unchanged: %s", third + 1);
+    }
+    free(d.text);
+
+    flows_reset(&t);
+    for (int i = 0; i < 300; i++)
+        c2s(&t, quic_short(b, SERVER, 1472), i * MS);
+    const struct flow *f = only(&t);
+    CHECK(f && f->ndgrams == FLOW_DGRAMS && f->dgrams_overflow == 300 - FLOW_DGRAMS,
+          "after a reset: %u listed, %llu more", f ? f->ndgrams : 0, f ? (unsigned long long)f->dgrams_overflow : 0);
+    d = dump(&t);
+    CHECK(d.text && count_of(d.text, "[\"c2s\",") == FLOW_DGRAMS && strstr(d.text, "\"datagrams_overflow\":44}"),
+          "the bound in JSON");
+    free(d.text);
+    flows_destroy(&t);
+}
+
+/* A client Initial with a new source connection ID on known ports is a new connection (a port the
+ * kernel handed out again); its retransmissions, its Initials after the server's, other packets are not. */
+static void test_udp_port_reuse(void)
+{
+    struct flow_table t;
+    flows_init(&t, 16);
+    c2s(&t, initial(CLIENT, SERVER, 1200, 0x11, 0xa1), 0);
+    c2s(&t, initial(CLIENT, SERVER, 1200, 0x11, 0xa1), 300 * MS); /* retransmitted */
+    s2c(&t, initial(SERVER, CLIENT, 1200, 0xa1, 0x55), 301 * MS, MS);
+    c2s(&t, initial(CLIENT, SERVER, 1200, 0x55, 0xa1), 303 * MS); /* to the server's ID now */
+    c2s(&t, quic_short(CLIENT, SERVER, 40), 304 * MS);
+    CHECK(t.used == 1 && t.flows[0].side[C2S].packets == 4, "one connection so far: %zu", t.used);
+    c2s(&t, initial(CLIENT, SERVER, 1250, 0x33, 0xb2), 900 * MS);
+    s2c(&t, initial(SERVER, CLIENT, 1200, 0xb2, 0x66), 901 * MS, MS);
+    CHECK(t.used == 2 && t.flows[0].retired && !t.flows[1].retired && t.flows[1].open_ns == 900 * MS &&
+              t.flows[1].side[S2C].packets == 1 && t.flows[1].ndgrams == 2 && t.flows[0].ndgrams == 5,
+          "a new SCID on the same ports starts a new record: %zu", t.used);
+    /* other UDP (no QUIC) keeps one record */
+    struct ep dns = {"10.9.0.1", 5353};
+    c2s(&t, udp(dns, SERVER, 40), 0);
+    c2s(&t, udp(dns, SERVER, 40), 1);
+    CHECK(t.used == 3 && t.flows[2].side[C2S].packets == 2, "plain UDP");
+    flows_destroy(&t);
+}
+
+/* ---- UDP through the pipeline --------------------------------------------------------------- */
+
+/* What the pipeline did with each packet of a direction, by its number. */
+struct fates {
+    int64_t out_ns[1024]; /* when delivered, 0 if not */
+    int why[1024];        /* 0 delivered or not yet, else V_DROP_* */
+};
+
+static int fates_out(void *ctx, struct pkt *p, int64_t now)
+{
+    ((struct fates *)ctx)->out_ns[p->seq] = now;
+    return 0;
+}
+
+static void fates_drop(void *ctx, const struct pkt *p, enum verdict why, int64_t now)
+{
+    ((struct fates *)ctx)->why[p->seq] = (int)why;
+}
+
+/* UDP payload sizes of the datagrams the tests send: a pure ACK, a 1200-byte Initial, a full MTU. */
+static const uint32_t DGRAM_SIZES[3] = {60, 1200, 1472};
+
+/* n client packets into one direction: UDP datagrams of DGRAM_SIZES, or TCP segments of the same IP
+ * size; `gap` apart, in bursts of `burst` at one instant. */
+static void send_sized(struct pipeline *pl, bool as_udp, int n, int64_t t0, int64_t gap, int burst)
+{
+    for (int i = 0; i < n; i++) {
+        uint32_t size = DGRAM_SIZES[i % 3];
+        struct raw r = as_udp ? quic_short(CLIENT, SERVER, size) : tcp(CLIENT, SERVER, 1 + (uint32_t)i * 2000, F_ACK, size - 12);
+        int64_t at = t0 + (i / burst) * gap;
+        int64_t next;
+        while ((next = pipeline_next_deadline(pl)) != NEVER_DEADLINE && next <= at)
+            pipeline_pump(pl, next);
+        input(pl, r, at);
+    }
+}
+
+/* Loss, rate and delay see packets, not protocols: datagrams of 60, 1200 and 1472 bytes meet
+ * exactly what TCP segments of the same size meet with the same seed; spaced out, each leaves after
+ * its serialisation (size + overhead at the rate) and the delay. */
+static void test_datagrams_meet_the_link_as_segments(void)
+{
+    const char *configs[2][8] = {
+        {"loss=0.1", "seed=11", "rate_bps=10000000", "overhead=38", "delay_ns=5000000", NULL},
+        {"loss_model=gemodel", "ge_p=0.05", "ge_r=0.3", "seed=12", "rate_bps=2000000", "queue_packets=8",
+         "delay_ns=5000000", NULL}};
+    static struct fates got[2][2]; /* [config][udp] */
+    static struct dir_counters cnt;
+    memset(got, 0, sizeof(got));
+    for (int k = 0; k < 2; k++) {
+        struct dir_config cfg[2];
+        bool changed[2];
+        char err[256];
+        config_defaults(&cfg[0]);
+        config_defaults(&cfg[1]);
+        for (const char *const *kv = configs[k]; *kv; kv++)
+            CHECK(config_apply(cfg, changed, *kv, err, sizeof(err)) == 0, "%s: %s", *kv, err);
+        if (k == 1)
+            cfg[C2S].jitter_ns = 2 * MS, cfg[C2S].reorder = true; /* jitter draws too, in any order */
+        for (int u = 0; u < 2; u++) {
+            struct flow_table t;
+            flows_init(&t, 16);
+            memset(&cnt, 0, sizeof(cnt));
+            struct pipeline pl;
+            pipeline_init(&pl, C2S, &cfg[C2S], &cnt);
+            pl.output = fates_out;
+            pl.on_drop = fates_drop;
+            pl.ctx = &got[k][u];
+            pl.flows = &t;
+            if (k == 0)
+                send_sized(&pl, u, 300, 0, 2 * MS, 1); /* 1538 bytes take 1.23 ms: never a queue */
+            else
+                send_sized(&pl, u, 600, 0, 40 * MS, 12); /* bursts of 12 into a queue of 8 */
+            drain(&pl);
+            const struct flow *f = only(&t);
+            CHECK(f && f->side[C2S].lost == cnt_get(&cnt.lost) && f->side[C2S].queue_drops == cnt_get(&cnt.queue_drops),
+                  "the record counts the link's drops");
+            pipeline_destroy(&pl);
+            flows_destroy(&t);
+        }
+        int n = k == 0 ? 300 : 600, lost[3] = {0}, delivered[3] = {0}, queued = 0, same = 0;
+        for (int i = 0; i < n; i++) {
+            same += got[k][0].out_ns[i] == got[k][1].out_ns[i] && got[k][0].why[i] == got[k][1].why[i];
+            lost[i % 3] += got[k][1].why[i] == V_DROP_LOSS;
+            queued += got[k][1].why[i] == V_DROP_QUEUE;
+            delivered[i % 3] += got[k][1].out_ns[i] != 0;
+        }
+        CHECK(same == n, "config %d: %d of %d packets met the same as a TCP segment of their size", k, same, n);
+        for (int s = 0; s < 3; s++)
+            CHECK(lost[s] > 0 && delivered[s] > 0, "config %d: %u-byte datagrams: %d lost, %d delivered", k,
+                  DGRAM_SIZES[s], lost[s], delivered[s]);
+        CHECK(k == 0 ? queued == 0 : queued > 0, "config %d: %d queue drops", k, queued);
+    }
+    /* spaced out: arrival (2 ms apart) + (IP bytes + 38) * 8 bits at 10 Mbit/s + 5 ms */
+    int exact = 0, n = 0;
+    for (int i = 0; i < 300; i++) {
+        if (!got[0][1].out_ns[i])
+            continue;
+        int64_t ip = DGRAM_SIZES[i % 3] + 28, want = i * 2 * MS + (ip + 38) * 8 * 100 + 5 * MS;
+        n++;
+        exact += got[0][1].out_ns[i] == want;
+        if (got[0][1].out_ns[i] != want && exact + 1 == n)
+            fprintf(stderr, "datagram %d (%lld IP bytes) out at %lld, want %lld\n", i, (long long)ip,
+                    (long long)got[0][1].out_ns[i], (long long)want);
+    }
+    CHECK(n > 200 && exact == n, "%d of %d delivered datagrams left at arrival + serialisation + delay", exact, n);
+}
+
+/* Each client datagram's fate in the list is what the link did with it, settled as it happens. */
+static void test_udp_fates_through_the_pipeline(void)
+{
+    static struct dir_counters cnt;
+    static struct fates got;
+    memset(&cnt, 0, sizeof(cnt));
+    memset(&got, 0, sizeof(got));
+    struct flow_table t;
+    flows_init(&t, 16);
+    struct dir_config c = {0};
+    const char *kv[] = {"loss=0.2", "seed=5", "rate_bps=1000000", "queue_packets=4", "delay_ns=1000000", NULL};
+    struct dir_config cfg[2];
+    bool changed[2];
+    char err[256];
+    config_defaults(&cfg[0]);
+    config_defaults(&cfg[1]);
+    for (const char *const *k = kv; *k; k++)
+        config_apply(cfg, changed, *k, err, sizeof(err));
+    c = cfg[C2S];
+    struct pipeline pl;
+    pipeline_init(&pl, C2S, &c, &cnt);
+    pl.output = fates_out;
+    pl.on_drop = fates_drop;
+    pl.ctx = &got;
+    pl.flows = &t;
+    send_sized(&pl, true, 200, 0, MS, 1); /* 1500 IP bytes take 12 ms at 1 Mbit/s: overload */
+    const struct flow *f = only(&t);
+    CHECK(f && f->ndgrams == 200 && f->dgram_unsettled < 200, "in flight before the link drains");
+    int in_flight = 0;
+    for (unsigned i = 0; f && i < f->ndgrams; i++)
+        in_flight += t.dgrams[f->dgram_chunks[i / FLOW_DGRAM_CHUNK] * FLOW_DGRAM_CHUNK + i % FLOW_DGRAM_CHUNK].fate ==
+                     DGRAM_IN_FLIGHT;
+    CHECK(in_flight > 0 && (uint64_t)in_flight == cnt_get(&cnt.in_flight), "%d listed in flight, the link holds %llu",
+          in_flight, (unsigned long long)cnt_get(&cnt.in_flight));
+    drain(&pl);
+    int agree = 0, kinds[4] = {0};
+    for (unsigned i = 0; f && i < f->ndgrams; i++) {
+        const struct flow_dgram *d = &t.dgrams[f->dgram_chunks[i / FLOW_DGRAM_CHUNK] * FLOW_DGRAM_CHUNK +
+                                               i % FLOW_DGRAM_CHUNK];
+        int want = got.why[i] == V_DROP_LOSS ? DGRAM_LOST : got.why[i] ? DGRAM_QUEUE_DROP : DGRAM_DELIVERED;
+        agree += d->fate == want && d->id == i && d->bytes == DGRAM_SIZES[i % 3] && d->t_ns == (int64_t)i * MS;
+        kinds[d->fate]++;
+    }
+    CHECK(agree == 200, "%d of 200 datagrams listed with the link's fate", agree);
+    CHECK(kinds[DGRAM_LOST] > 0 && kinds[DGRAM_QUEUE_DROP] > 0 && kinds[DGRAM_DELIVERED] > 0 && !kinds[DGRAM_IN_FLIGHT],
+          "fates: %d delivered, %d lost, %d queue drops, %d in flight", kinds[DGRAM_DELIVERED], kinds[DGRAM_LOST],
+          kinds[DGRAM_QUEUE_DROP], kinds[DGRAM_IN_FLIGHT]);
+    pipeline_destroy(&pl);
+    flows_destroy(&t);
+}
+
 int main(void)
 {
     test_parse_and_canonical_key();
@@ -580,6 +952,12 @@ int main(void)
     test_table_full_and_reset();
     test_json();
     test_link_lateness();
+    test_quic_parse();
+    test_udp_record();
+    test_udp_list_bounds();
+    test_udp_port_reuse();
+    test_datagrams_meet_the_link_as_segments();
+    test_udp_fates_through_the_pipeline();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }
