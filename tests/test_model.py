@@ -110,3 +110,22 @@ def test_catalog_flights_are_close_to_measured_ones():
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError):
         lower_bound(Link.symmetric(10), SMALL, NO_CRYPTO, mode="bogus")
+
+
+def test_quic_skips_tcps_round_trip_and_pays_one_where_the_chain_outgrows_three_times_the_initial():
+    """RFC 9000 §8.1: a server flight over 3 × the client's Initial bytes waits one round trip for the
+    client's next datagram; one within it does not. A bigger Initial that carries the ClientHello in one
+    datagram instead of two lowers the budget (3 × 1472 < 3 × 2 × 1200)."""
+    lk = model.Link.symmetric(30.0)
+    small = model.Flights(client_hello=1421, server_flight=2000)
+    big = model.Flights(client_hello=1421, server_flight=7900)
+    none = model.Crypto()
+    assert model.lower_bound(lk, small, none, transport="tcp").total_ms == pytest.approx(60.0)
+    assert model.lower_bound(lk, small, none, transport="quic").total_ms == pytest.approx(30.0)
+    stalled = model.lower_bound(lk, big, none, transport="quic")
+    assert stalled.total_ms == pytest.approx(60.0) and stalled.parts["slow_start_ms"] == pytest.approx(30.0)
+    assert model.amplification_budget(1421) == 3 * 2 * 1200
+    assert model.amplification_budget(1421, 1472) == 3 * 1472
+    fits = model.Flights(client_hello=1421, server_flight=6000)  # within 7200, beyond 4416
+    assert model.lower_bound(lk, fits, none, transport="quic").total_ms == pytest.approx(30.0)
+    assert model.lower_bound(lk, fits, none, transport="quic", initial_size=1472).total_ms == pytest.approx(60.0)

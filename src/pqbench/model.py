@@ -12,6 +12,13 @@ What the client cannot beat on a loss-free link:
 Flights are simulated segment by segment (send when the window and the link allow, arrive one-way
 delay later, ACK one-way delay after that). ACKs are taken as immediate and free, so the result
 stays a lower bound with delayed ACKs and real scheduling.
+
+Over QUIC (RFC 9000/9001) there is no TCP handshake: the ClientHello leaves in Initial datagrams of at
+least 1200 bytes, and until the client's address is validated the server sends at most 3 × the bytes it
+received (§8.1). A server flight bigger than that waits for the client's next datagram, which the client
+sends on receiving the server's first packets: one more round trip, after which the client's Handshake
+packets have validated its address. QUIC's initial window (RFC 9002, 14720 bytes) is larger than any
+budget the limit leaves, so the limit, not slow start, is what a large chain meets first.
 """
 
 from __future__ import annotations
@@ -29,6 +36,10 @@ FINISHED = 52  # Finished message with a SHA-384 transcript hash (OpenSSL's defa
 HTTP_REQUEST = 40  # shortest GET line + Host header: a floor, real requests are longer
 HTTP_RESPONSE_HEADER = 150  # floor of nginx's status line and headers
 DEFAULT_INITCWND = 10  # Linux's initial congestion window (RFC 6928)
+IP_UDP_HEADER = 28  # IPv4 20 + UDP 8, on every datagram
+QUIC_PACKET_OVERHEAD = 45  # a long header (≈ 25 with 8-byte connection ids) + CRYPTO frame header + AEAD tag 16
+QUIC_DATAGRAM = 1200  # the UDP payload a server fills before it has probed the path (RFC 9000 §14)
+QUIC_INITIAL_WINDOW = 14720  # RFC 9002 §7.2
 
 # Catalog-based flight estimates (used when a cell has no measured message sizes): fixed parts
 # of the messages around the key share / certificate, fitted to OpenSSL 3.5's ClientHello,
@@ -182,8 +193,58 @@ def _timeline(link: Link, flights: Flights, mode: str, requests: int, client_ms:
     return t
 
 
+def quic_datagrams(payload: int, size: int) -> list[int]:
+    """UDP payloads of the datagrams that carry payload bytes of TLS handshake data in packets of `size`."""
+    room = size - QUIC_PACKET_OVERHEAD
+    full, rest = divmod(payload, room)
+    return [size] * full + ([rest + QUIC_PACKET_OVERHEAD] if rest else [])
+
+
+def amplification_budget(client_hello: int, initial_size: int = QUIC_DATAGRAM) -> int:
+    """The bytes (UDP payload) a QUIC server may send before the client's next datagram: 3 × the Initial
+    datagrams that carried the ClientHello, each padded to initial_size."""
+    return 3 * len(quic_datagrams(client_hello, initial_size)) * initial_size
+
+
+def _quic_timeline(link: Link, flights: Flights, mode: str, requests: int, client_ms: float, server_ms: float,
+                   keygen_ms: float, initial_size: int, *, rate: bool = True, window: bool = True) -> float:
+    """As _timeline over QUIC: the client's Initial datagrams, then the server's flight up to the
+    amplification budget, the rest one round trip later (window=False: no limit)."""
+    bytes_per_ms = lambda r: r * 1000 / 8 if r and rate else math.inf  # noqa: E731
+    c_rate, s_rate = bytes_per_ms(link.rate_c2s_mbit), bytes_per_ms(link.rate_s2c_mbit)
+
+    def send(t: float, sizes: list[int], per_ms: float, delay: float) -> tuple[float, float]:
+        """(first arrival, last arrival) of datagrams sent back to back from t."""
+        first = None
+        for size in sizes:
+            t += (size + IP_UDP_HEADER + link.overhead_bytes) / per_ms
+            first = first if first is not None else t + delay
+        return (first if first is not None else t + delay), t + delay
+    t = keygen_ms
+    _, t = send(t, quic_datagrams(flights.client_hello, initial_size), c_rate, link.delay_c2s_ms)
+    t += server_ms
+    server = quic_datagrams(flights.server_flight, QUIC_DATAGRAM)
+    budget = amplification_budget(flights.client_hello, initial_size) if window else math.inf
+    now, sent = [], 0
+    for size in server:
+        if sent + size > budget:
+            break
+        now.append(size)
+        sent += size
+    first, t_end = send(t, now, s_rate, link.delay_s2c_ms)
+    if len(now) < len(server):  # the rest leaves when the client's ACK (sent on the first arrival) comes back
+        _, t_end = send(max(first + link.delay_c2s_ms, t_end - link.delay_s2c_ms), server[len(now):], s_rate,
+                        link.delay_s2c_ms)
+    t = t_end + client_ms  # handshake_done
+    if mode in ("page", "requests"):
+        for _ in range(max(1, requests) if mode == "requests" else 1):
+            _, t = send(t, quic_datagrams(flights.request, QUIC_DATAGRAM), c_rate, link.delay_c2s_ms)
+            _, t = send(t, quic_datagrams(flights.response, QUIC_DATAGRAM), s_rate, link.delay_s2c_ms)
+    return t
+
+
 def lower_bound(link: Link, flights: Flights, crypto: Crypto, mode: str = "handshake", requests: int = 1,
-                verifies: int = 2) -> Bound:
+                verifies: int = 2, transport: str = "tcp", initial_size: int | None = None) -> Bound:
     """The lower bound of the cell's metric (handshake_done, or last_byte of page/requests modes).
 
     verifies: signatures the client checks (leaf certificate + CertificateVerify = 2 for a
@@ -196,12 +257,17 @@ def lower_bound(link: Link, flights: Flights, crypto: Crypto, mode: str = "hands
     server_ms = crypto.server_ms(signs)
     crypto_ms = crypto.keygen + client_ms + server_ms
     args = (link, flights, mode, requests, client_ms, server_ms, crypto.keygen)
-    total = _timeline(*args)
-    no_window = _timeline(*args, window=False)
-    pure = _timeline(*args, rate=False, window=False)
+    timeline = _timeline
+    if transport == "quic":
+        args += (initial_size or QUIC_DATAGRAM,)
+        timeline = _quic_timeline
+    total = timeline(*args)
+    no_window = timeline(*args, window=False)
+    pure = timeline(*args, rate=False, window=False)
     rtt_part = pure - crypto_ms
     round_trips = round(rtt_part / link.rtt_ms) if link.rtt_ms > 0 else 2 + (
         (max(1, requests) if mode == "requests" else 1) if mode in ("page", "requests") else 0)
+    # slow_start_ms: the window's cost (TCP's slow start; QUIC's amplification limit)
     parts = {"rtt_ms": rtt_part, "serialisation_ms": no_window - pure, "slow_start_ms": total - no_window,
              "crypto_ms": crypto_ms}
     return Bound(total, round_trips, parts, flights, crypto.source)

@@ -163,7 +163,8 @@ def cell_bound(cd: CellData, crypto: dict) -> tuple[model.Bound | None, str]:
     if response and not flights.response:
         flights = dataclasses.replace(flights, response=response)
     costs = _crypto_costs(row.get("kex"), row.get("sig"), crypto)
-    bound = model.lower_bound(lk, flights, costs, mode=mode, requests=row.get("requests") or 1)
+    bound = model.lower_bound(lk, flights, costs, mode=mode, requests=row.get("requests") or 1,
+                              transport=row.get("transport") or "tcp", initial_size=row.get("initial_size"))
     return bound, f"flights from {flights.source} sizes, crypto {costs.source}"
 
 

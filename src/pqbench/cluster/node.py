@@ -187,7 +187,8 @@ class NodeState:
             return report
 
     def _open(self, ctx: RunContext) -> OpenRun:
-        ondemand.ensure(ctx.stacks)  # optional stacks are built on a node's first use, as on a local run
+        # optional stacks (and their QUIC servers) are built on a node's first use, as on a local run
+        ondemand.ensure(ctx.stacks, transports={c.transport_name for _, c in ctx.cells})
         mine = provenance.of_node(ctx.stacks)
         differs = provenance.mismatch(ctx.versions, mine)
         if differs:

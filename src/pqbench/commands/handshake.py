@@ -2,7 +2,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pqbench import endpoints, units
+from pqbench import endpoints, transport, units
 from pqbench.analysis import single
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
@@ -42,6 +42,12 @@ def register(sub):
     p.add_argument("--server-compression", dest="server_compression", choices=("on", "off"),
                    help="the server compresses its chain for a client that offers compression (default: on with "
                         "--cert-compression, else off)")
+    p.add_argument("--transport", default="tcp", help="tcp (default) or quic: TLS 1.3 over QUIC, HTTP/3 for pages "
+                                                      "(stacks openssl and quicgo, built on first use)")
+    p.add_argument("--quic-retry", dest="quic_retry", action="store_true",
+                   help="with --transport quic: the server validates the client's address with a Retry first")
+    p.add_argument("--initial-size", dest="initial_size",
+                   help="with --transport quic: the UDP payload of the client's Initial datagrams (1200..1472)")
     p.add_argument("--pad", default="0", help="ClientHello padding extension of this many bytes")
     p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
     p.add_argument("--server", default="openssl", help="server stack (default openssl: nginx); see `pqbench algorithms`")
@@ -171,7 +177,11 @@ def config_from_args(args) -> single.HandshakeConfig:
         pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
         warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
         offer=offer.notation() if offer else None, server_groups=args.server_groups,
-        cert_compression=cert_compression, compress_certs=server_compression == "on", **sampling_config(args))
+        cert_compression=cert_compression, compress_certs=server_compression == "on",
+        transport=transport.get(args.transport, "--transport").name, quic_retry=args.quic_retry,
+        initial_size=units.integer("--initial-size", args.initial_size, minimum=transport.MIN_INITIAL,
+                                   maximum=transport.MAX_INITIAL) if args.initial_size is not None else None,
+        **sampling_config(args))
 
 
 def handle(args) -> int:

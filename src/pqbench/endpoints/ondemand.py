@@ -33,8 +33,14 @@ _GO_TLS = Build(("gotls",), "Go 1.27's crypto/tls", "about 1 min", "go",
 _GO_SSH = Build(("sshgo",), "Go's SSH server and timing client", "about 1 min", "go", _GO_TLS.fix)
 _OPENSSH = Build(("openssh", "sshgo"), "OpenSSH 10 (from Debian's archive) and Go's SSH timing client",
                  "about 1 min", "dpkg-deb", "apt-get install dpkg-dev")
+_QUIC_GO = Build(("quicgo",), "quic-go (HTTP/3 over QUIC on Go 1.27's crypto/tls)", "about 1 min", "go", _GO_TLS.fix)
 # The stacks whose parts `make` does not build; openssl (nginx + pqtimer) is the core.
-BUILDS = {"rustls": _RUST, "s2n": _RUST, "gotls": _GO_TLS, "gossh": _GO_SSH, "openssh": _OPENSSH}
+BUILDS = {"rustls": _RUST, "s2n": _RUST, "gotls": _GO_TLS, "gossh": _GO_SSH, "openssh": _OPENSSH, "quicgo": _QUIC_GO}
+# What a stack's QUIC server needs beyond its TCP build, by stack: built when a run first has QUIC sites.
+# openssl: nginx with HTTP/3 (Debian's nginx-light has none), compiled from trixie's nginx source.
+_NGINX_H3 = Build(("nginx-h3",), "nginx 1.26 with HTTP/3 on our OpenSSL (Debian trixie's nginx source)",
+                  "about 1 min", "cc", "apt-get install build-essential")
+QUIC_BUILDS = {"openssl": _NGINX_H3}
 
 
 def _script() -> Path:
@@ -45,12 +51,19 @@ def _done(step: str) -> bool:
     return (paths.BUILD / step / ".done").exists()
 
 
-def missing(stacks) -> list[str]:
-    """The build steps the stacks still need, in a stable order, each once."""
+def _builds(stacks, transports=()) -> list[Build]:
+    """What the stacks need, and over QUIC what their QUIC servers need beyond that."""
+    out = [BUILDS[n] for n in stacks if n in BUILDS]
+    if "quic" in transports:
+        out += [QUIC_BUILDS[n] for n in stacks if n in QUIC_BUILDS]
+    return list(dict.fromkeys(out))
+
+
+def missing(stacks, transports=()) -> list[str]:
+    """The build steps the stacks (over these transports) still need, in a stable order, each once."""
     out = []
-    for name in stacks:
-        b = BUILDS.get(name)
-        for step in b.steps if b else ():
+    for b in _builds(stacks, transports):
+        for step in b.steps:
             if not _done(step) and step not in out:
                 out.append(step)
     return out
@@ -70,13 +83,14 @@ def status(name: str) -> tuple[str, str]:
     return "buildable", f"{b.what}, built on first use ({b.about} on 2 cores, once) or by `make stacks`"
 
 
-def ensure(stacks, say=None) -> None:
-    """Builds the optional stacks among `stacks` that are not built yet (a no-op once they are)."""
-    steps = missing(stacks)
+def ensure(stacks, say=None, transports=()) -> None:
+    """Builds the optional stacks among `stacks` that are not built yet, and their QUIC servers when
+    transports has QUIC (a no-op once they are)."""
+    steps = missing(stacks, transports)
     if not steps:
         return
     say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    builds = list(dict.fromkeys(BUILDS[n] for n in stacks if n in BUILDS and set(BUILDS[n].steps) & set(steps)))
+    builds = [b for b in _builds(stacks, transports) if set(b.steps) & set(steps)]
     for b in builds:
         if shutil.which(b.needs) is None:
             raise MissingCapability(f"{b.what} is not built and cannot be: {b.needs} is missing", b.fix)
@@ -87,7 +101,7 @@ def ensure(stacks, say=None) -> None:
     started = time.monotonic()
     proc = subprocess.run(["bash", str(_script()), *steps], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, env={**os.environ, "PQBENCH_BUILD": str(paths.BUILD)})
-    left = missing(stacks)
+    left = missing(stacks, transports)
     if proc.returncode != 0 or left:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         raise MissingCapability(f"building {what} failed (exit {proc.returncode}): {' / '.join(tail)}",

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pqbench import transport
+from pqbench import transport as transportmod
 from pqbench.measure import late
 from pqbench.sample import END_PHASE
 
@@ -162,7 +162,7 @@ def _client_recovered(s: dict) -> bool:
     """What the client itself saw of a loss recovery while the cell runs (the wire record is joined only
     after the cell): TCP's retransmissions from TCP_INFO. A QUIC client cannot tell (its library keeps
     them), so its samples all count here; a recovery costs a round trip, which the ceiling below excludes."""
-    if not transport.of_sample(s).kernel_tcp:
+    if not transportmod.of_sample(s).kernel_tcp:
         return False
     tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
     return bool(tcp.get("retransmits"))
@@ -237,6 +237,7 @@ class Auto:
     late_share: float = 0.0  # connects since the last step that waited LATE_CONNECT_MS longer than the first
     metric: str = "handshake_done"  # the phase that ends a sample's time
     late_handshake_share: float = 0.0  # handshakes since the last step that came late (late_handshakes)
+    connectless: bool = False  # the transport has no kernel connect to probe the CPU wait with (QUIC)
     _base_excess: float | None = None
     _stepped_at: int = 0  # samples finished when the last step was taken
     _stepped_samples: int = 0  # … and samples read by then
@@ -288,22 +289,29 @@ class Auto:
         than the first ones (a mean can hide a few handshakes delayed by milliseconds) against
         LATE_CONNECT_SHARE, over the samples since the last step."""
         recent = connect_excess_ms(samples[-max(EXCESS_SAMPLES, 2 * running):], self.rtt_ms)
-        if len(recent) < EXCESS_SAMPLES:
+        late = 0
+        since: list[float] = []
+        # Over a transport without a kernel connect (QUIC) there is no connect probe: the late handshakes
+        # below are then the only measured check, and they must have judged enough samples before a step.
+        probed = len(recent) >= EXCESS_SAMPLES
+        if probed:
+            level = sum(recent) / len(recent)
+            if self._base_excess is None:  # the first connects, made by one worker: the floor's spread
+                self._base_excess = sorted(recent)[len(recent) // 2]
+            self.wait_ms = WAITS * max(0.0, level - self._base_excess)
+            since = connect_excess_ms(samples[self._stepped_samples:], self.rtt_ms)
+            late = sum(1 for e in since if e > self._base_excess + LATE_CONNECT_MS)
+            self.late_share = late / len(since) if since else 0.0
+        elif not self.connectless:
             return False
-        level = sum(recent) / len(recent)
-        if self._base_excess is None:  # the first connects, made by one worker: the floor's spread
-            self._base_excess = sorted(recent)[len(recent) // 2]
-        self.wait_ms = WAITS * max(0.0, level - self._base_excess)
-        since = connect_excess_ms(samples[self._stepped_samples:], self.rtt_ms)
-        late = sum(1 for e in since if e > self._base_excess + LATE_CONNECT_MS)
-        self.late_share = late / len(since) if since else 0.0
         late_hs, judged = late_handshakes(samples, samples[self._stepped_samples:], self.metric, self.rtt_ms,
                                           self.max_bias)
         self.late_handshake_share = late_hs / judged if judged else 0.0
         # one late connect is judged only among LATE_CONNECT_MIN (a 1 % share needs them); none lets a step go
-        return self.wait_ms > self.max_bias * self.clean_ms or (
-            late > 0 and (len(since) < LATE_CONNECT_MIN or self.late_share > LATE_CONNECT_SHARE)) or (
-            late_hs > 0 and (judged < LATE_HANDSHAKE_MIN or self.late_handshake_share > LATE_HANDSHAKE_SHARE))
+        return (probed and (self.wait_ms > self.max_bias * self.clean_ms or (
+            late > 0 and (len(since) < LATE_CONNECT_MIN or self.late_share > LATE_CONNECT_SHARE)))) or (
+            late_hs > 0 and (judged < LATE_HANDSHAKE_MIN or self.late_handshake_share > LATE_HANDSHAKE_SHARE)) or (
+            self.connectless and judged < LATE_HANDSHAKE_MIN)
 
     def finish(self) -> None:
         if self.budget is not None:
@@ -320,12 +328,14 @@ class Auto:
 
 
 def policy(parallel: int | str, *, max_bias: float | None, maximum: int, rtt_ms: float, mode: str,
-           requests: int | None, budget: Budget | None = None):
+           requests: int | None, budget: Budget | None = None, transport: str | None = None):
     """The workers of one cell or measurement: Fixed(parallel), or for "auto" an Auto whose floor
-    for the typical time is the connection's time on the wire (TCP and TLS handshakes, plus a round
-    trip per request), its load measured without the machine's idle-priority spinners."""
+    for the typical time is the connection's time on the wire (the transport's setup and TLS's handshake,
+    plus a round trip per request), its load measured without the machine's idle-priority spinners."""
     if parallel != "auto":
         return Fixed(parallel)
-    round_trips = 2 + {"page": 1, "requests": requests or 1}.get(mode, 0)
+    t = transportmod.get(transport)
+    round_trips = t.setup_round_trips + 1 + {"page": 1, "requests": requests or 1}.get(mode, 0)
     return Auto(max_bias=max_bias, maximum=maximum, network_ms=rtt_ms * round_trips, rtt_ms=rtt_ms,
-                meter=BusyMeter(idle_spinners()), budget=budget, metric=END_PHASE.get(mode, "handshake_done"))
+                meter=BusyMeter(idle_spinners()), budget=budget, metric=END_PHASE.get(mode, "handshake_done"),
+                connectless=not t.kernel_tcp)

@@ -93,18 +93,22 @@ class Rig:
         handshakes: bench/bench_server_stalls.py); its connections are spread over the workers by a
         hash (reuseport), so WARM_PER_WORKER per worker reach each one almost surely. At 0 ms, no loss."""
         protocol = endpoints.get(name).protocol
-        pick = next(((client, kex, site) for client in self.client_names for site in serving.sites
-                     for kex in serving.groups if endpoints.get(client).protocol == protocol
-                     and not endpoints.unsupported(name, client, kex, site.chain.sig, "handshake")), None)
-        if pick is None:
-            return
-        client, kex, site = pick
-        self.tb.reconfigure(LinkSpec())
-        scratch = Path(serving.run_dir) / "warm-up"
-        scratch.mkdir(parents=True, exist_ok=True)
-        job = self.job(site.port, kex, site.chain, mode="handshake", path="/1k")
-        sampler.run(self.clients[client], job, min(WARM_MAX, WARM_PER_WORKER * serving.workers), WARM_PARALLEL,
-                    self.place("client"), scratch)
+        # each transport's server processes warm separately (the openssl stack serves QUIC from a second nginx)
+        for transport in dict.fromkeys(site.transport for site in serving.sites):
+            pick = next(((client, kex, site) for client in self.client_names for site in serving.sites
+                         for kex in serving.groups if endpoints.get(client).protocol == protocol
+                         and site.transport == transport
+                         and not endpoints.unsupported(name, client, kex, site.chain.sig, "handshake",
+                                                       transport=transport)), None)
+            if pick is None:
+                continue
+            client, kex, site = pick
+            self.tb.reconfigure(LinkSpec())
+            scratch = Path(serving.run_dir) / "warm-up"
+            scratch.mkdir(parents=True, exist_ok=True)
+            job = self.job(site.port, kex, site.chain, mode="handshake", path="/1k", transport=transport)
+            sampler.run(self.clients[client], job, min(WARM_MAX, WARM_PER_WORKER * serving.workers), WARM_PARALLEL,
+                        self.place("client"), scratch)
         self.tb.reconfigure(self.link)
 
     def __exit__(self, *exc) -> bool:

@@ -101,7 +101,8 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
     mine = {c.cell_id for c in (shardmod.part(all_cells, *shard) if shard else all_cells)}
     stacks = sorted({n for c in all_cells for n in (c.server, c.client)})
-    ondemand.ensure(stacks)  # the optional stacks the spec names are built the first time
+    # the optional stacks the spec names (and their QUIC servers) are built the first time
+    ondemand.ensure(stacks, transports={c.transport_name for c in all_cells})
     prov = provenance.of_run(spec, stacks)
     if spec.targets:
         prov["targets"] = [t.to_json() for t in spec.targets]  # what each name stood for, as resolved
@@ -212,7 +213,7 @@ def _measure_on_lane(spec: Spec, lane: Lane, pos: int, cell: cellmod.Cell, site:
     control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
                                  max_bias=spec.max_bias, maximum=spec.parallel,
                                  rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
-                                 budget=budget)
+                                 budget=budget, transport=cell.transport)
     result, samples, why = cellmeasure.measure(lane.rig, plan, control, lane.scratch, tail=tail, stop=stop)
     result["concurrency"] = {**result["concurrency"], "lane": lane.index}
     return record(cell, pos, result), samples, why
@@ -286,9 +287,9 @@ def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
              enumerate((srv, key) for srv in servers for key in serves[srv])}
 
     def site(srv: str, key: tuple) -> Site:
-        protocol, sig, groups, compress, early = key
+        protocol, sig, groups, compress, early, transport, retry = key
         return Site(ports[srv, key], chains[protocol, sig], server_groups=groups, compress_certs=compress,
-                    early_data=early)
+                    early_data=early, transport=transport, retry=retry)
 
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
     groups = {srv: list(dict.fromkeys(g for c in cells if c.server == srv for g in _groups(c))) for srv in servers}
@@ -298,8 +299,10 @@ def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
 
 
 def _site_key(c: cellmod.Cell) -> tuple:
-    """What a cell asks of the port it connects to: (protocol, sig, server groups, compressed, 0-RTT)."""
-    return c.protocol, c.sig, c.server_groups, c.compress is not None, c.mode == "early"
+    """What a cell asks of the port it connects to: (protocol, sig, server groups, compressed, 0-RTT,
+    transport, QUIC Retry)."""
+    return (c.protocol, c.sig, c.server_groups, c.compress is not None, c.mode == "early", c.transport_name,
+            bool(c.quic_retry))
 
 
 def _groups(c: cellmod.Cell) -> list[str]:
@@ -311,7 +314,8 @@ def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, site: Site) -> cellmeasure.P
     job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
                   requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad,
                   pause_ms=pause_ms(spec.rate) if cell.target else 0, offer=cell.offer,
-                  cert_compression=cell.compress or "none")
+                  cert_compression=cell.compress or "none", transport=cell.transport_name,
+                  initial_size=cell.initial_size)
     return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
                             spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
                             client=cell.client, server=cell.server)

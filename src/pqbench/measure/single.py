@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from pqbench import endpoints, paths, units
+from pqbench import transport as transportmod
 from pqbench.algorithms import catalog
 from pqbench.measure import concurrency
 from pqbench.endpoints import ondemand, sshkeys
@@ -61,6 +62,9 @@ class HandshakeConfig:
     server_groups: str | None = None
     cert_compression: str = "none"  # what the client offers: none, all, or zlib/brotli/zstd (comma-separated)
     compress_certs: bool = False  # the server compresses its chain for a client that offers an algorithm
+    transport: str = "tcp"  # pqbench.transport.TRANSPORTS
+    quic_retry: bool = False  # QUIC: the server validates the client's address with Retry first
+    initial_size: int | None = None  # QUIC: the client's Initial datagram size (None: the client's default)
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -124,9 +128,15 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
         if st.protocol != cfg.protocol:
             raise BadInput(role, f"{st.name} speaks {st.protocol}, not {cfg.protocol} (stacks: "
                                  f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol)})")
-    ondemand.ensure([server.name, client.name], progress)  # built the first time they are named
+    over = transportmod.check(cfg.protocol, cfg.transport, "--transport")
+    if over.name != "quic" and (cfg.quic_retry or cfg.initial_size is not None):
+        raise BadInput("--quic-retry" if cfg.quic_retry else "--initial-size", "applies with --transport quic")
+    if cfg.initial_size is not None:
+        transportmod.check_initial_size(cfg.initial_size, "--initial-size")
+    # built the first time they are named
+    ondemand.ensure([server.name, client.name], progress, transports=[over.name])
     for role, st in (("server", server), ("client", client)):
-        if cfg.mode not in st.capabilities().modes:
+        if cfg.mode not in st.capabilities().transport_modes.get(over.name, st.capabilities().modes):
             option = MODE_OPTIONS.get(cfg.mode, cfg.mode)
             can = [n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol
                    and cfg.mode in endpoints.get(n).capabilities().modes]
@@ -137,7 +147,8 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
     why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode,
                                 offer=offer.notation() if offer else None,
                                 server_groups=server_groups.openssl() if server_groups else None,
-                                cert_compression=cfg.cert_compression, compress_certs=cfg.compress_certs)
+                                cert_compression=cfg.cert_compression, compress_certs=cfg.compress_certs,
+                                transport=over.name, retry=cfg.quic_retry, initial_size=cfg.initial_size)
     if why:
         raise MissingCapability(f"cannot measure {kex} with {sig} here: {why}",
                                 "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")
@@ -150,7 +161,8 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
     else:
         chain = credentials(cfg.protocol, sig, run_dir / ("keys" if cfg.protocol == "ssh" else "certs"))
         site, path = Site(PORT, chain, server_groups=server_groups.openssl() if server_groups else None,
-                          compress_certs=cfg.compress_certs, early_data=cfg.mode == "early"), None
+                          compress_certs=cfg.compress_certs, early_data=cfg.mode == "early", transport=over.name,
+                          retry=cfg.quic_retry), None
     pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
     accepted = server_groups.groups if server_groups else list(offer.groups) if offer else [kex]
     serving = Serving(run_dir / "server", [site], accepted, {**DEFAULT_PAGES, **pages}, cfg.workers)
@@ -162,9 +174,10 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
                       path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests, warmup=cfg.warmup,
                       timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0,
                       offer=offer.notation() if offer and not offer.single else None,
-                      cert_compression=cfg.cert_compression)
+                      cert_compression=cfg.cert_compression, transport=over.name, initial_size=cfg.initial_size)
         control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
-                                     rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests)
+                                     rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests,
+                                     transport=over.name)
         say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")
         plan = cellmeasure.Plan(cfg.spec, cfg.tcp, job, Samples(cfg.n, cfg.n, None), cfg.max_bias,
                                 client=client.name, server=server.name)
