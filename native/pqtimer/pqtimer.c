@@ -8,6 +8,7 @@
  *           [--requests N] [--groups G1:G2] [--sigalgs S1:S2] [--cafile F] [--servername NAME]
  *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K] [--claim FILE] [--pause-ms MS]
  *           [--verify enforce|record] [--cert-compression none|zlib|brotli|zstd|all|ALG,ALG...]
+ *           [--transport tcp|quic] [--initial-size 1200]
  *   pqtimer --clock-info     resolution and cost of the clock and of the message callback (JSON)
  *
  * --claim FILE: workers share the samples of a cell instead of each taking --count of its own.
@@ -32,6 +33,10 @@
  *
  * --cert-compression: the algorithms offered for the server's certificate (RFC 8879), in preference
  * order; none (the default) sends no compress_certificate extension.
+ *
+ * --transport quic: the same TLS 1.3 handshake inside QUIC (OpenSSL's QUIC client, ALPN h3) on a UDP
+ * socket; page modes fetch over HTTP/3; see quic.c. Modes resume, resume_page and early are refused (exit 3),
+ * and so is an --initial-size other than 1200: OpenSSL 3.5's client cannot change it.
  *
  * Exit: 0 every sample succeeded, 1 some failed, 2 bad options, 3 setup impossible.
  */
@@ -59,38 +64,23 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include "pqtimer.h"
+#include "quic.h"
 #include "trace.h"
 
 #define PAD_EXTENSION_TYPE 0x1A1A /* a GREASE value: servers must ignore it (RFC 8701) */
 #define MAX_PAD 60000
 
-enum mode { MODE_HANDSHAKE, MODE_PAGE, MODE_REQUESTS, MODE_RESUME, MODE_RESUME_PAGE, MODE_EARLY, MODE_COUNT };
 static const char *const mode_names[MODE_COUNT] = {"handshake", "page", "requests", "resume", "resume_page", "early"};
 /* Certificate compression algorithms by their RFC 8879 code points (1 zlib, 2 brotli, 3 zstd). */
 static const char *const comp_names[] = {NULL, "zlib", "brotli", "zstd"};
-#define COMP_ALGS 3
-
-struct options {
-    const char *host, *path, *groups, *sigalgs, *cafile, *servername, *claim;
-    int port, requests, count, warmup, timeout_ms, pad, worker;
-    int pause_ms; /* after each sample: a target's gentle pace */
-    int verify_record; /* --verify record */
-    int cert_comp[COMP_ALGS]; /* --cert-compression: code points in preference order */
-    int cert_comp_n;          /* 0: none offered */
-    enum mode mode;
-};
 
 static int resumes(const struct options *o) {
     return o->mode == MODE_RESUME || o->mode == MODE_RESUME_PAGE || o->mode == MODE_EARLY;
 }
 
 
-struct outcome {
-    const char *error_class; /* NULL when the sample succeeded */
-    char error[256];
-};
-
-static void set_error(struct outcome *o, const char *cls, const char *fmt, ...) {
+void set_error(struct outcome *o, const char *cls, const char *fmt, ...) {
     if (o->error_class)
         return; /* keep the first cause */
     o->error_class = cls;
@@ -168,6 +158,12 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (!strcmp(a, "--worker")) o->worker = parse_int(v, a, 0, INT_MAX);
         else if (!strcmp(a, "--claim")) o->claim = v;
         else if (!strcmp(a, "--cert-compression")) parse_cert_compression(v, o);
+        else if (!strcmp(a, "--initial-size")) o->initial_size = parse_int(v, a, 1200, 1472);
+        else if (!strcmp(a, "--transport")) {
+            if (strcmp(v, "tcp") && strcmp(v, "quic"))
+                bad_usage("allowed: tcp, quic", a);
+            o->transport = !strcmp(v, "quic") ? TRANSPORT_QUIC : TRANSPORT_TCP;
+        }
         else if (!strcmp(a, "--verify")) {
             if (strcmp(v, "enforce") && strcmp(v, "record"))
                 bad_usage("allowed: enforce, record", a);
@@ -192,6 +188,8 @@ static void parse_options(int argc, char **argv, struct options *o) {
     struct in_addr tmp;
     if (inet_pton(AF_INET, o->host, &tmp) != 1)
         bad_usage("must be an IPv4 address", "--host");
+    if (o->initial_size && o->transport != TRANSPORT_QUIC)
+        bad_usage("only with --transport quic", "--initial-size");
     if (o->mode != MODE_REQUESTS)
         o->requests = o->mode == MODE_PAGE || o->mode == MODE_RESUME_PAGE || o->mode == MODE_EARLY ? 1 : 0;
 }
@@ -218,7 +216,7 @@ static int keep_session(SSL *ssl, SSL_SESSION *sess) {
 }
 
 static SSL_CTX *make_ctx(struct options *o) {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX *ctx = SSL_CTX_new(o->transport == TRANSPORT_QUIC ? OSSL_QUIC_client_method() : TLS_client_method());
     if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
         !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION))
         return NULL;
@@ -310,7 +308,7 @@ static int tcp_connect(struct options *o, uint64_t deadline, struct outcome *out
 }
 
 /* Read once the sample's times are taken, so it costs them nothing; 0 when the kernel will not say. */
-static int local_port(int fd) {
+int local_port(int fd) {
     struct sockaddr_in sa;
     socklen_t len = sizeof sa;
     if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET)
@@ -319,7 +317,7 @@ static int local_port(int fd) {
 }
 
 /* What the server proved itself with; read after the sample's times are taken. */
-static void read_peer(SSL *ssl, struct trace *tr) {
+void read_peer(SSL *ssl, struct trace *tr) {
     STACK_OF(X509) *chain = SSL_get_peer_cert_chain(ssl); /* the client's view: leaf first */
     int n = chain ? sk_X509_num(chain) : 0;
     tr->chain_n = n;
@@ -445,7 +443,7 @@ static int http_get(SSL *ssl, int fd, struct options *o, struct trace *tr, uint6
     return 1;
 }
 
-static void cpu_wait_since(struct trace *tr, uint64_t wait0) {
+void cpu_wait_since(struct trace *tr, uint64_t wait0) {
     uint64_t now = cpu_wait_total_ns();
     tr->cpu_wait_ns = wait0 == UINT64_MAX || now == UINT64_MAX ? UINT64_MAX : now - wait0;
 }
@@ -655,7 +653,9 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     print_handshake_shape(names, tr);
     /* After a HelloRetryRequest the Finished leads the client's third flight, not its second (what the
      * handshake modes' milestone says): the sample names it by the bytes sent before it. */
-    if (tr->hrr && tr->finished_offset && (o->mode == MODE_HANDSHAKE || o->mode == MODE_RESUME))
+    if (o->transport == TRANSPORT_QUIC)
+        quic_print(o, tr);
+    else if (tr->hrr && tr->finished_offset && (o->mode == MODE_HANDSHAKE || o->mode == MODE_RESUME))
         printf(", \"wire_milestone\": {\"dir\": \"c2s\", \"offset\": %llu, \"edge\": \"first\"}",
                (unsigned long long)tr->finished_offset);
     printf(", \"peer_chain\": [");
@@ -757,6 +757,11 @@ int main(int argc, char **argv) {
     struct options o;
     parse_options(argc, argv, &o);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *refusal = o.transport == TRANSPORT_QUIC ? quic_refusal(&o) : NULL;
+    if (refusal) {
+        fprintf(stderr, "pqtimer: %s\n", refusal);
+        return 3;
+    }
     SSL_CTX *ctx = make_ctx(&o);
     if (!ctx) {
         fprintf(stderr, "pqtimer: cannot set up TLS: %s\n", ERR_error_string(ERR_get_error(), NULL));
@@ -776,7 +781,10 @@ int main(int argc, char **argv) {
         SSL *ssl = NULL;
         /* OpenSSL spends a TLS 1.3 session once used; every sample resumes from its own copy. */
         SSL_SESSION *ticket = g_ticket ? SSL_SESSION_dup(g_ticket) : NULL;
-        run_sample(ctx, &o, ticket, &tr, &out, i >= 0 ? &ssl : NULL);
+        if (o.transport == TRANSPORT_QUIC)
+            quic_run_sample(ctx, &o, &tr, &out, i >= 0 ? &ssl : NULL);
+        else
+            run_sample(ctx, &o, ticket, &tr, &out, i >= 0 ? &ssl : NULL);
         SSL_SESSION_free(ticket);
         if (i < 0)
             continue; /* warm-up: not recorded */
@@ -789,7 +797,9 @@ int main(int argc, char **argv) {
         }
         print_sample(&o, i, &tr, &out, group, sigalg, resumed, names);
         failures += out.error_class != NULL;
-        if (ssl) {
+        if (ssl && o.transport == TRANSPORT_QUIC) {
+            quic_release(ssl);
+        } else if (ssl) {
             SSL_shutdown(ssl);
             close(SSL_get_fd(ssl));
             SSL_free(ssl);

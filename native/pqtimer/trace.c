@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 
 const char *const phase_names[PH_COUNT] = {
-    "start", "tcp_connected", "client_hello_sent", "server_hello_received",
+    "start", "tcp_connected", "client_hello_sent", "server_hello_received", "handshake_packet_received",
     "server_finished_received", "handshake_done", "first_byte", "last_byte",
 };
 
@@ -21,7 +21,10 @@ uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void trace_reset(struct trace *tr) { memset(tr, 0, sizeof *tr); }
+void trace_reset(struct trace *tr) {
+    memset(tr, 0, sizeof *tr);
+    tr->q.resp_stream = -1;
+}
 
 /* SHA-256("HelloRetryRequest"): the random of a ServerHello that is a HelloRetryRequest (RFC 8446 4.1.3) */
 static const unsigned char hrr_random[32] = {
@@ -90,11 +93,156 @@ static void client_hello_shares(struct trace *tr, const unsigned char *p, size_t
     }
 }
 
-/* Runs inside the timed region for every handshake message and record header: only a timestamp
- * and a few additions. */
+/* ---- QUIC (RFC 9000): what the datagrams, packet headers and frame headers OpenSSL reports say ---- */
+
+/* A variable-length integer (RFC 9000 16); 0 when it does not fit in len. */
+static size_t quic_varint(const unsigned char *p, size_t len, uint64_t *v) {
+    if (len < 1)
+        return 0;
+    size_t n = (size_t)1 << (p[0] >> 6);
+    if (n > len)
+        return 0;
+    uint64_t x = p[0] & 0x3f;
+    for (size_t i = 1; i < n; i++)
+        x = x << 8 | p[i];
+    *v = x;
+    return n;
+}
+
+#define QUIC_LONG_HEADER 0x80
+#define QUIC_TYPE_INITIAL 0
+#define QUIC_TYPE_HANDSHAKE 2
+#define QUIC_TYPE_RETRY 3
+#define QUIC_FRAME_CRYPTO 0x06
+
+/* The long-header type of the packet starting at p (its two type bits are not header-protected), -1 for
+ * a short header or a Version Negotiation packet. */
+static int quic_long_type(const unsigned char *p, size_t len) {
+    if (len < 5 || !(p[0] & QUIC_LONG_HEADER))
+        return -1;
+    if (!(p[1] | p[2] | p[3] | p[4]))
+        return -1; /* version 0: Version Negotiation */
+    return (p[0] >> 4) & 3;
+}
+
+/* Whether a datagram (protected, as on the wire) holds a Handshake packet: walks its coalesced long-header
+ * packets by their Length fields; a short-header packet is always the last. */
+static int quic_datagram_has(const unsigned char *p, size_t len, int type) {
+    size_t off = 0;
+    while (off < len) {
+        int t = quic_long_type(p + off, len - off);
+        if (t < 0)
+            return 0;
+        if (t == type)
+            return 1;
+        if (t == QUIC_TYPE_RETRY)
+            return 0; /* no Length: runs to the datagram's end */
+        size_t k = off + 5; /* first byte, version */
+        for (int cid = 0; cid < 2; cid++) { /* destination, then source connection ID */
+            if (k >= len)
+                return 0;
+            k += 1 + p[k];
+        }
+        uint64_t v;
+        size_t n;
+        if (t == QUIC_TYPE_INITIAL) { /* token */
+            if (!(n = quic_varint(p + k, k < len ? len - k : 0, &v)))
+                return 0;
+            k += n + v;
+        }
+        if (k >= len || !(n = quic_varint(p + k, len - k, &v))) /* Length: packet number and payload */
+            return 0;
+        off = k + n + v;
+    }
+    return 0;
+}
+
+static void quic_datagram(struct trace *tr, int write_p, const unsigned char *p, size_t len) {
+    struct quic_counts *q = &tr->q;
+    if (write_p) {
+        if (!q->datagrams_sent++) {
+            tr->t[PH_CLIENT_HELLO_SENT] = now_ns(); /* the first Initial left */
+            q->initial_size = (uint32_t)len;
+        }
+        if (q->finished_framed && !q->finished_sent && quic_datagram_has(p, len, QUIC_TYPE_HANDSHAKE)) {
+            tr->t[PH_HANDSHAKE_DONE] = now_ns();
+            q->finished_sent = 1;
+            q->finished_offset = q->bytes_sent;
+        }
+        q->bytes_sent += len;
+        return;
+    }
+    q->rx[q->rx_n++ % QUIC_RX_RING] = (struct quic_rx_datagram){p, len, q->bytes_received};
+    q->datagrams_received++;
+    q->bytes_received += len;
+    int t = quic_long_type(p, len);
+    if (t >= 0 && !q->version)
+        q->version = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+    if (t == QUIC_TYPE_RETRY)
+        q->retry = 1;
+}
+
+/* A received packet's header, unprotected, while it is processed: which datagram it came in (the newest
+ * that holds it: a buffer is reused only once its datagram is done). */
+static void quic_packet_in(struct trace *tr, const unsigned char *p, size_t len) {
+    struct quic_counts *q = &tr->q;
+    if (quic_long_type(p, len) == QUIC_TYPE_HANDSHAKE && !tr->t[PH_HANDSHAKE_PACKET_RECEIVED])
+        tr->t[PH_HANDSHAKE_PACKET_RECEIVED] = now_ns();
+    q->rx_current_valid = 0;
+    unsigned n = q->rx_n < QUIC_RX_RING ? q->rx_n : QUIC_RX_RING;
+    for (unsigned k = 1; k <= n; k++) {
+        struct quic_rx_datagram *d = &q->rx[(q->rx_n - k) % QUIC_RX_RING];
+        if (p >= d->p && p < d->p + d->len) {
+            q->rx_current = d->offset;
+            q->rx_current_valid = 1;
+            return;
+        }
+    }
+}
+
+/* A frame's header (STREAM and CRYPTO frames: without their data). */
+static void quic_frame(struct trace *tr, int write_p, const unsigned char *p, size_t len) {
+    struct quic_counts *q = &tr->q;
+    if (len < 1)
+        return;
+    if (write_p) {
+        if (p[0] == QUIC_FRAME_CRYPTO && q->finished_written)
+            q->finished_framed = 1;
+        return;
+    }
+    uint64_t id;
+    if ((p[0] & 0xf8) == 0x08 && q->resp_stream >= 0 && !q->resp_done && quic_varint(p + 1, len - 1, &id) &&
+        id == (uint64_t)q->resp_stream && q->rx_current_valid) {
+        q->resp_offset = q->rx_current;
+        q->resp_offset_valid = 1;
+    }
+}
+
+static void quic_msg(struct trace *tr, int write_p, int content_type, const unsigned char *p, size_t len) {
+    switch (content_type) {
+    case SSL3_RT_QUIC_DATAGRAM:
+        quic_datagram(tr, write_p, p, len);
+        break;
+    case SSL3_RT_QUIC_PACKET:
+        if (!write_p)
+            quic_packet_in(tr, p, len);
+        break;
+    case SSL3_RT_QUIC_FRAME_HEADER:
+    case SSL3_RT_QUIC_FRAME_FULL:
+        quic_frame(tr, write_p, p, len);
+        break;
+    }
+}
+
+/* Runs inside the timed region for every handshake message and record header (and, over QUIC, every
+ * datagram, packet and frame): only a timestamp and a few additions. */
 void trace_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg) {
     struct trace *tr = arg;
     const unsigned char *p = buf;
+    if (content_type >= SSL3_RT_QUIC_DATAGRAM) {
+        quic_msg(tr, write_p, content_type, p, len);
+        return;
+    }
     if (content_type == SSL3_RT_HEADER) {
         if (write_p) {
             tr->records_out++;
@@ -115,8 +263,10 @@ void trace_msg_cb(int write_p, int version, int content_type, const void *buf, s
         /* OpenSSL calls back for a message once it is written: its record (one) is the last one */
         if (type == SSL3_MT_FINISHED && !tr->finished_offset)
             tr->finished_offset = tr->last_record_start;
+        if (type == SSL3_MT_FINISHED)
+            tr->q.finished_written = 1; /* QUIC: its datagram is still to be built */
         if (type == SSL3_MT_CLIENT_HELLO) {
-            if (!tr->t[PH_CLIENT_HELLO_SENT])
+            if (!tr->t[PH_CLIENT_HELLO_SENT] && !tr->quic)
                 tr->t[PH_CLIENT_HELLO_SENT] = now_ns();
             client_hello_shares(tr, p, len); /* after the timestamp: a walk over the extensions */
         }

@@ -11,11 +11,12 @@
 /* Phases in the order they happen; each a CLOCK_MONOTONIC_RAW time in ns, 0 = did not happen. */
 enum phase {
     PH_START,                    /* before socket() and connect() */
-    PH_TCP_CONNECTED,            /* connect() completed */
-    PH_CLIENT_HELLO_SENT,        /* ClientHello handed to the record layer */
+    PH_TCP_CONNECTED,            /* connect() completed (TCP only) */
+    PH_CLIENT_HELLO_SENT,        /* ClientHello handed to the record layer; QUIC: first Initial datagram sent */
     PH_SERVER_HELLO_RECEIVED,    /* ServerHello processed */
+    PH_HANDSHAKE_PACKET_RECEIVED, /* QUIC: the server's first Handshake packet processed */
     PH_SERVER_FINISHED_RECEIVED, /* server Finished processed */
-    PH_HANDSHAKE_DONE,           /* SSL_connect() returned success */
+    PH_HANDSHAKE_DONE,           /* SSL_connect() returned success; QUIC: the datagram with the client's Finished sent */
     PH_FIRST_BYTE,               /* first byte of the (first) HTTP response */
     PH_LAST_BYTE,                /* last byte of the (last) HTTP response */
     PH_COUNT
@@ -34,8 +35,41 @@ struct tcp_counts {
     uint32_t segs_out, segs_in, total_retrans, rtt_us, snd_cwnd;
 };
 
+#define QUIC_RX_RING 64
+
+struct quic_rx_datagram {
+    const unsigned char *p; /* OpenSSL's buffer, valid while its packets are processed */
+    size_t len;
+    uint64_t offset;        /* payload bytes received before it */
+};
+
+/* QUIC, from OpenSSL's message callback (datagrams, packet headers, frame headers): UDP payload counts,
+ * the first Initial, Retry, version, and where the client's Finished and the response's end were. */
+struct quic_counts {
+    uint32_t datagrams_sent, datagrams_received;
+    uint64_t bytes_sent, bytes_received; /* UDP payload */
+    uint32_t initial_size;               /* the first datagram the client sent */
+    int retry;                           /* a Retry packet arrived */
+    uint32_t version;                    /* of the server's first long-header packet; 0 = none seen */
+    /* The client's Finished: handed to QUIC (TLS message callback), then framed (a CRYPTO frame built),
+     * then sent in a datagram carrying a Handshake packet: bytes sent before that datagram. */
+    int finished_written, finished_framed, finished_sent;
+    uint64_t finished_offset;
+    /* Received datagrams, newest last, so a packet being processed finds the datagram it came in. */
+    struct quic_rx_datagram rx[QUIC_RX_RING];
+    unsigned rx_n;
+    uint64_t rx_current; int rx_current_valid; /* offset of the datagram being processed */
+    /* The response stream (page modes): the datagram holding the last of its frames processed before the
+     * application saw its end; -1 = no stream watched. */
+    int64_t resp_stream;
+    int resp_done;
+    uint64_t resp_offset; int resp_offset_valid;
+};
+
 struct trace {
     uint64_t t[PH_COUNT];
+    int quic;               /* the sample runs over QUIC: the phases come from datagrams, not the TLS layer */
+    struct quic_counts q;
     uint32_t sent_bytes[TRACE_MSG_TYPES];  /* handshake message bytes we sent, by type */
     uint32_t recv_bytes[TRACE_MSG_TYPES];  /* … and received */
     uint32_t sent_count[TRACE_MSG_TYPES];
