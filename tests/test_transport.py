@@ -8,6 +8,7 @@ from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import spec as specmod
 from pqbench.measure import late
+from pqbench.sample import Milestone
 
 BASE = """
 parallel = 1
@@ -65,3 +66,27 @@ def test_what_touches_a_sample_depends_on_its_transport():
     assert not late.touched({"transport": "quic", "wire": {"drops_c2s": 0, "drops_s2c": 0}})
     assert transport.of_sample({"transport": "quic"}).kernel_tcp is False
     assert transport.of_sample({}).name == "tcp"
+
+
+def test_a_quic_sample_joins_its_udp_flow_ends_at_its_named_datagram_and_carries_the_stall():
+    """A TCP flow from the same port number is not the QUIC sample's; the wire time ends at the datagram
+    that carried the client's Finished (the sample's wire_milestone), and the record's stall comes along."""
+    from pqbench.measure import wire
+    from test_quic_wire import OPEN, RTT, simulate
+    flow, finished = simulate(8000)
+    tcp = {"proto": "tcp", "client": flow["client"], "server": flow["server"], "open_ns": OPEN, "syn_ns": OPEN,
+           "flights": [], "c2s": {}, "s2c": {}}
+    c2s_before = sum(n for d, t, n, _ in flow["datagrams"] if d == "c2s" and t < finished)
+    sample = {"ok": True, "transport": "quic", "local_port": 40000, "start_mono_ns": OPEN,
+              "t_ns": {"handshake_done": finished - OPEN},
+              "wire_milestone": {"dir": "c2s", "offset": c2s_before, "edge": "first"}}
+    assert wire.join([sample], [tcp, flow], 0, Milestone("c2s", 1, "first"), RTT) == 1
+    w = sample["wire"]
+    assert w["ms"] == pytest.approx((finished - flow["open_ns"]) / 1e6)
+    assert w["stalls"] == 1 and w["stall_ms"] == pytest.approx(RTT / 1e6, rel=0.05)
+    assert w["datagrams_c2s"] == flow["c2s"]["packets"] and w["datagrams_s2c"] == flow["s2c"]["packets"]
+    fits, finished = simulate(3000)
+    sample2 = {**sample, "wire_milestone": {"dir": "c2s", "edge": "first", "offset": sum(
+        n for d, t, n, _ in fits["datagrams"] if d == "c2s" and t < finished)}}
+    wire.join([sample2], [fits], 0, Milestone("c2s", 1, "first"), RTT)
+    assert sample2["wire"]["stalls"] == 0 and sample2["wire"]["stall_ms"] is None

@@ -39,7 +39,8 @@ SPLITS = {"tls": SPLIT, "ssh": SSH_SPLIT}
 # What tells two cells' algorithms apart, and what makes up their link/workload condition.
 ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
 CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "congctl", "mode",
-                    "page", "requests", "trace", "queue", "cross", "offer", "server_groups", "compress")
+                    "page", "requests", "trace", "queue", "cross", "offer", "server_groups", "compress", "transport",
+                    "quic_retry", "initial_size")
 
 
 @dataclasses.dataclass

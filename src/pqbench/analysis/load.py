@@ -15,6 +15,7 @@ SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in store.PHASES + SSH_ONLY_PHA
                  "certificate_bytes", "certificate_verify_bytes", "hs_bytes_sent", "hs_bytes_received",
                  "tcp_bytes_sent", "tcp_bytes_received", "tcp_segs_out", "tcp_segs_in", "tcp_retransmits",
                  "body_bytes", "requests", "cpu_wait_ms", *store.WIRE_COLUMNS, *store.WIRE_COLUMNS_V3,
+                 *store.WIRE_COLUMNS_V13,
                  "hrr", "certificate_compressed_bytes")
 JSON_RUN_FIELDS = ("spec", "provenance", "calibration_start", "calibration_end", "cell_order", "warnings")
 JSON_CELL_FIELDS = ("link", "failure_classes", "link_counters", "concurrency", "detector", "wire", "load", "path")

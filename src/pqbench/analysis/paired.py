@@ -1,8 +1,10 @@
 """Paired differences: algorithms measured under the same link condition and loss seed.
 
 Cells that are equal in everything but the key exchange (or the signature, the server stack, the
-client stack) form a group; each member is compared with the group's baseline (a classical algorithm
-when there is one; the openssl stack) by the difference of medians and its bootstrap CI.
+client stack, the transport) form a group; each member is compared with the group's baseline (a
+classical algorithm when there is one; the openssl stack; TCP) by the difference of medians and its
+bootstrap CI. Over the transport, QUIC is paired as it comes by default (no Retry, the client's own
+Initial size): those axes are QUIC's alone.
 """
 
 from __future__ import annotations
@@ -50,23 +52,37 @@ def baseline_name(names: list[str], kind: str | None) -> str:
     return (classical or names)[0]
 
 
+# What varies with an axis besides the axis itself, and is left out of the pairing key with it.
+WITH_AXIS = {"transport": ("quic_retry", "initial_size")}
+
+
+def value(c: CellStats, axis: str):
+    """The cell's value on the axis (a cell from before the transport axis ran over TCP)."""
+    return c.row.get(axis) or "tcp" if axis == "transport" else c.row[axis]
+
+
 def _key(c: CellStats, axis: str) -> tuple:
     seed = c.row.get("link", {}).get("seed") if isinstance(c.row.get("link"), dict) else None
-    return tuple(c.row.get(f) for f in ALG_FIELDS + CONDITION_FIELDS if f != axis) + (seed,)
+    skip = (axis, *WITH_AXIS.get(axis, ()))
+    return tuple(c.row.get(f) for f in ALG_FIELDS + CONDITION_FIELDS if f not in skip) + (seed,)
+
+
+def _default_quic(c: CellStats) -> bool:
+    return not c.row.get("quic_retry") and c.row.get("initial_size") is None
 
 
 def paired_differences(cells: list[CellStats], *, resamples: int = 1000, seed: int = 0) -> list[PairedDiff]:
     out = []
-    for axis, kind in (("kex", "kem"), ("sig", "sig"), ("server", None), ("client", None)):
+    for axis, kind in (("kex", "kem"), ("sig", "sig"), ("server", None), ("client", None), ("transport", None)):
         groups: dict[tuple, list[CellStats]] = {}
         for c in cells:
-            if c.durations.size:
+            if c.durations.size and (axis != "transport" or _default_quic(c)):
                 groups.setdefault(_key(c, axis), []).append(c)
         for members in groups.values():
-            by_name = {c.row[axis]: c for c in members}
+            by_name = {value(c, axis): c for c in members}
             if len(by_name) < 2:
                 continue
-            base = by_name[baseline_name(list(by_name), kind)]
+            base = by_name["tcp" if axis == "transport" and "tcp" in by_name else baseline_name(list(by_name), kind)]
             for name in sorted(by_name):
                 other = by_name[name]
                 if other is base:

@@ -173,7 +173,8 @@ class Rig:
         joined = None
         if flows is not None:
             records = flows(Path(scratch) / "flows.jsonl")
-            joined = wire.join(samples, records, self._offset_ns, self.clients[client].milestones[mode])
+            rtt_ns = round((self.link.client_to_server.delay_ms + self.link.server_to_client.delay_ms) * 1e6)
+            joined = wire.join(samples, records, self._offset_ns, self.clients[client].milestones[mode], rtt_ns)
         protocol = endpoints.get(client).protocol
         for s in samples:
             s.setdefault("stack", client)

@@ -10,6 +10,10 @@ drifts by at most a few parts per million, microseconds over a cell.
 A sample's wire time runs from its SYN to the milestone that ends its metric on the client, which
 each client names per mode (a `Milestone`): for TLS the client's Finished (first packet of its second
 flight) for a handshake, the last packet of the last server flight for a page or requests.
+
+A QUIC connection is a UDP flow: its wire time runs from the client's first datagram to the datagram
+the sample names (`wire_milestone`: the bytes its direction sent before it), and its record adds the
+datagram counts and whether the server stalled at QUIC's anti-amplification limit (measure.quic_wire).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import bisect
 import time
 
-from pqbench import stats
+from pqbench import stats, transport
+from pqbench.measure import quic_wire
 from pqbench.sample import TLS_MILESTONES, Milestone  # noqa: F401  (where they were)
 
 MATCH_WINDOW_NS = 2_000_000_000  # a connection opened further than this from a sample's start is not its own
@@ -71,6 +76,26 @@ def summary(flow: dict, milestone: Milestone) -> dict:
             "server_flight_packets": server_flight.get("packets"), "server_flight_pushes": server_flight.get("pushes")}
 
 
+def quic_summary(flow: dict, sample: dict, rtt_ns: int | None) -> dict:
+    """summary() of a QUIC connection: its wire time ends at the datagram the sample names (its client's
+    Finished, or the one that completed the response), and the record says how many datagrams crossed
+    and whether the server stalled at the amplification limit before the client finished."""
+    m = sample.get("wire_milestone") or {}
+    end = quic_wire.milestone_ns(flow, m["dir"], m["offset"]) \
+        if m.get("dir") in ("c2s", "s2c") and isinstance(m.get("offset"), int) else None
+    finished = end if m.get("dir") == "c2s" else None
+    out = summary(flow, Milestone("c2s", 1, "first"))
+    start = flow.get("open_ns")
+    out["ms"] = (end - start) / 1e6 if start is not None and end is not None and end >= start else None
+    counts = quic_wire.datagram_counts(flow)
+    amp = quic_wire.amplification(flow, rtt_ns=rtt_ns or None, finished_ns=finished)
+    out.update({"datagrams_c2s": counts["c2s"]["datagrams"], "datagrams_s2c": counts["s2c"]["datagrams"],
+                "stalls": amp["count"], "stall_ms": amp["stall_ms"],
+                "amplification": {k: amp[k] for k in ("stalled", "limit_bytes", "sent_before_stall", "stall_ms",
+                                                     "unblocked_by_ms", "count", "uncertain", "complete", "rtt_ms")}})
+    return out
+
+
 def _late_ms(*sides: dict) -> float | None:
     late = [s["late_max_ns"] for s in sides if s.get("late_max_ns") is not None]
     return max(late) / 1e6 if late else None
@@ -92,19 +117,22 @@ def sample_milestone(s: dict, flow: dict) -> Milestone | None:
     return None
 
 
-def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Milestone) -> int:
+def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Milestone,
+         rtt_ns: int | None = None) -> int:
     """Adds s["wire"] to every sample whose connection the recorder saw; returns how many. The wire
-    time ends at `milestone`, or at the one a sample names itself (sample_milestone)."""
-    by_port: dict[int, list] = {}
+    time ends at `milestone`, or at the one a sample names itself (sample_milestone). A sample over QUIC
+    joins its UDP flow (quic_summary; rtt_ns: the link's round trip, which the stall detector needs)."""
+    by_port: dict[tuple, list] = {}  # (IP protocol, client port): a TCP and a UDP port may share a number
     for f in flows:
         if f.get("open_ns") is not None:  # a record without a packet at the client has no time to match
-            by_port.setdefault(_port(f["client"]), []).append(f)
+            by_port.setdefault((f.get("proto", "tcp"), _port(f["client"])), []).append(f)
     for lst in by_port.values():
         lst.sort(key=lambda f: f["open_ns"])
     joined = 0
     for s in samples:
         port, start = s.get("local_port"), s.get("start_mono_ns")
-        candidates = by_port.get(port) if port is not None and start is not None else None
+        candidates = by_port.get((transport.of_sample(s).ip_proto, port)) if port is not None and start is not None \
+            else None
         if not candidates:
             continue
         t = start + offset_ns
@@ -113,7 +141,8 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
         best = min((j for j in (k - 1, k) if 0 <= j < len(candidates)), key=lambda j: abs(opens[j] - t))
         if abs(opens[best] - t) <= MATCH_WINDOW_NS:
             flow = candidates.pop(best)
-            s["wire"] = summary(flow, sample_milestone(s, flow) or milestone)
+            s["wire"] = quic_summary(flow, s, rtt_ns) if flow.get("proto") == "udp" else \
+                summary(flow, sample_milestone(s, flow) or milestone)
             joined += 1
     return joined
 

@@ -9,6 +9,7 @@ import math
 
 from pqbench.experiment.condition import condition as cell_condition, describe
 from pqbench.analysis import Analysis, CellStats, page_bytes
+from pqbench.analysis.paired import value as paired_value
 from pqbench.analysis.warnings import TITLES
 
 
@@ -106,8 +107,11 @@ def paired(a: Analysis) -> Table:
         if p.axis in ("server", "client"):  # what the stacks were compared on
             other_side = "client" if p.axis == "server" else "server"
             where = f"{p.other.row.get('kex')} + {p.other.row.get('sig')} ({other_side} {p.other.row.get(other_side)}), {where}"
+        elif p.axis == "transport":
+            where = f"{p.other.row.get('kex')} + {p.other.row.get('sig')}, {where}"
         rows.append([p.axis, where,
-                     str(p.baseline.row[p.axis]), str(p.other.row[p.axis]), ms(p.baseline.p50), ms(p.other.p50),
+                     str(paired_value(p.baseline, p.axis)), str(paired_value(p.other, p.axis)), ms(p.baseline.p50),
+                     ms(p.other.p50),
                      f"{'+' if p.diff[0] >= 0 else ''}{ms(p.diff[0])} [{ms(p.diff[1])}, {ms(p.diff[2])}]",
                      f"{100 * p.relative:+.1f} %" if math.isfinite(p.relative) else "–", sig])
     return Table("paired", "Paired differences (same link condition and loss seed)",

@@ -24,6 +24,8 @@ WIRE_COLUMNS = {"wire_ms": "DOUBLE", "wire_retrans_c2s": "INTEGER", "wire_retran
 
 # … added by migration 3: the server's first flight (TLS: ServerHello … Finished) as it crossed the link.
 WIRE_COLUMNS_V3 = {"wire_server_flight_packets": "INTEGER", "wire_server_flight_pushes": "INTEGER"}
+# … added by migration 13: a QUIC server's stalls at the anti-amplification limit, and the first one's length.
+WIRE_COLUMNS_V13 = {"wire_stalls": "INTEGER", "wire_stall_ms": "DOUBLE"}
 
 _V1 = f"""
 CREATE TABLE IF NOT EXISTS runs (
@@ -173,7 +175,7 @@ ALTER TABLE cells ADD COLUMN transport VARCHAR;
 ALTER TABLE cells ADD COLUMN quic_retry BOOLEAN;
 ALTER TABLE cells ADD COLUMN initial_size INTEGER;
 ALTER TABLE samples ADD COLUMN transport VARCHAR;
-"""
+""" + "".join(f"ALTER TABLE samples ADD COLUMN {k} {v};" for k, v in WIRE_COLUMNS_V13.items())
 
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),

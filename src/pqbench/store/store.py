@@ -23,7 +23,7 @@ from pathlib import Path
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.sample import PHASES, SSH_ONLY_PHASES
 from pqbench.store import schema
-from pqbench.store.schema import WIRE_COLUMNS, WIRE_COLUMNS_V3
+from pqbench.store.schema import WIRE_COLUMNS, WIRE_COLUMNS_V3, WIRE_COLUMNS_V13
 
 try:
     import duckdb
@@ -114,7 +114,7 @@ def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dic
             "early_data": s.get("early_data"), "transport": s.get("transport") or "tcp",
             "raw": json.dumps(s), "local_port": s.get("local_port"), "stack": s.get("stack") or "openssl",
             "server": s.get("server") or s.get("stack") or "openssl", "protocol": s.get("protocol") or "tls",
-            **{k: wire.get(k.removeprefix("wire_")) for k in (*WIRE_COLUMNS, *WIRE_COLUMNS_V3)}}
+            **{k: wire.get(k.removeprefix("wire_")) for k in (*WIRE_COLUMNS, *WIRE_COLUMNS_V3, *WIRE_COLUMNS_V13)}}
 
 
 def _insert_rows(con, table: str, rows: list[dict]) -> None:
