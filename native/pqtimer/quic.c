@@ -338,6 +338,22 @@ void quic_release(SSL *conn) {
 
 /* ---- output ------------------------------------------------------------------------------- */
 
+static void print_kinds(const uint8_t *kinds, unsigned n) {
+    static const char names[] = "I0HR1V?"; /* QUIC_KIND_* bits in order */
+    putchar('[');
+    for (unsigned i = 0; i < n; i++) {
+        printf("%s\"", i ? ", " : "");
+        int first = 1;
+        for (int b = 0; b < 7; b++)
+            if (kinds[i] & (1u << b)) {
+                printf("%s%c", first ? "" : "+", names[b]);
+                first = 0;
+            }
+        putchar('"');
+    }
+    putchar(']');
+}
+
 void quic_print(const struct options *o, const struct trace *tr) {
     const struct quic_counts *q = &tr->q;
     printf(", \"transport\": \"quic\", \"quic\": {\"datagrams_sent\": %u, \"datagrams_received\": %u, "
@@ -346,7 +362,13 @@ void quic_print(const struct options *o, const struct trace *tr) {
            (unsigned long long)q->bytes_received);
     q->datagrams_sent ? (void)printf("%u", q->initial_size) : (void)printf("null");
     printf(", \"retry\": %s, \"version\": ", q->retry ? "true" : "false");
-    q->version ? (void)printf("%u", q->version) : (void)printf("null");
+    /* as quicgo prints it: 0x00000001 is RFC 9000's */
+    q->version ? (void)printf("\"0x%08x\"", q->version) : (void)printf("null");
+    /* OpenSSL sends each datagram on its own (no UDP_SEGMENT anywhere in it): never segmentation offload */
+    printf(", \"gso\": false, \"sent_kinds\": ");
+    print_kinds(q->sent_kinds, q->sent_kinds_n);
+    printf(", \"received_kinds\": ");
+    print_kinds(q->received_kinds, q->received_kinds_n);
     printf("}");
     /* Where the sample's time ends on the wire: the datagram that carried the client's Finished, or the one
      * that completed the (last) response, by the payload bytes that went that way before it. */

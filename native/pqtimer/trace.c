@@ -125,46 +125,56 @@ static int quic_long_type(const unsigned char *p, size_t len) {
     return (p[0] >> 4) & 3;
 }
 
-/* Whether a datagram (protected, as on the wire) holds a Handshake packet: walks its coalesced long-header
- * packets by their Length fields; a short-header packet is always the last. */
-static int quic_datagram_has(const unsigned char *p, size_t len, int type) {
+/* The packet types a datagram (protected, as on the wire) holds, QUIC_KIND_* bits: walks its coalesced
+ * long-header packets by their Length fields; a short-header packet is always the last. */
+uint8_t quic_kinds(const unsigned char *p, size_t len) {
+    static const uint8_t long_kinds[4] = {QUIC_KIND_INITIAL, QUIC_KIND_ZERO_RTT, QUIC_KIND_HANDSHAKE, QUIC_KIND_RETRY};
+    uint8_t kinds = 0;
     size_t off = 0;
     while (off < len) {
-        int t = quic_long_type(p + off, len - off);
-        if (t < 0)
-            return 0;
-        if (t == type)
-            return 1;
+        const unsigned char *h = p + off;
+        size_t left = len - off;
+        if (!(h[0] & QUIC_LONG_HEADER))
+            return kinds | QUIC_KIND_SHORT;
+        if (left < 5)
+            return kinds | QUIC_KIND_UNPARSED;
+        if (!(h[1] | h[2] | h[3] | h[4]))
+            return kinds | QUIC_KIND_VERSION_NEGOTIATION;
+        int t = (h[0] >> 4) & 3;
+        kinds |= long_kinds[t];
         if (t == QUIC_TYPE_RETRY)
-            return 0; /* no Length: runs to the datagram's end */
-        size_t k = off + 5; /* first byte, version */
+            return kinds; /* no Length: runs to the datagram's end */
+        size_t k = 5; /* first byte, version */
         for (int cid = 0; cid < 2; cid++) { /* destination, then source connection ID */
-            if (k >= len)
-                return 0;
-            k += 1 + p[k];
+            if (k >= left)
+                return kinds | QUIC_KIND_UNPARSED;
+            k += 1 + h[k];
         }
         uint64_t v;
         size_t n;
         if (t == QUIC_TYPE_INITIAL) { /* token */
-            if (!(n = quic_varint(p + k, k < len ? len - k : 0, &v)))
-                return 0;
+            if (k >= left || !(n = quic_varint(h + k, left - k, &v)))
+                return kinds | QUIC_KIND_UNPARSED;
             k += n + v;
         }
-        if (k >= len || !(n = quic_varint(p + k, len - k, &v))) /* Length: packet number and payload */
-            return 0;
-        off = k + n + v;
+        if (k >= left || !(n = quic_varint(h + k, left - k, &v)) || v > left - k - n)
+            return kinds | QUIC_KIND_UNPARSED; /* Length: packet number and payload */
+        off += k + n + v;
     }
-    return 0;
+    return kinds;
 }
 
 static void quic_datagram(struct trace *tr, int write_p, const unsigned char *p, size_t len) {
     struct quic_counts *q = &tr->q;
+    uint8_t kinds = quic_kinds(p, len);
     if (write_p) {
         if (!q->datagrams_sent++) {
             tr->t[PH_CLIENT_HELLO_SENT] = now_ns(); /* the first Initial left */
             q->initial_size = (uint32_t)len;
         }
-        if (q->finished_framed && !q->finished_sent && quic_datagram_has(p, len, QUIC_TYPE_HANDSHAKE)) {
+        if (!q->finished_sent && q->sent_kinds_n < QUIC_MAX_KINDS)
+            q->sent_kinds[q->sent_kinds_n++] = kinds; /* up to the Finished's datagram */
+        if (q->finished_framed && !q->finished_sent && (kinds & QUIC_KIND_HANDSHAKE)) {
             tr->t[PH_HANDSHAKE_DONE] = now_ns();
             q->finished_sent = 1;
             q->finished_offset = q->bytes_sent;
@@ -173,6 +183,8 @@ static void quic_datagram(struct trace *tr, int write_p, const unsigned char *p,
         return;
     }
     q->rx[q->rx_n++ % QUIC_RX_RING] = (struct quic_rx_datagram){p, len, q->bytes_received};
+    if (!q->finished_sent && q->received_kinds_n < QUIC_MAX_KINDS)
+        q->received_kinds[q->received_kinds_n++] = kinds; /* what came before the client's Finished left */
     q->datagrams_received++;
     q->bytes_received += len;
     int t = quic_long_type(p, len);

@@ -36,6 +36,16 @@ struct tcp_counts {
 };
 
 #define QUIC_RX_RING 64
+#define QUIC_MAX_KINDS 64
+
+/* Packet types a datagram holds, one bit each (printed as quicgo does: I, 0, H, R, 1, V, ?). */
+#define QUIC_KIND_INITIAL 0x01
+#define QUIC_KIND_ZERO_RTT 0x02
+#define QUIC_KIND_HANDSHAKE 0x04
+#define QUIC_KIND_RETRY 0x08
+#define QUIC_KIND_SHORT 0x10            /* a 1-RTT packet */
+#define QUIC_KIND_VERSION_NEGOTIATION 0x20
+#define QUIC_KIND_UNPARSED 0x40         /* bytes that do not walk as QUIC packets */
 
 struct quic_rx_datagram {
     const unsigned char *p; /* OpenSSL's buffer, valid while its packets are processed */
@@ -55,6 +65,9 @@ struct quic_counts {
      * then sent in a datagram carrying a Handshake packet: bytes sent before that datagram. */
     int finished_written, finished_framed, finished_sent;
     uint64_t finished_offset;
+    /* The packet types of each datagram until the client's Finished left (received: before it left). */
+    uint8_t sent_kinds[QUIC_MAX_KINDS], received_kinds[QUIC_MAX_KINDS];
+    unsigned sent_kinds_n, received_kinds_n;
     /* Received datagrams, newest last, so a packet being processed finds the datagram it came in. */
     struct quic_rx_datagram rx[QUIC_RX_RING];
     unsigned rx_n;
@@ -114,6 +127,8 @@ struct trace {
 #define TRACE_MAX_CHAIN 16
 
 uint64_t now_ns(void);
+/* QUIC_KIND_* bits of the packets a datagram holds (as on the wire: only unprotected header bits read). */
+uint8_t quic_kinds(const unsigned char *p, size_t len);
 void trace_reset(struct trace *tr);
 /* SSL_set_msg_callback target; arg is the struct trace. */
 void trace_msg_cb(int write_p, int version, int content_type, const void *buf, size_t len, SSL *ssl, void *arg);

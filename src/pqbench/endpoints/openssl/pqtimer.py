@@ -1,5 +1,10 @@
 """The `openssl` stack's client: pqtimer (native/pqtimer), a C program on our OpenSSL that prints one
-JSON sample per connection (phase times, handshake message sizes, TCP_INFO, its local port)."""
+JSON sample per connection (phase times, handshake message sizes, TCP_INFO, its local port).
+
+Over QUIC (`--transport quic`, native/pqtimer/quic.c) it is OpenSSL 3.5's QUIC client with the same groups,
+signatures and verification, HTTP/3 for pages, and the QUIC sample (datagrams, Initial size, Retry, and its
+own wire milestone). OpenSSL's client cannot resume over QUIC here nor size its Initial datagrams (always
+1200 bytes of UDP payload): those jobs are refused with the reason."""
 
 from __future__ import annotations
 
@@ -7,25 +12,51 @@ from pathlib import Path
 
 from pqbench import paths
 from pqbench.algorithms import openssl_build
-from pqbench.sample import TLS_MILESTONES
+from pqbench.sample import TLS_MILESTONES, Milestone
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.offer import parse_offer
 from pqbench.errors import MissingCapability
+
+# OpenSSL 3.5's QUIC client pads every Initial datagram to RFC 9000's minimum and has no setting to change it.
+OPENSSL_QUIC_INITIAL_SIZE = 1200
+QUIC_MODES = ("handshake", "page", "requests")
+# Each QUIC sample names its own wire milestone (the datagram carrying the client's Finished, or the one that
+# completed the response, by the UDP payload bytes before it); these are the defaults for one that does not.
+QUIC_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "page": Milestone("s2c", -1, "last"),
+                   "requests": Milestone("s2c", -1, "last")}
 
 
 def binary() -> Path:
     return paths.native_binary("pqtimer")
 
 
+def quic_refusal(job: ClientJob) -> str | None:
+    """Why pqtimer cannot measure this job over QUIC (pqtimer itself exits 3 with the same reason), or None."""
+    if job.mode not in QUIC_MODES:
+        return (f"mode {job.mode}: pqtimer does not resume QUIC connections yet "
+                f"(over QUIC: {', '.join(QUIC_MODES)})")
+    if job.initial_size is not None and job.initial_size != OPENSSL_QUIC_INITIAL_SIZE:
+        return (f"initial_size {job.initial_size}: OpenSSL 3.5's QUIC client cannot set the size of its Initial "
+                f"datagrams; it always sends {OPENSSL_QUIC_INITIAL_SIZE} bytes of UDP payload")
+    return None
+
+
 class Pqtimer:
     name = "pqtimer"
     milestones = TLS_MILESTONES
+
+    @staticmethod
+    def milestones_for(transport: str) -> dict:
+        """The default wire milestones per mode over a transport (QUIC samples name their own)."""
+        return QUIC_MILESTONES if transport == "quic" else TLS_MILESTONES
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a single probe)."""
         b = binary()
         if not b.exists():
             raise MissingCapability(f"{b} is missing", "run `make` in the project root")
+        if job.transport == "quic" and (why := quic_refusal(job)):
+            raise MissingCapability(f"pqtimer over QUIC: {why}", "measure it over TCP or with the quicgo client")
         # An offer is OpenSSL's groups list with its key shares marked (pqbench.endpoints.offer)
         groups = [parse_offer(job.offer).openssl()] if job.offer else job.groups
         return [str(b), *job.tls_client_options(groups, count, worker, claims)]
