@@ -210,7 +210,10 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
             "packets_s2c": first("tcp_segs_in", "wire_packets_s2c"),
             "retransmits_mean": float(np.mean(r)) if (r := cd.ok_values("tcp_retransmits")).size else None,
             "server_flight_packets": _median(cd.ok_values("wire_server_flight_packets")),
-            "server_flight_pushes": _median(cd.ok_values("wire_server_flight_pushes"))}
+            "server_flight_pushes": _median(cd.ok_values("wire_server_flight_pushes")),
+            # QUIC: the share of handshakes whose server stalled at the amplification limit, and for how long
+            "stall_share": float((st > 0).mean()) if (st := cd.ok_values("wire_stalls")).size else None,
+            "stall_ms": _median(cd.ok_values("wire_stall_ms"))}
     # what a deployed client's offer and a server's compression cost (pqbench.report.deployment)
     tls = {"client_hello_bytes": _median(cd.ok_values("client_hello_bytes")),
            "certificate_bytes": _median(cd.ok_values("certificate_bytes")),
