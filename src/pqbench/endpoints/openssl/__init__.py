@@ -1,4 +1,4 @@
-"""The `openssl` stack: Debian's nginx and pqtimer, both on our OpenSSL with pqprov."""
+"""The `openssl` stack: Debian's nginx (TCP), nginx-h3 (QUIC) and pqtimer, all on our OpenSSL with pqprov."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import functools
 
 from pqbench.algorithms import catalog, openssl_build
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.openssl import nginx
+from pqbench.endpoints.openssl import nginx, nginx_h3
 from pqbench.endpoints.openssl.nginx import NginxServer
 from pqbench.endpoints.openssl.pqload import Pqload
 from pqbench.endpoints.openssl.pqtimer import Pqtimer
@@ -26,11 +26,16 @@ def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
-    return Capabilities(stack="openssl", protocol="tls", transports=("tcp",),
+    # QUIC: nginx-h3 (built on first use) serves the QUIC sites (its version is None until it is built),
+    # with Retry per site. Over QUIC, nginx 1.26's OpenSSL compatibility layer has no 0-RTT (no early mode)
+    # and pqtimer's QUIC client does not resume (no resume modes).
+    return Capabilities(stack="openssl", protocol="tls", transports=("tcp", "quic"),
                         modes=("handshake", "page", "requests", "resume", "resume_page", "early"),
-                        features=("offer", "cert_compression"),
+                        transport_modes={"quic": ("handshake", "page", "requests")},
+                        features=("offer", "cert_compression", "retry"),
                         versions={"openssl": openssl_build.openssl_version(), "nginx": nginx.version(),
-                                  "nginx_running_with_openssl": nginx.running_with_openssl()},
+                                  "nginx_running_with_openssl": nginx.running_with_openssl(),
+                                  "nginx_h3": nginx_h3.version()},
                         unsupported=unsupported)
 
 

@@ -34,7 +34,12 @@ class NginxConfig:
     @property
     def compresses(self) -> bool:
         """Some site sends compressed chains: nginx runs with the libpqcertcomp preload (certcomp_env)."""
-        return any(s.compress_certs for s in self.sites)
+        return any(s.compress_certs for s in self.tcp_sites)
+
+    @property
+    def tcp_sites(self) -> list[Site]:
+        """The sites this nginx serves; the QUIC ones are nginx-h3's (pqbench.endpoints.openssl.nginx_h3)."""
+        return [s for s in self.sites if s.transport != "quic"]
 
     def site_options(self, site: Site) -> str:
         """What one server block sets beyond its chain: its groups and their order, certificate compression,
@@ -62,7 +67,7 @@ class NginxConfig:
         ssl_certificate {s.chain.chain_file};
         ssl_certificate_key {s.chain.leaf_key};{self.site_options(s)}
         location / {{ root {self.run_dir / 'www'}; }}
-    }}""" for s in self.sites)
+    }}""" for s in self.tcp_sites)
         d = self.run_dir
         # Workers keep the master's user: run directories (e.g. under a 0700 temp dir) stay private,
         # and the server is reachable only inside its namespace anyway.
@@ -123,13 +128,15 @@ def write_pages(www: Path, pages: dict) -> None:
 
 
 class NginxServer:
-    """The Server of the `openssl` stack: start(place, serving) in the server namespace, stop()."""
+    """The Server of the `openssl` stack: start(place, serving) in the server namespace, stop(). Debian's
+    nginx serves the TCP sites; nginx-h3 (pqbench.endpoints.openssl.nginx_h3) the QUIC ones, when any."""
 
     def __init__(self, config: NginxConfig | None = None):
         if not shutil.which("nginx"):
             raise MissingCapability("nginx is not installed", "run `make`, which installs Debian's nginx-light")
         self.config = config
         self.proc: subprocess.Popen | None = None
+        self.h3 = None  # nginx_h3.H3Server while QUIC sites are served
 
     @property
     def conf_path(self) -> Path:
@@ -149,6 +156,9 @@ class NginxServer:
         if serving is not None:
             self.config = NginxConfig(serving.run_dir, place.addr, serving.sites, groups=serving.groups,
                                       workers=serving.workers, pages=serving.pages)
+        self.start_h3(place)
+        if not self.config.tcp_sites:
+            return
         self.prepare()
         argv = ["nginx", "-e", str(self.config.run_dir / "nginx-error.log"), "-c", str(self.conf_path),
                 "-p", str(self.config.run_dir)]
@@ -159,12 +169,27 @@ class NginxServer:
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 process_group=0)  # see backend_pqlink: own group, same session
 
+    def start_h3(self, place: Place) -> None:
+        """nginx-h3 for the QUIC sites, if there are any."""
+        from pqbench.endpoints.openssl import nginx_h3
+        c = self.config
+        quic = nginx_h3.quic_sites(c.sites)
+        if quic:
+            self.h3 = nginx_h3.H3Server(nginx_h3.H3Config(c.run_dir, c.listen_addr, quic, c.groups, c.workers,
+                                                          c.pages))
+            self.h3.start(place)
+
     def ready(self, client_place: Place) -> None:
         """Waits until every port accepts TCP, then until each completes one TLS handshake (pqtimer,
-        the first group): a server that listens but cannot serve its chain fails here, not in a cell."""
+        the first group): a server that listens but cannot serve its chain fails here, not in a cell.
+        QUIC sites: nginx-h3's ready (its UDP ports bound, then a QUIC handshake each)."""
+        if self.h3:
+            self.h3.ready(client_place)
+        if not self.config.tcp_sites:
+            return
         self.wait_ready(lambda port: tcp_probe(client_place, self.config.listen_addr, port))
         from pqbench.endpoints.openssl import probe
-        for site in self.config.sites:
+        for site in self.config.tcp_sites:
             group = self.config.groups[0]
             if site.server_groups:
                 from pqbench.endpoints.offer import parse_server_groups
@@ -178,7 +203,7 @@ class NginxServer:
     def wait_ready(self, connect_check, timeout: float = 15.0) -> None:
         """Health check: every configured port accepts TCP connections before anything is measured."""
         deadline = time.monotonic() + timeout
-        pending = {s.port for s in self.config.sites}
+        pending = {s.port for s in self.config.tcp_sites}
         while pending:
             if self.proc.poll() is not None:
                 raise MeasurementFailed(f"nginx exited with {self.proc.returncode}: {self.error_text()}")
@@ -200,8 +225,12 @@ class NginxServer:
         return " | ".join(p.strip() for p in parts if p.strip()) or "no error output"
 
     def stop(self) -> None:
-        """Stops the master (its workers follow) and waits for it."""
-        stop_group(self.proc)
+        """Stops the masters (their workers follow) and waits for them."""
+        try:
+            stop_group(self.proc)
+        finally:
+            if self.h3:
+                self.h3.stop()
 
     def __enter__(self):
         return self
