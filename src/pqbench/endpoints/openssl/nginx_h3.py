@@ -22,12 +22,11 @@ from pathlib import Path
 
 from pqbench import paths
 from pqbench.algorithms import openssl_build
-from pqbench.endpoints.base import Place, Site, stop_group
+from pqbench.endpoints.base import ClientJob, Place, Site, probe, stop_group
 from pqbench.endpoints.openssl.nginx import NginxConfig, certcomp_env, write_pages
 from pqbench.errors import MeasurementFailed, MissingCapability
 
 STEP = "nginx-h3"  # scripts/build.sh's step, and its folder under build/
-PROBE_TIMEOUT_S = 15.0
 
 
 def home() -> Path:
@@ -118,7 +117,6 @@ class H3Server:
             raise MissingCapability(f"nginx with HTTP/3 is not built ({binary()} is missing)",
                                     f"run `scripts/build.sh {STEP}` (pqbench builds it on first use)")
         self.config = config
-        self.place: Place | None = None
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -133,13 +131,12 @@ class H3Server:
         env = openssl_build.openssl_env()
         if self.config.compresses:
             env.update(certcomp_env())
-        self.place = place
         self.proc = place.popen([str(binary()), "-e", str(d / "nginx-h3-error.log"), "-c", str(self.conf_path),
                                  "-p", str(d)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, process_group=0)  # own group: stop_group ends its workers
 
     def ready(self, client_place: Place, timeout: float = 15.0) -> None:
-        """Waits until every site's UDP port is bound in the server namespace, then until each completes a
+        """Waits until every site's UDP port is bound in nginx-h3's (the server) namespace, then until each completes a
         QUIC handshake from the client side with the first group (the chain verified against its root)."""
         self.wait_bound(timeout)
         for site in self.config.sites:
@@ -159,13 +156,29 @@ class H3Server:
         while pending:
             if self.proc.poll() is not None:
                 raise MeasurementFailed(f"nginx-h3 exited with {self.proc.returncode}: {self.error_text()}")
-            pending -= udp_bound(self.place, self.config.listen_addr)
+            pending -= udp_bound(self.master_pid())
             if pending and time.monotonic() > deadline:
                 self.stop()
                 raise MeasurementFailed(f"nginx-h3 did not bind UDP ports {sorted(pending)} within {timeout:g} s: "
                                         f"{self.error_text()}")
             if pending:
                 time.sleep(0.05)
+
+    def master_pid(self) -> int | None:
+        """nginx-h3's master: the process started (`ip netns exec` executes it), or its child where the place
+        starts it through a process that stays; None before it runs."""
+        pids = [self.proc.pid]
+        try:
+            pids += [int(p) for p in Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text().split()]
+        except OSError:
+            pass
+        for pid in pids:
+            try:
+                if os.readlink(f"/proc/{pid}/exe") == str(binary()):
+                    return pid
+            except OSError:
+                pass
+        return None
 
     def error_text(self) -> str:
         parts = []
@@ -180,36 +193,27 @@ class H3Server:
         stop_group(self.proc)
 
 
-def udp_bound(place: Place, addr: str) -> set[int]:
-    """The UDP ports bound at addr (or at any address) in place's namespace."""
-    proc = place.popen(["ss", "-Hlun"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out, _ = proc.communicate(timeout=10)
+def udp_bound(pid: int | None) -> set[int]:
+    """The UDP ports bound in the network namespace of process pid (its /proc/PID/net/udp: no process to
+    start, and the namespace is the process's own); none while pid is None."""
     ports = set()
-    for line in out.decode(errors="replace").splitlines():
-        fields = line.split()
-        if len(fields) >= 4:
-            host, _, port = fields[3].rpartition(":")
-            if host in (addr, "0.0.0.0", "*", "[::]") and port.isdigit():
-                ports.add(int(port))
+    if pid is None:
+        return ports
+    for table in ("udp", "udp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:  # "sl local_address(hex ip:hex port) rem_address st ..."
+            ports.add(int(line.split()[1].rpartition(":")[2], 16))
     return ports
 
 
 def quic_handshake(place: Place, addr: str, site: Site, group: str) -> str | None:
-    """None when one QUIC handshake (HTTP/3's ALPN, only `group` offered, the chain verified) against site
-    succeeds from place, else why not. OpenSSL's own QUIC client (s_client -quic) on our OpenSSL: the
-    timing clients' QUIC modes can replace it once they exist."""
-    argv = [str(paths.OPENSSL_BIN), "s_client", "-quic", "-alpn", "h3", "-connect", f"{addr}:{site.port}",
-            "-groups", group, "-CAfile", str(site.chain.root_cert), "-servername", site.chain.server_name,
-            "-verify_return_error", "-brief"]
-    proc = place.popen(argv, env=openssl_build.openssl_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT)
-    try:
-        out, _ = proc.communicate(timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return f"no answer within {PROBE_TIMEOUT_S:g} s"
-    text = out.decode(errors="replace")
-    if proc.returncode == 0 and "CONNECTION ESTABLISHED" in text:
-        return None
-    return f"openssl s_client -quic exited {proc.returncode}: {' / '.join(text.strip().splitlines()[-4:])}"
+    """None when one QUIC handshake by pqtimer (the stack's own client: HTTP/3's ALPN, only `group` offered,
+    the chain verified against its root) against site succeeds from place, else why not."""
+    from pqbench.endpoints.openssl.pqtimer import Pqtimer
+    client = Pqtimer()
+    job = ClientJob(host=addr, port=site.port, groups=[group], cafile=str(site.chain.root_cert),
+                    servername=site.chain.server_name, timeout_ms=5000, transport="quic")
+    return probe(place, client.argv(job, 1, 0, claims=None), env=client.env())
