@@ -79,9 +79,25 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
         result["link"] = record["link_counters"]
     if record.get("path"):
         result["path"] = record["path"]  # a target's: TCP-connect times before and after
-    if record.get("cc_client"):
+    if cfg.transport != "tcp":
+        result["quic"] = quic_shape(samples)
+    elif record.get("cc_client"):
         result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}
     return result
+
+
+def quic_shape(samples: list[dict]) -> dict:
+    """Over QUIC, per successful sample: the datagrams each way and whether the server stalled at the
+    amplification limit (the emulator's record), and what the client saw of Retry and its Initial size."""
+    ok = [s for s in samples if s.get("ok")]
+    wire = [s["wire"] for s in ok if s.get("wire")]
+    med = lambda values: _round(np.median(values), 3) if values else None  # noqa: E731
+    return {"n": len(ok), "datagrams_c2s": med([w["datagrams_c2s"] for w in wire if w.get("datagrams_c2s") is not None]),
+            "datagrams_s2c": med([w["datagrams_s2c"] for w in wire if w.get("datagrams_s2c") is not None]),
+            "stalled": sum(1 for w in wire if w.get("stalls")), "recorded": len(wire),
+            "stall_ms": med([w["stall_ms"] for w in wire if w.get("stall_ms") is not None]),
+            "retry": sum(1 for s in ok if (s.get("quic") or {}).get("retry")),
+            "initial_size": med([s["quic"]["initial_size"] for s in ok if (s.get("quic") or {}).get("initial_size")])}
 
 
 def tls_shape(samples: list[dict]) -> dict | None:
@@ -148,6 +164,12 @@ def format_summary(result: dict) -> str:
             e = t["early_data"]
             lines.append(f"  early data accepted in {e['accepted']} of {t['n']} (rejected {e['rejected']}); "
                          f"first response byte {t['first_byte_ms']} ms")
+    q = result.get("quic")
+    if q:
+        lines.append(f"  QUIC: Initial {q['initial_size']} bytes, datagrams c→s {q['datagrams_c2s']} s→c {q['datagrams_s2c']}; "
+                     f"server stalled at the 3× amplification limit in {q['stalled']} of {q['recorded']}"
+                     + (f" ({q['stall_ms']} ms)" if q["stall_ms"] is not None else "")
+                     + (f"; Retry in {q['retry']} of {q['n']}" if q["retry"] else ""))
     cc = result.get("congestion_control")
     if cc:
         lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")

@@ -147,11 +147,23 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
     return joined
 
 
+def client_ms(s: dict, metric: str) -> float | None:
+    """The client's time for what the wire record times: since its SYN over TCP (sent before any
+    crypto), since its first datagram over QUIC (which carries the ClientHello, so leaves only after the
+    key shares are made: the client's own time counts that keygen, the wire's cannot)."""
+    t = s.get("t_ns") or {}
+    end = t.get(metric)
+    if end is None:
+        return None
+    start = 0 if transport.of_sample(s).kernel_tcp else t.get("client_hello_sent")
+    return (end - start) / 1e6 if start is not None else None
+
+
 def agreement(samples: list[dict], metric: str) -> dict:
     """Client-measured vs wire-measured time of the samples the wire record covers."""
-    diffs = sorted(s["t_ns"][metric] / 1e6 - s["wire"]["ms"] for s in samples
+    diffs = sorted(client_ms(s, metric) - s["wire"]["ms"] for s in samples
                    if s.get("ok") and (s.get("wire") or {}).get("ms") is not None
-                   and (s.get("t_ns") or {}).get(metric) is not None)
+                   and client_ms(s, metric) is not None)
     if not diffs:
         return {"n": 0}
     disagree = sum(1 for d in diffs if abs(d) > TOLERANCE_MS)
