@@ -33,6 +33,7 @@ def capabilities() -> Capabilities:
                         modes=("handshake", "page", "requests", "resume", "resume_page", "early"),
                         transport_modes={"quic": ("handshake", "page", "requests")},
                         features=("offer", "cert_compression", "retry"),
+                        feature_notes={"initial_size": "OpenSSL 3.5's QUIC client sends 1200-byte datagrams, always"},
                         versions={"openssl": openssl_build.openssl_version(), "nginx": nginx.version(),
                                   "nginx_running_with_openssl": nginx.running_with_openssl(),
                                   "nginx_h3": nginx_h3.version()},
