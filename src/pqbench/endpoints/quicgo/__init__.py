@@ -1,0 +1,82 @@
+"""The `quicgo` stack: quic-go v0.65 (HTTP/3 over QUIC, TLS 1.3 by Go 1.27's crypto/tls) as server and
+client, one binary (native/quicgo), QUIC only.
+
+What it can do is asked of the built binary (`quicgo capabilities` tries every group and key type in a
+QUIC handshake on loopback UDP), never listed here. quic-go on Go 1.27.3 found: x25519,
+secp256r1/384r1/521r1, X25519MLKEM768, SecP256r1MLKEM768, SecP384r1MLKEM1024, MLKEM1024; ECDSA
+P-256/384/521, Ed25519, RSA (PSS) and ML-DSA-44/65/87 certificates, as crypto/tls over TCP. Everything
+else of the catalog is a skipped cell with the reason. Retry per site (server) and the Initial datagram's
+size (client, 1200..1452 bytes) are features.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pqbench.algorithms import catalog
+from pqbench.endpoints.base import Capabilities, Stack
+from pqbench.endpoints.quicgo import build
+from pqbench.endpoints.quicgo.client import QuicGoClient
+from pqbench.endpoints.quicgo.server import QuicGoServer
+
+__all__ = ["STACK"]
+
+
+def _sig_probe(caps: dict, alg: catalog.Algorithm) -> dict | None:
+    """The capabilities entry that answers for alg: its own, or for RSA of any size the 2048-bit probe."""
+    sigs = {s["sig"]: s for s in caps.get("sigs", [])}
+    if alg.name in sigs:
+        return sigs[alg.name]
+    if alg.family == "RSA":
+        return sigs.get("rsa2048")
+    return None
+
+
+def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
+    """Why quic-go as built here cannot run kex with sig over QUIC in this role, or None."""
+    caps = build.capabilities()
+    if caps is None:
+        return f"{build.binary()} is not built: {build.FIX}"
+    who = f"quic-go {caps.get('quic_go', '')} on {caps.get('go', 'Go')}".replace("  ", " ")
+    k = catalog.find(kex, "kem")
+    if build.group_name(kex) is None:
+        have = ", ".join(g["name"] for g in caps["groups"] if g["ok"])
+        return f"{who} has no TLS group {k.name} over QUIC (it has {have})"
+    s = catalog.find(sig, "sig")
+    avail = catalog.availability(s)
+    if not avail.available:  # the chain is made by our OpenSSL
+        return f"no {s.name} certificates here: {avail.reason}"
+    probe = _sig_probe(caps, s)
+    if probe is None:
+        have = ", ".join(x["sig"] for x in caps["sigs"] if x["ok"])
+        return f"{who} (crypto/tls, crypto/x509) has no {s.name} (it has {have})"
+    if not probe["ok"]:
+        return f"{who} cannot use a {s.name} chain: {probe.get('error')}"
+    if role == "client":
+        # A server of another stack picks its chain by what the client offers (as the quicgo server read it)
+        offered = (caps.get("client_hello") or {}).get("signature_algorithms") or []
+        want = s.sigalg or s.name
+        if want not in offered:
+            return f"the {who} client omits {want} from signature_algorithms"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def capabilities() -> Capabilities:
+    caps = build.capabilities() or {}
+    prov = build.provenance()
+    versions = {"go": caps.get("go") or prov.get("go"), "quic-go": caps.get("quic_go")}
+    tc = prov.get("toolchain") or {}
+    if tc.get("module"):
+        versions["toolchain"] = f"{tc['module']} {tc.get('sum')}"
+    for m in prov.get("modules", []):
+        versions[m["path"]] = f"{m['version']} {m['sum']}"
+    modes = tuple(caps.get("modes", ("handshake", "page")))
+    return Capabilities(stack="quicgo", protocol="tls", transports=("quic",), modes=modes,
+                        transport_modes={"quic": modes}, versions=versions, unsupported=unsupported,
+                        features=("retry", "initial_size"),
+                        feature_notes={"offer": "crypto/tls chooses its key shares from its curve preferences",
+                                       "cert_compression": "crypto/tls has no certificate compression"})
+
+
+STACK = Stack(name="quicgo", protocol="tls", server=QuicGoServer, client=QuicGoClient, capabilities=capabilities)
