@@ -225,7 +225,7 @@ source "$ROOT/scripts/build-nginx-h3.sh"  # do_nginx-h3: nginx with HTTP/3 on ou
 
 STEPS=(apt openssl liboqs venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
-                   [stacks]="tlsrs gotls openssh sshgo"
+                   [stacks]="tlsrs gotls quicgo openssh sshgo nginx-h3"
                    [test]="apt_test")
 STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
 steps=()

@@ -90,3 +90,14 @@ def test_a_quic_sample_joins_its_udp_flow_ends_at_its_named_datagram_and_carries
         n for d, t, n, _ in fits["datagrams"] if d == "c2s" and t < finished)}}
     wire.join([sample2], [fits], 0, Milestone("c2s", 1, "first"), RTT)
     assert sample2["wire"]["stalls"] == 0 and sample2["wire"]["stall_ms"] is None
+
+
+def test_an_initial_size_a_client_cannot_send_skips_the_cell_with_the_reason():
+    cells = cellmod.expand(specmod.parse(BASE + 'transport = ["quic"]\ninitial_size = [1400, 1472]\n'
+                                                'server = ["openssl"]\nclient = ["openssl", "quicgo"]\n'))
+    reasons = {(c.client, c.initial_size): cellmod.unavailable_reason(c) or "" for c in cells if c.sig == "ecdsap256"}
+    if any("is not built" in r for r in reasons.values()):
+        pytest.skip("the quicgo stack is not built here (make test builds every stack)")
+    assert "1200-byte datagrams" in reasons["openssl", 1400]  # OpenSSL's QUIC client: 1200, always
+    assert reasons["quicgo", 1400] == ""
+    assert reasons["quicgo", 1472] == "quicgo client: sends Initial datagrams of 1200..1452 bytes, not 1472"

@@ -97,6 +97,10 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str, *, offe
             if feature not in caps.features:
                 note = caps.feature_notes.get(feature)
                 return f"{name} {role}: no {feature.replace('_', ' ')}" + (f" ({note})" if note else "")
+        if role == "client" and initial_size is not None and caps.initial_sizes:
+            lo, hi = caps.initial_sizes
+            if not lo <= initial_size <= hi:
+                return f"{name} client: sends Initial datagrams of {lo}..{hi} bytes, not {initial_size}"
         for group in dict.fromkeys(groups[role]):
             why = caps.unsupported(group, sig, role)
             if why:

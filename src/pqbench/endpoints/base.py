@@ -151,6 +151,8 @@ class Capabilities:
     feature_notes: dict = dataclasses.field(default_factory=dict)
     # The modes over a transport where they differ from `modes` (QUIC clients time fewer modes than TCP's).
     transport_modes: dict = dataclasses.field(default_factory=dict)
+    # With the "initial_size" feature: the QUIC Initial sizes (UDP payload bytes) the client can send, lo..hi.
+    initial_sizes: tuple[int, int] | None = None
 
 
 class Server(Protocol):

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 
+from pqbench import transport
 from pqbench.algorithms import catalog
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.quicgo import build
+from pqbench.endpoints.quicgo import build, client
 from pqbench.endpoints.quicgo.client import QuicGoClient
 from pqbench.endpoints.quicgo.server import QuicGoServer
 
@@ -74,7 +75,7 @@ def capabilities() -> Capabilities:
     modes = tuple(caps.get("modes", ("handshake", "page")))
     return Capabilities(stack="quicgo", protocol="tls", transports=("quic",), modes=modes,
                         transport_modes={"quic": modes}, versions=versions, unsupported=unsupported,
-                        features=("retry", "initial_size"),
+                        features=("retry", "initial_size"), initial_sizes=(transport.MIN_INITIAL, client.MAX_INITIAL),
                         feature_notes={"offer": "crypto/tls chooses its key shares from its curve preferences",
                                        "cert_compression": "crypto/tls has no certificate compression"})
 
