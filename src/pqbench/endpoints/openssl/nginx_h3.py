@@ -23,7 +23,7 @@ from pathlib import Path
 from pqbench import paths
 from pqbench.algorithms import openssl_build
 from pqbench.endpoints.base import ClientJob, Place, Site, probe, stop_group
-from pqbench.endpoints.openssl.nginx import NginxConfig, certcomp_env, write_pages
+from pqbench.endpoints.openssl.nginx_config import NginxConfig, certcomp_env, write_pages
 from pqbench.errors import MeasurementFailed, MissingCapability
 
 STEP = "nginx-h3"  # scripts/build.sh's step, and its folder under build/
