@@ -208,16 +208,18 @@ def test_capabilities_come_from_the_binary(gotls_built):
 
 
 def test_go_unit_tests_pass_offline(gotls_built):
-    """native/tlsgo's own tests (names, the t_ns shape, the ClientHello as sent), run with no network
+    """native/tlsgo's own tests (the t_ns keys, the ClientHello as sent) and those of gotlskit, which it
+    shares with quicgo (names, the t_ns shape, the sample's head), run with no network
     (GOPROXY=off). When the build restored gotls from the machine cache, the toolchain and modules are
     not in build/go yet: `go mod download` fetches them from the Go module registry first (pinned by
     go.sum; a no-op when they are there)."""
     from pqbench import paths
     root = paths.PROJECT_ROOT
     script = (f"source {root}/scripts/go-env.sh && cd {root}/native/tlsgo && go mod download "
-              "&& GOPROXY=off go test -count=1 ./...")
+              "&& GOPROXY=off go test -count=1 ./... pqbench/native/gotlskit")
     proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=900, env=dict(os.environ))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "ok  \tpqbench/native/gotlskit" in proc.stdout
 
 
 @pytest.mark.parametrize("args,field", [

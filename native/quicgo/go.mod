@@ -13,3 +13,7 @@ require (
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 )
+
+require pqbench/native/gotlskit v0.0.0
+
+replace pqbench/native/gotlskit => ../gotlskit

@@ -10,20 +10,9 @@ package main
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/mldsa"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"runtime"
@@ -31,82 +20,35 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+
+	kit "pqbench/native/gotlskit"
 )
 
-type keyKind struct {
-	name string // pqbench catalog name of the signature algorithm
-	gen  func() (crypto.Signer, error)
-}
-
-var keyKinds = []keyKind{
-	{"ecdsap256", func() (crypto.Signer, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }},
-	{"ecdsap384", func() (crypto.Signer, error) { return ecdsa.GenerateKey(elliptic.P384(), rand.Reader) }},
-	{"ecdsap521", func() (crypto.Signer, error) { return ecdsa.GenerateKey(elliptic.P521(), rand.Reader) }},
-	{"ed25519", func() (crypto.Signer, error) { _, k, err := ed25519.GenerateKey(rand.Reader); return k, err }},
-	{"rsa2048", func() (crypto.Signer, error) { return rsa.GenerateKey(rand.Reader, 2048) }},
-	{"mldsa44", func() (crypto.Signer, error) { return mldsa.GenerateKey(mldsa.MLDSA44()) }},
-	{"mldsa65", func() (crypto.Signer, error) { return mldsa.GenerateKey(mldsa.MLDSA65()) }},
-	{"mldsa87", func() (crypto.Signer, error) { return mldsa.GenerateKey(mldsa.MLDSA87()) }},
-}
-
-type probeChain struct {
-	cert tls.Certificate
-	root *x509.Certificate
-}
-
-const probeName = "probe.pqbench.test"
-
-func makeChain(rootKey, leafKey crypto.Signer) (*probeChain, error) {
-	now := time.Now()
-	rootTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "quicgo probe root"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	rootDER, err := x509.CreateCertificate(rand.Reader, rootTmpl, rootTmpl, rootKey.Public(), rootKey)
-	if err != nil {
-		return nil, fmt.Errorf("root certificate: %w", err)
-	}
-	root, err := x509.ParseCertificate(rootDER)
-	if err != nil {
-		return nil, err
-	}
-	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: probeName},
-		DNSNames: []string{probeName}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, root, leafKey.Public(), rootKey)
-	if err != nil {
-		return nil, fmt.Errorf("leaf certificate: %w", err)
-	}
-	return &probeChain{tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}, root}, nil
-}
-
-type probeResult struct {
-	ok      bool
-	err     string
-	group   tls.CurveID
-	sigalg  tls.SignatureScheme
+// probeExtra is what a QUIC probe tells beyond the common result.
+type probeExtra struct {
 	offered []tls.SignatureScheme // the ClientHello's signature_algorithms, as the server read it
 	gso     bool
 }
 
 // handshake runs one QUIC handshake on loopback UDP between the client and server configurations.
-func handshake(ch *probeChain, groups []tls.CurveID) (r probeResult) {
+func handshake(ch *kit.ProbeChain, groups []tls.CurveID) (r kit.ProbeResult, x probeExtra) {
 	lo := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
 	sudp, err := net.ListenUDP("udp4", lo)
 	if err != nil {
-		return probeResult{err: "loopback UDP: " + err.Error()}
+		return kit.ProbeResult{Err: "loopback UDP: " + err.Error()}, x
 	}
 	str := &quic.Transport{Conn: sudp}
 	defer sudp.Close()
 	defer str.Close()
 	scfg := &tls.Config{MinVersion: tls.VersionTLS13, CurvePreferences: groups, SessionTicketsDisabled: true,
-		Certificates: []tls.Certificate{ch.cert}, NextProtos: []string{"pqbench-probe"},
+		Certificates: []tls.Certificate{ch.Cert}, NextProtos: []string{"pqbench-probe"},
 		GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
-			r.offered = append([]tls.SignatureScheme(nil), h.SignatureSchemes...)
+			x.offered = append([]tls.SignatureScheme(nil), h.SignatureSchemes...)
 			return nil, nil
 		}}
 	ln, err := str.Listen(scfg, &quic.Config{})
 	if err != nil {
-		return probeResult{err: err.Error()}
+		return kit.ProbeResult{Err: err.Error()}, x
 	}
 	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -120,44 +62,28 @@ func handshake(ch *probeChain, groups []tls.CurveID) (r probeResult) {
 		}
 		done <- err
 	}()
-	pool := x509.NewCertPool()
-	pool.AddCert(ch.root)
 	ccfg := &tls.Config{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, CurvePreferences: groups,
-		RootCAs: pool, ServerName: probeName, NextProtos: []string{"pqbench-probe"}}
+		RootCAs: ch.RootPool(), ServerName: kit.ProbeName, NextProtos: []string{"pqbench-probe"}}
 	cudp, err := net.ListenUDP("udp4", lo)
 	if err != nil {
-		return probeResult{err: "loopback UDP: " + err.Error()}
+		return kit.ProbeResult{Err: "loopback UDP: " + err.Error()}, x
 	}
 	ctr := &quic.Transport{Conn: newCountingConn(cudp)}
 	defer cudp.Close()
 	defer ctr.Close()
 	conn, err := ctr.Dial(ctx, sudp.LocalAddr(), ccfg, &quic.Config{})
 	if err != nil {
-		r.err = err.Error()
-		return r
+		r.Err = err.Error()
+		return r, x
 	}
 	st := conn.ConnectionState()
-	r.ok, r.group, r.gso = true, st.TLS.CurveID, st.GSO
-	r.sigalg, _ = peerSigAlg(conn)
+	r.OK, r.Group, x.gso = true, st.TLS.CurveID, st.GSO
+	r.Sigalg, _ = peerSigAlg(conn)
 	_ = conn.CloseWithError(0, "")
 	if serr := <-done; serr != nil && !errors.Is(serr, context.Canceled) {
-		r.ok, r.err = false, "server: "+serr.Error()
+		r.OK, r.Err = false, "server: "+serr.Error()
 	}
-	return r
-}
-
-type groupCap struct {
-	Name      string `json:"name"`
-	Codepoint string `json:"codepoint"`
-	OK        bool   `json:"ok"`
-	Error     string `json:"error,omitempty"`
-}
-
-type sigCap struct {
-	Sig    string `json:"sig"` // pqbench catalog name of the key type (root and leaf)
-	OK     bool   `json:"ok"`
-	Sigalg string `json:"sigalg,omitempty"` // the server's CertificateVerify, as OpenSSL names it
-	Error  string `json:"error,omitempty"`
+	return r, x
 }
 
 func quicGoVersion() string {
@@ -172,55 +98,17 @@ func quicGoVersion() string {
 }
 
 func capabilitiesMain() int {
-	p256, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err == nil {
-		var base *probeChain
-		if base, err = makeChain(p256, p256); err == nil {
-			return reportCapabilities(base)
-		}
+	base, err := kit.BaseChain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "quicgo:", err)
+		return 3
 	}
-	fmt.Fprintln(os.Stderr, "quicgo:", err)
-	return 3
-}
-
-func reportCapabilities(base *probeChain) int {
-	var groups []groupCap
+	groups, x25519 := kit.ProbeGroups(base, handshake)
 	var offered []string
-	for _, g := range knownGroups {
-		r := handshake(base, []tls.CurveID{g.id})
-		c := groupCap{Name: g.name, Codepoint: fmt.Sprintf("0x%04x", uint16(g.id)), OK: r.ok && r.group == g.id}
-		if !c.OK {
-			c.Error = r.err
-			if r.ok {
-				c.Error = "negotiated " + groupString(r.group)
-			}
-		}
-		if g.id == tls.X25519 {
-			for _, s := range r.offered {
-				offered = append(offered, sigalgString(s))
-			}
-		}
-		groups = append(groups, c)
+	for _, s := range x25519.offered {
+		offered = append(offered, kit.SigalgString(s))
 	}
-	var sigs []sigCap
-	for _, k := range keyKinds {
-		c := sigCap{Sig: k.name}
-		root, err1 := k.gen()
-		leaf, err2 := k.gen()
-		var ch *probeChain
-		err := errors.Join(err1, err2)
-		if err == nil {
-			ch, err = makeChain(root, leaf)
-		}
-		if err != nil {
-			c.Error = err.Error()
-		} else if r := handshake(ch, []tls.CurveID{tls.X25519}); r.ok {
-			c.OK, c.Sigalg = true, sigalgString(r.sigalg)
-		} else {
-			c.Error = r.err
-		}
-		sigs = append(sigs, c)
-	}
+	sigs := kit.ProbeSigs(handshake)
 	out := map[string]any{
 		"stack":   "quicgo",
 		"go":      runtime.Version(),
@@ -235,10 +123,5 @@ func reportCapabilities(base *probeChain) int {
 		"initial_size": map[string]int{"min": minInitialSize, "max": maxInitialSize},
 		"retry":        true,
 	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(out); err != nil {
-		return 3
-	}
-	return 0
+	return kit.PrintReport(out)
 }

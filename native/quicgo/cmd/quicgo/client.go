@@ -21,20 +21,19 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	kit "pqbench/native/gotlskit"
 )
 
 // quic-go's bounds for an Initial datagram: RFC 9000's 1200 minimum, its packet buffer's 1452 maximum
@@ -49,79 +48,26 @@ const (
 const finishedWait = 2 * time.Second
 
 type clientOptions struct {
-	host, path, cafile, servername string
-	port, count, warmup, worker    int
-	initialSize                    int // 0: quic-go's default
-	timeout, pause                 time.Duration
-	mode                           string
-	groups                         []tls.CurveID
-	claims                         *claims
+	kit.ClientOptions
+	initialSize int // 0: quic-go's default
 }
 
 func parseClientOptions(args []string) *clientOptions {
-	o := parseOptions(args, "--host", "--port", "--mode", "--path", "--groups", "--cafile", "--servername",
-		"--count", "--warmup", "--timeout-ms", "--worker", "--claim", "--pause-ms", "--transport", "--initial-size")
-	c := &clientOptions{
-		host: o.required("--host"), port: o.int("--port", 0, 1, 65535), path: o.str("--path", "/"),
-		cafile: o.str("--cafile", ""), servername: o.str("--servername", ""),
-		count: o.int("--count", 1, 1, 100000000), warmup: o.int("--warmup", 0, 0, 1000000),
-		worker:      o.int("--worker", 0, 0, 1<<31-1),
-		timeout:     time.Duration(o.int("--timeout-ms", 10000, 1, 3600000)) * time.Millisecond,
-		pause:       time.Duration(o.int("--pause-ms", 0, 0, 3600000)) * time.Millisecond,
-		mode:        o.str("--mode", "handshake"),
-		initialSize: o.int("--initial-size", 0, minInitialSize, maxInitialSize),
+	o := kit.ParseOptions(args, append(kit.ClientOptionNames, "--transport", "--initial-size")...)
+	c := &clientOptions{ClientOptions: *kit.ParseClientOptions(o),
+		initialSize: o.Int("--initial-size", 0, minInitialSize, maxInitialSize)}
+	if t := o.Str("--transport", "quic"); t != "quic" {
+		kit.Usage("--transport", fmt.Sprintf("%q: quicgo speaks only quic", t))
 	}
-	if c.port == 0 {
-		usage("--port", "required")
-	}
-	if ip := net.ParseIP(c.host); ip == nil || ip.To4() == nil {
-		usage("--host", "must be an IPv4 address")
-	}
-	if t := o.str("--transport", "quic"); t != "quic" {
-		usage("--transport", fmt.Sprintf("%q: quicgo speaks only quic", t))
-	}
-	if c.mode != "handshake" && c.mode != "page" {
-		usage("--mode", "allowed: handshake, page")
-	}
-	groups, err := parseGroups(o.str("--groups", "X25519MLKEM768:x25519"))
-	if err != nil {
-		usage("--groups", err.Error())
-	}
-	c.groups = groups
-	if p := o.str("--claim", ""); p != "" {
-		cl, err := mapClaims(p)
-		if err != nil {
-			usage("--claim", err.Error())
-		}
-		c.claims = cl
+	if c.Mode != "handshake" && c.Mode != "page" {
+		kit.Usage("--mode", "allowed: handshake, page")
 	}
 	return c
 }
 
 func clientTLSConfig(o *clientOptions) *tls.Config {
-	cfg := &tls.Config{
-		MinVersion:       tls.VersionTLS13,
-		MaxVersion:       tls.VersionTLS13,
-		CurvePreferences: o.groups, // offered: only these, one key share each
-		ServerName:       o.servername,
-		NextProtos:       []string{http3.NextProtoH3}, // the server serves HTTP/3 in every mode
-	}
-	if o.servername == "" {
-		cfg.ServerName = o.host
-	}
-	if o.cafile != "" {
-		pem, err := os.ReadFile(o.cafile)
-		if err != nil {
-			usage("--cafile", err.Error())
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			usage("--cafile", "no PEM certificate in this file")
-		}
-		cfg.RootCAs = pool
-	} else {
-		cfg.InsecureSkipVerify = true // as pqtimer without --cafile: no verification
-	}
+	cfg := o.ClientTLSConfig()
+	cfg.NextProtos = []string{http3.NextProtoH3} // the server serves HTTP/3 in every mode
 	return cfg
 }
 
@@ -141,29 +87,6 @@ const (
 var phaseNames = [phCount]string{"start", "client_hello_sent", "server_hello_received", "handshake_packet_received",
 	"server_finished_received", "handshake_done", "first_byte", "last_byte"}
 
-// orderedPhases prints t_ns in phase order, ns since start, null where not observed in this sample.
-type orderedPhases [phCount]int64
-
-func (p orderedPhases) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, name := range phaseNames {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%q: ", name)
-		if i == phStart {
-			b.WriteString("0")
-		} else if p[i] == 0 {
-			b.WriteString("null")
-		} else {
-			b.WriteString(strconv.FormatInt(p[i]-p[phStart], 10))
-		}
-	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
-}
-
 type quicCounts struct {
 	DatagramsSent     int    `json:"datagrams_sent"`
 	DatagramsReceived int    `json:"datagrams_received"`
@@ -179,6 +102,8 @@ type quicCounts struct {
 	ReceivedKinds []string `json:"received_kinds"`
 }
 
+func (s *sample) SetCPUWait(ns int64) { s.CPUWaitNs = &ns }
+
 type milestone struct {
 	Dir    string `json:"dir"`
 	Offset int64  `json:"offset"`
@@ -186,35 +111,19 @@ type milestone struct {
 }
 
 type sample struct {
-	Worker        int           `json:"worker"`
-	I             int           `json:"i"`
-	Mode          string        `json:"mode"`
-	OK            bool          `json:"ok"`
-	ErrorClass    *string       `json:"error_class"`
-	Error         *string       `json:"error"`
-	TNs           orderedPhases `json:"t_ns"`
-	StartMonoNs   int64         `json:"start_mono_ns"`
-	LocalPort     *int          `json:"local_port"`
-	Transport     string        `json:"transport"`
-	Group         *string       `json:"group"`
-	Sigalg        *string       `json:"sigalg"`
-	Cipher        *string       `json:"cipher"`
-	Resumed       bool          `json:"resumed"`
-	HRR           bool          `json:"hello_retry_request"`
-	HTTPStatus    *int          `json:"http_status"`
-	BodyBytes     int64         `json:"body_bytes"`
-	Requests      int           `json:"requests"`
-	QUIC          *quicCounts   `json:"quic"`
-	WireMilestone *milestone    `json:"wire_milestone"`
-	CPUWaitNs     *int64        `json:"cpu_wait_ns"` // the process's wait for a CPU during the sample
-}
-
-type outcome struct{ class, msg string }
-
-func (o *outcome) set(class, format string, a ...any) {
-	if o.class == "" { // keep the first cause
-		o.class, o.msg = class, fmt.Sprintf(format, a...)
-	}
+	kit.SampleHead
+	Transport     string      `json:"transport"`
+	Group         *string     `json:"group"`
+	Sigalg        *string     `json:"sigalg"`
+	Cipher        *string     `json:"cipher"`
+	Resumed       bool        `json:"resumed"`
+	HRR           bool        `json:"hello_retry_request"`
+	HTTPStatus    *int        `json:"http_status"`
+	BodyBytes     int64       `json:"body_bytes"`
+	Requests      int         `json:"requests"`
+	QUIC          *quicCounts `json:"quic"`
+	WireMilestone *milestone  `json:"wire_milestone"`
+	CPUWaitNs     *int64      `json:"cpu_wait_ns"` // the process's wait for a CPU during the sample
 }
 
 func classify(err error, during string) (string, string) {
@@ -304,21 +213,21 @@ type client struct {
 func (c *client) runSample(s *sample) {
 	o := c.o
 	var t [phCount]int64
-	var out outcome
+	var out kit.Outcome
 	s.Transport = "quic"
 	udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
 	if err != nil {
-		t[phStart] = monoNs()
-		out.set("connect_error", "UDP socket: %v", err)
-		finish(s, t, &out)
+		t[phStart] = kit.MonoNs()
+		out.Set("connect_error", "UDP socket: %v", err)
+		s.Finish(phaseNames[:], t[:], &out)
 		return
 	}
 	cc := newCountingConn(udp)
 	tr := &quic.Transport{Conn: cc}
 	trace := &connTrace{conn: cc}
 	qcfg := &quic.Config{
-		HandshakeIdleTimeout: o.timeout,
-		MaxIdleTimeout:       o.timeout,
+		HandshakeIdleTimeout: o.Timeout,
+		MaxIdleTimeout:       o.Timeout,
 		InitialPacketSize:    uint16(o.initialSize),
 		Tracer:               trace.tracer(),
 	}
@@ -326,9 +235,9 @@ func (c *client) runSample(s *sample) {
 		port := p.Port
 		s.LocalPort = &port
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout)
 	defer cancel()
-	t[phStart] = monoNs()
+	t[phStart] = kit.MonoNs()
 	conn, err := tr.Dial(ctx, c.addr, c.tlsCfg, qcfg)
 	if err == nil {
 		// Dial returns when crypto/tls is done; the Finished's datagram may still be on its way out.
@@ -340,10 +249,10 @@ func (c *client) runSample(s *sample) {
 		}
 		wait.Stop()
 		st := conn.ConnectionState()
-		g := groupString(st.TLS.CurveID)
+		g := kit.GroupString(st.TLS.CurveID)
 		s.Group = &g
 		if sa, ok := peerSigAlg(conn); ok {
-			n := sigalgString(sa)
+			n := kit.SigalgString(sa)
 			s.Sigalg = &n
 		}
 		cs := tls.CipherSuiteName(st.TLS.CipherSuite)
@@ -351,12 +260,12 @@ func (c *client) runSample(s *sample) {
 		s.HRR = st.TLS.HelloRetryRequest
 		s.Resumed = st.TLS.DidResume
 		s.QUIC = &quicCounts{Version: fmt.Sprintf("0x%08x", uint32(st.Version)), GSO: st.GSO}
-		if o.mode == "page" {
+		if o.Mode == "page" {
 			c.get(ctx, conn, &t, s, &out)
 		}
 	} else {
 		cls, msg := classify(err, "QUIC handshake")
-		out.set(cls, "%s", msg)
+		out.Set(cls, "%s", msg)
 	}
 	sent, received := cc.snapshot()
 	if s.QUIC == nil {
@@ -394,13 +303,13 @@ func (c *client) runSample(s *sample) {
 		}
 		q.ReceivedKinds = append(q.ReceivedKinds, kindString(d.kinds))
 	}
-	if err == nil && out.class == "" {
+	if err == nil && out.Class == "" {
 		switch {
-		case o.mode == "handshake" && fin >= 0:
+		case o.Mode == "handshake" && fin >= 0:
 			s.WireMilestone = &milestone{"c2s", bytesBefore(sent, fin), "first"}
-		case o.mode == "handshake":
-			out.set("no_finished", "quic-go's log named no datagram carrying the client's Finished")
-		case o.mode == "page":
+		case o.Mode == "handshake":
+			out.Set("no_finished", "quic-go's log named no datagram carrying the client's Finished")
+		case o.Mode == "page":
 			// the datagram that completed the response: the last one read before the body's end was seen
 			last := -1
 			for i, d := range received {
@@ -418,87 +327,50 @@ func (c *client) runSample(s *sample) {
 	}
 	_ = tr.Close()
 	_ = udp.Close()
-	finish(s, t, &out)
+	s.Finish(phaseNames[:], t[:], &out)
 }
 
 // get fetches the page with one HTTP/3 GET on the connection.
-func (c *client) get(ctx context.Context, conn *quic.Conn, t *[phCount]int64, s *sample, out *outcome) {
-	host := c.o.servername
+func (c *client) get(ctx context.Context, conn *quic.Conn, t *[phCount]int64, s *sample, out *kit.Outcome) {
+	host := c.o.ServerName
 	if host == "" {
-		host = c.o.host
+		host = c.o.Host
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+c.o.path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+c.o.Path, nil)
 	if err != nil {
-		out.set("http_error", "request: %v", err)
+		out.Set("http_error", "request: %v", err)
 		return
 	}
 	h3 := (&http3.Transport{}).NewClientConn(conn)
 	resp, err := h3.RoundTrip(req)
 	if err != nil {
 		cls, msg := classify(err, "the HTTP/3 request")
-		out.set(cls, "%s", msg)
+		out.Set(cls, "%s", msg)
 		return
 	}
-	t[phFirstByte] = monoNs()
+	t[phFirstByte] = kit.MonoNs()
 	n, err := io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	if err != nil {
 		cls, msg := classify(err, "reading the HTTP/3 response")
-		out.set(cls, "%s", msg)
+		out.Set(cls, "%s", msg)
 		return
 	}
-	t[phLastByte] = monoNs()
+	t[phLastByte] = kit.MonoNs()
 	status := resp.StatusCode
 	s.HTTPStatus, s.BodyBytes, s.Requests = &status, n, 1
 	if status != 200 {
-		out.set("http_status", "HTTP status %d", status)
-	}
-}
-
-func finish(s *sample, t [phCount]int64, out *outcome) {
-	s.TNs = orderedPhases(t)
-	s.StartMonoNs = t[phStart]
-	s.OK = out.class == ""
-	if !s.OK {
-		s.ErrorClass, s.Error = &out.class, &out.msg
+		out.Set("http_status", "HTTP status %d", status)
 	}
 }
 
 func clientMain(args []string) int {
 	o := parseClientOptions(args)
 	c := &client{o: o, tlsCfg: clientTLSConfig(o),
-		addr: &net.UDPAddr{IP: net.ParseIP(o.host), Port: o.port}}
-	enc := json.NewEncoder(os.Stdout) // one line per sample, written (unbuffered) as it is made
-	failures := 0
-	for k := -o.warmup; ; k++ {
-		i := k
-		if k >= 0 && o.claims != nil {
-			i = o.claims.next()
-		}
-		if i >= o.count {
-			break
-		}
-		s := sample{Worker: o.worker, I: i, Mode: o.mode}
-		wait0 := cpuWaitNs()
-		c.runSample(&s)
-		if wait1 := cpuWaitNs(); wait0 >= 0 && wait1 >= wait0 {
-			d := wait1 - wait0
-			s.CPUWaitNs = &d
-		}
-		if i < 0 {
-			continue // warm-up: not recorded
-		}
-		if err := enc.Encode(&s); err != nil {
-			fmt.Fprintf(os.Stderr, "quicgo: cannot write the sample: %v\n", err)
-			return 3
-		}
-		if !s.OK {
-			failures++
-		}
-		time.Sleep(o.pause)
-	}
-	if failures > 0 {
-		return 1
-	}
-	return 0
+		addr: &net.UDPAddr{IP: net.ParseIP(o.Host), Port: o.Port}}
+	return kit.RunSamples(&o.ClientOptions, func(i int) kit.Sample {
+		s := &sample{SampleHead: kit.SampleHead{Worker: o.Worker, I: i, Mode: o.Mode}}
+		c.runSample(s)
+		return s
+	})
 }

@@ -1,12 +1,11 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/json"
+	"slices"
 	"testing"
+
+	kit "pqbench/native/gotlskit"
 )
 
 // longHeader builds a QUIC v1/v2 long-header packet of the given 2-bit type code with a payload of n bytes.
@@ -45,17 +44,12 @@ func TestPacketKindsWalksCoalescedPackets(t *testing.T) {
 	}
 }
 
-func TestPhasesPrintInOrderNullWhereNotObserved(t *testing.T) {
-	var p orderedPhases
-	p[phStart], p[phClientHelloSent], p[phHandshakeDone] = 1000, 1500, 9000
-	b, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"start":0,"client_hello_sent":500,"server_hello_received":null,"handshake_packet_received":null,` +
-		`"server_finished_received":null,"handshake_done":8000,"first_byte":null,"last_byte":null}`
-	if string(b) != want {
-		t.Errorf("got %s", b)
+// t_ns keys in the QUIC sample's order (gotlskit prints them: 0, null, ns since start).
+func TestPhaseNamesAreTheQUICSamples(t *testing.T) {
+	want := []string{"start", "client_hello_sent", "server_hello_received", "handshake_packet_received",
+		"server_finished_received", "handshake_done", "first_byte", "last_byte"}
+	if !slices.Equal(phaseNames[:], want) {
+		t.Errorf("phase names %v, want %v", phaseNames, want)
 	}
 }
 
@@ -63,16 +57,12 @@ func TestPhasesPrintInOrderNullWhereNotObserved(t *testing.T) {
 // algorithm through quic-go's connection, and sends without segmentation offload.
 func TestLoopbackHandshakeNegotiatesAndReadsTheSigalg(t *testing.T) {
 	disableGSO()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ch, err := kit.BaseChain()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := makeChain(key, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := handshake(ch, []tls.CurveID{tls.X25519MLKEM768})
-	if !r.ok || r.group != tls.X25519MLKEM768 || r.sigalg != tls.ECDSAWithP256AndSHA256 || r.gso {
-		t.Fatalf("ok %v group %v sigalg %v gso %v err %s", r.ok, r.group, r.sigalg, r.gso, r.err)
+	r, x := handshake(ch, []tls.CurveID{tls.X25519MLKEM768})
+	if !r.OK || r.Group != tls.X25519MLKEM768 || r.Sigalg != tls.ECDSAWithP256AndSHA256 || x.gso {
+		t.Fatalf("ok %v group %v sigalg %v gso %v err %s", r.OK, r.Group, r.Sigalg, x.gso, r.Err)
 	}
 }

@@ -14,23 +14,22 @@ package main
 //	            "groups": ["x25519"]}]}                   per site: groups optional (default: the file's)
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"log"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+
+	kit "pqbench/native/gotlskit"
 )
 
 type siteConfig struct {
@@ -53,38 +52,38 @@ type serverConfig struct {
 func readServerConfig(path string) *serverConfig {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		usage("--config", err.Error())
+		kit.Usage("--config", err.Error())
 	}
 	var c serverConfig
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		usage("--config", fmt.Sprintf("%s: %v", path, err))
+		kit.Usage("--config", fmt.Sprintf("%s: %v", path, err))
 	}
 	if ip := net.ParseIP(c.Addr); ip == nil {
-		usage("addr", fmt.Sprintf("%q is not an IP address", c.Addr))
+		kit.Usage("addr", fmt.Sprintf("%q is not an IP address", c.Addr))
 	}
 	if len(c.Sites) == 0 {
-		usage("sites", "at least one site is required")
+		kit.Usage("sites", "at least one site is required")
 	}
-	if _, err := parseGroups(strings.Join(c.Groups, ":")); err != nil {
-		usage("groups", err.Error())
+	if _, err := kit.ParseGroups(strings.Join(c.Groups, ":")); err != nil {
+		kit.Usage("groups", err.Error())
 	}
 	for name, n := range c.Pages {
 		if name == "" || strings.Contains(name, "/") || n < 0 {
-			usage("pages", fmt.Sprintf("%q=%d is not NAME=BYTES", name, n))
+			kit.Usage("pages", fmt.Sprintf("%q=%d is not NAME=BYTES", name, n))
 		}
 	}
 	for i, s := range c.Sites {
 		if s.Port < 1 || s.Port > 65535 {
-			usage(fmt.Sprintf("sites[%d].port", i), "must be in 1..65535")
+			kit.Usage(fmt.Sprintf("sites[%d].port", i), "must be in 1..65535")
 		}
 		if s.Chain == "" || s.Key == "" {
-			usage(fmt.Sprintf("sites[%d]", i), "chain and key are required")
+			kit.Usage(fmt.Sprintf("sites[%d]", i), "chain and key are required")
 		}
 		if len(s.Groups) > 0 {
-			if _, err := parseGroups(strings.Join(s.Groups, ":")); err != nil {
-				usage(fmt.Sprintf("sites[%d].groups", i), err.Error())
+			if _, err := kit.ParseGroups(strings.Join(s.Groups, ":")); err != nil {
+				kit.Usage(fmt.Sprintf("sites[%d].groups", i), err.Error())
 			}
 		}
 	}
@@ -94,33 +93,18 @@ func readServerConfig(path string) *serverConfig {
 type counters struct{ handshakes, retries atomic.Int64 }
 
 func serverMain(args []string) int {
-	o := parseOptions(args, "--config")
-	cfg := readServerConfig(o.required("--config"))
+	o := kit.ParseOptions(args, "--config")
+	cfg := readServerConfig(o.Required("--config"))
 	logw := os.Stderr
 	if cfg.Log != "" {
 		f, err := os.OpenFile(cfg.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			usage("log", err.Error())
+			kit.Usage("log", err.Error())
 		}
 		logw = f
 	}
 	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
-	pages := map[string][]byte{}
-	for name, n := range cfg.Pages {
-		b := make([]byte, n) // incompressible, as nginx's pages
-		_, _ = rand.Read(b)
-		pages[name] = b
-	}
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := pages[strings.TrimPrefix(r.URL.Path, "/")]
-		if !ok || r.Method != http.MethodGet {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		_, _ = w.Write(b)
-	})
+	handler := kit.PageHandler(cfg.Pages)
 	var count counters
 	var closers []func()
 	for i, st := range cfg.Sites {
@@ -129,7 +113,7 @@ func serverMain(args []string) int {
 		if len(names) == 0 {
 			names = cfg.Groups
 		}
-		groups, _ := parseGroups(strings.Join(names, ":"))
+		groups, _ := kit.ParseGroups(strings.Join(names, ":"))
 		cert, err := tls.LoadX509KeyPair(st.Chain, st.Key)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "quicgo: %s: %v\n", field, err)

@@ -16,6 +16,8 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+
+	kit "pqbench/native/gotlskit"
 )
 
 type connTrace struct {
@@ -41,7 +43,7 @@ func (t *connTrace) RecordEvent(ev qlogwriter.Event) {
 		}
 	case qlog.KeyUpdated:
 		if e.KeyType == qlog.KeyTypeServer1RTT {
-			now := monoNs()
+			now := kit.MonoNs()
 			t.mu.Lock()
 			if t.serverFinished == 0 {
 				t.serverFinished = now

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	kit "pqbench/native/gotlskit"
 )
 
 // Kinds of QUIC packets a datagram holds (a bit each).
@@ -141,7 +143,7 @@ func (c *countingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	if summing {
 		d.sum = crc32.Checksum(b, castagnoli)
 	}
-	d.t = monoNs()
+	d.t = kit.MonoNs()
 	n, err := c.udp.WriteTo(b, addr)
 	c.mu.Lock()
 	if err == nil {
@@ -155,7 +157,7 @@ func (c *countingConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 func (c *countingConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	n, addr, err := c.udp.ReadFrom(b)
 	if n > 0 {
-		d := datagram{t: monoNs(), size: n, kinds: packetKinds(b[:n])}
+		d := datagram{t: kit.MonoNs(), size: n, kinds: packetKinds(b[:n])}
 		c.mu.Lock()
 		c.received = append(c.received, d)
 		c.mu.Unlock()

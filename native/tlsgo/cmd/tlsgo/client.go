@@ -24,7 +24,6 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,37 +34,19 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	kit "pqbench/native/gotlskit"
 )
 
 type clientOptions struct {
-	host, path, cafile, servername string
-	port, requests, count, warmup  int
-	timeout, pause                 time.Duration
-	worker                         int
-	mode                           string
-	groups                         []tls.CurveID
-	claims                         *claims
+	kit.ClientOptions
+	requests int // HTTP requests per connection
 }
 
 func parseClientOptions(args []string) *clientOptions {
-	o := parseOptions(args, "--host", "--port", "--mode", "--path", "--requests", "--groups", "--cafile",
-		"--servername", "--count", "--warmup", "--timeout-ms", "--worker", "--claim", "--pause-ms")
-	c := &clientOptions{
-		host: o.required("--host"), port: o.int("--port", 0, 1, 65535), path: o.str("--path", "/"),
-		requests: o.int("--requests", 1, 1, 100000), cafile: o.str("--cafile", ""),
-		servername: o.str("--servername", ""), count: o.int("--count", 1, 1, 100000000),
-		warmup: o.int("--warmup", 0, 0, 1000000), worker: o.int("--worker", 0, 0, 1<<31-1),
-		timeout: time.Duration(o.int("--timeout-ms", 10000, 1, 3600000)) * time.Millisecond,
-		pause:   time.Duration(o.int("--pause-ms", 0, 0, 3600000)) * time.Millisecond,
-		mode:    o.str("--mode", "handshake"),
-	}
-	if c.port == 0 {
-		usage("--port", "required")
-	}
-	if ip := net.ParseIP(c.host); ip == nil || ip.To4() == nil {
-		usage("--host", "must be an IPv4 address")
-	}
-	switch c.mode {
+	o := kit.ParseOptions(args, append(kit.ClientOptionNames, "--requests")...)
+	c := &clientOptions{ClientOptions: *kit.ParseClientOptions(o), requests: o.Int("--requests", 1, 1, 100000)}
+	switch c.Mode {
 	case "handshake":
 		c.requests = 0
 	case "page":
@@ -74,47 +55,14 @@ func parseClientOptions(args []string) *clientOptions {
 	case "resume":
 		c.requests = 0
 	default:
-		usage("--mode", "allowed: handshake, page, requests, resume")
-	}
-	groups, err := parseGroups(o.str("--groups", "X25519MLKEM768:x25519"))
-	if err != nil {
-		usage("--groups", err.Error())
-	}
-	c.groups = groups
-	if p := o.str("--claim", ""); p != "" {
-		cl, err := mapClaims(p)
-		if err != nil {
-			usage("--claim", err.Error())
-		}
-		c.claims = cl
+		kit.Usage("--mode", "allowed: handshake, page, requests, resume")
 	}
 	return c
 }
 
 func clientConfig(o *clientOptions) *tls.Config {
-	cfg := &tls.Config{
-		MinVersion:       tls.VersionTLS13,
-		MaxVersion:       tls.VersionTLS13,
-		CurvePreferences: o.groups, // offered: only these, one key share each
-		ServerName:       o.servername,
-	}
-	if o.servername == "" {
-		cfg.ServerName = o.host
-	}
-	if o.cafile != "" {
-		pem, err := os.ReadFile(o.cafile)
-		if err != nil {
-			usage("--cafile", err.Error())
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			usage("--cafile", "no PEM certificate in this file")
-		}
-		cfg.RootCAs = pool
-	} else {
-		cfg.InsecureSkipVerify = true // as pqtimer without --cafile: no verification
-	}
-	if o.mode == "resume" {
+	cfg := o.ClientTLSConfig()
+	if o.Mode == "resume" {
 		cfg.ClientSessionCache = &oneTicket{}
 	}
 	return cfg
@@ -135,7 +83,7 @@ func (t *oneTicket) Put(_ string, cs *tls.ClientSessionState) {
 // recorded as a sample.
 func primeTicket(cfg *tls.Config, o *clientOptions) error {
 	prime := *o
-	prime.requests, prime.mode = 1, "page"
+	prime.requests, prime.Mode = 1, "page"
 	var s sample
 	runSample(cfg, &prime, &s)
 	if cfg.ClientSessionCache.(*oneTicket).s == nil {
@@ -178,7 +126,7 @@ type tap struct {
 
 func (c *tap) Write(b []byte) (int, error) {
 	if c.handshake {
-		c.tr.writes = append(c.tr.writes, monoNs())
+		c.tr.writes = append(c.tr.writes, kit.MonoNs())
 	}
 	return c.Conn.Write(b)
 }
@@ -186,67 +134,28 @@ func (c *tap) Write(b []byte) (int, error) {
 func (c *tap) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 && c.tr.t[phServerHelloReceived] == 0 {
-		c.tr.t[phServerHelloReceived] = monoNs()
+		c.tr.t[phServerHelloReceived] = kit.MonoNs()
 	}
 	return n, err
 }
 
 type sample struct {
-	Worker       int           `json:"worker"`
-	I            int           `json:"i"`
-	Mode         string        `json:"mode"`
-	OK           bool          `json:"ok"`
-	ErrorClass   *string       `json:"error_class"`
-	Error        *string       `json:"error"`
-	TNs          orderedPhases `json:"t_ns"`
-	StartMonoNs  int64         `json:"start_mono_ns"`
-	LocalPort    *int          `json:"local_port"`
-	Group        *string       `json:"group"`
-	Sigalg       *string       `json:"sigalg"`
-	Resumed      bool          `json:"resumed"`
-	TCPHandshake *tcpCounts    `json:"tcp_handshake"`
-	TCPEnd       *tcpCounts    `json:"tcp_end"`
-	HTTPStatus   *int          `json:"http_status"`
-	BodyBytes    int64         `json:"body_bytes"`
-	Requests     int           `json:"requests"`
-	Cipher       *string       `json:"cipher"`
-	HRR          bool          `json:"hello_retry_request"`
-	Writes       int           `json:"handshake_writes"` // socket writes crypto/tls made for the handshake
-	CPUWaitNs    *int64        `json:"cpu_wait_ns"`      // the process's wait for a CPU during the sample
+	kit.SampleHead
+	Group        *string    `json:"group"`
+	Sigalg       *string    `json:"sigalg"`
+	Resumed      bool       `json:"resumed"`
+	TCPHandshake *tcpCounts `json:"tcp_handshake"`
+	TCPEnd       *tcpCounts `json:"tcp_end"`
+	HTTPStatus   *int       `json:"http_status"`
+	BodyBytes    int64      `json:"body_bytes"`
+	Requests     int        `json:"requests"`
+	Cipher       *string    `json:"cipher"`
+	HRR          bool       `json:"hello_retry_request"`
+	Writes       int        `json:"handshake_writes"` // socket writes crypto/tls made for the handshake
+	CPUWaitNs    *int64     `json:"cpu_wait_ns"`      // the process's wait for a CPU during the sample
 }
 
-// orderedPhases prints t_ns with pqtimer's key order, ns since start, null where not observed.
-type orderedPhases [phCount]int64
-
-func (p orderedPhases) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, name := range phaseNames {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "%q: ", name)
-		if i == phStart {
-			b.WriteString("0")
-		} else if p[i] == 0 {
-			b.WriteString("null")
-		} else {
-			b.WriteString(strconv.FormatInt(p[i]-p[phStart], 10))
-		}
-	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
-}
-
-type outcome struct {
-	class, msg string
-}
-
-func (o *outcome) set(class, format string, a ...any) {
-	if o.class == "" { // keep the first cause
-		o.class, o.msg = class, fmt.Sprintf(format, a...)
-	}
-}
+func (s *sample) SetCPUWait(ns int64) { s.CPUWaitNs = &ns }
 
 func classify(err error, during string) (string, string) {
 	var ne net.Error
@@ -279,61 +188,61 @@ func peerSigAlg(c *tls.Conn) (tls.SignatureScheme, bool) {
 
 func runSample(cfg *tls.Config, o *clientOptions, s *sample) {
 	tr := &trace{}
-	var out outcome
-	start := monoNs()
+	var out kit.Outcome
+	start := kit.MonoNs()
 	tr.t[phStart] = start
-	deadline := time.Now().Add(o.timeout)
+	deadline := time.Now().Add(o.Timeout)
 	d := net.Dialer{Deadline: deadline} // Go sets TCP_NODELAY on every TCP connection, as pqtimer does
-	raw, err := d.Dial("tcp4", net.JoinHostPort(o.host, strconv.Itoa(o.port)))
+	raw, err := d.Dial("tcp4", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
-			out.set("connect_timeout", "TCP connect did not complete within the timeout")
+			out.Set("connect_timeout", "TCP connect did not complete within the timeout")
 		case errors.Is(err, syscall.ECONNREFUSED):
-			out.set("connect_refused", "connect: %v", err)
+			out.Set("connect_refused", "connect: %v", err)
 		default:
-			out.set("connect_error", "connect: %v", err)
+			out.Set("connect_error", "connect: %v", err)
 		}
-		finish(s, tr, &out)
+		s.Finish(phaseNames[:], tr.t[:], &out)
 		return
 	}
-	tr.t[phTCPConnected] = monoNs()
+	tr.t[phTCPConnected] = kit.MonoNs()
 	_ = raw.SetDeadline(deadline)
 	conn := &tap{Conn: raw, tr: tr, handshake: true}
 	tc := tls.Client(conn, cfg)
 	err = tc.Handshake()
 	conn.handshake = false
 	if err == nil {
-		tr.t[phHandshakeDone] = monoNs()
+		tr.t[phHandshakeDone] = kit.MonoNs()
 		s.TCPHandshake = tcpInfo(raw)
 		st := tc.ConnectionState()
-		g := groupString(st.CurveID)
+		g := kit.GroupString(st.CurveID)
 		s.Group = &g
 		if sa, ok := peerSigAlg(tc); ok {
-			n := sigalgString(sa)
+			n := kit.SigalgString(sa)
 			s.Sigalg = &n
 		}
 		c := tls.CipherSuiteName(st.CipherSuite)
 		s.Cipher = &c
 		s.HRR = st.HelloRetryRequest
 		s.Resumed = st.DidResume
-		if o.mode == "resume" && !st.DidResume {
-			out.set("not_resumed", "the server did not accept the session ticket")
+		if o.Mode == "resume" && !st.DidResume {
+			out.Set("not_resumed", "the server did not accept the session ticket")
 		}
 	} else {
 		cls, msg := classify(err, "TLS handshake")
-		out.set(cls, "%s", msg)
+		out.Set(cls, "%s", msg)
 	}
 	s.Writes = len(tr.writes)
 	if len(tr.writes) > 0 {
 		tr.t[phClientHelloSent] = tr.writes[0]
 	}
-	for i := 0; err == nil && out.class == "" && i < o.requests; i++ {
+	for i := 0; err == nil && out.Class == "" && i < o.requests; i++ {
 		httpGet(tc, o, tr, s, &out, i == 0)
 	}
-	if s.Requests > 0 && out.class == "" {
-		tr.t[phLastByte] = monoNs()
+	if s.Requests > 0 && out.Class == "" {
+		tr.t[phLastByte] = kit.MonoNs()
 	}
 	s.TCPEnd = tcpInfo(raw)
 	if p, ok := raw.LocalAddr().(*net.TCPAddr); ok && p.Port != 0 {
@@ -346,31 +255,22 @@ func runSample(cfg *tls.Config, o *clientOptions, s *sample) {
 	} else {
 		_ = raw.Close()
 	}
-	finish(s, tr, &out)
-}
-
-func finish(s *sample, tr *trace, out *outcome) {
-	s.TNs = orderedPhases(tr.t)
-	s.StartMonoNs = tr.t[phStart]
-	s.OK = out.class == ""
-	if !s.OK {
-		s.ErrorClass, s.Error = &out.class, &out.msg
-	}
+	s.Finish(phaseNames[:], tr.t[:], &out)
 }
 
 var httpBuf = make([]byte, 1<<16)
 
 // httpGet sends one HTTP/1.1 GET on the connection and reads the response (Content-Length framed),
 // recording the first byte of the first response.
-func httpGet(tc *tls.Conn, o *clientOptions, tr *trace, s *sample, out *outcome, first bool) {
-	host := o.servername
+func httpGet(tc *tls.Conn, o *clientOptions, tr *trace, s *sample, out *kit.Outcome, first bool) {
+	host := o.ServerName
 	if host == "" {
-		host = o.host
+		host = o.Host
 	}
-	req := "GET " + o.path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: keep-alive\r\n\r\n"
+	req := "GET " + o.Path + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: keep-alive\r\n\r\n"
 	if _, err := io.WriteString(tc, req); err != nil {
 		cls, msg := classify(err, "sending the HTTP request")
-		out.set(cls, "%s", msg)
+		out.Set(cls, "%s", msg)
 		return
 	}
 	have, headerEnd := 0, -1
@@ -378,11 +278,11 @@ func httpGet(tc *tls.Conn, o *clientOptions, tr *trace, s *sample, out *outcome,
 	for {
 		n, err := tc.Read(httpBuf[have:])
 		if n > 0 && first && tr.t[phFirstByte] == 0 {
-			tr.t[phFirstByte] = monoNs()
+			tr.t[phFirstByte] = kit.MonoNs()
 		}
 		if n == 0 && err != nil {
 			cls, msg := classify(err, "reading the HTTP response")
-			out.set(cls, "%s", msg)
+			out.Set(cls, "%s", msg)
 			return
 		}
 		if headerEnd < 0 {
@@ -390,7 +290,7 @@ func httpGet(tc *tls.Conn, o *clientOptions, tr *trace, s *sample, out *outcome,
 			i := strings.Index(string(httpBuf[:have]), "\r\n\r\n")
 			if i < 0 {
 				if have == len(httpBuf) {
-					out.set("http_error", "response headers too long")
+					out.Set("http_error", "response headers too long")
 					return
 				}
 				continue
@@ -399,7 +299,7 @@ func httpGet(tc *tls.Conn, o *clientOptions, tr *trace, s *sample, out *outcome,
 			head := string(httpBuf[:i])
 			status := 0
 			if _, err := fmt.Sscanf(head, "HTTP/1.%d %d", new(int), &status); err != nil {
-				out.set("http_error", "not an HTTP response")
+				out.Set("http_error", "not an HTTP response")
 				return
 			}
 			s.HTTPStatus = &status
@@ -410,7 +310,7 @@ func httpGet(tc *tls.Conn, o *clientOptions, tr *trace, s *sample, out *outcome,
 				}
 			}
 			if contentLength < 0 {
-				out.set("http_error", "response without Content-Length")
+				out.Set("http_error", "response without Content-Length")
 				return
 			}
 			body = int64(have - headerEnd)
@@ -425,50 +325,22 @@ func httpGet(tc *tls.Conn, o *clientOptions, tr *trace, s *sample, out *outcome,
 	s.BodyBytes += body
 	s.Requests++
 	if *s.HTTPStatus != 200 {
-		out.set("http_status", "HTTP status %d", *s.HTTPStatus)
+		out.Set("http_status", "HTTP status %d", *s.HTTPStatus)
 	}
 }
 
 func clientMain(args []string) int {
 	o := parseClientOptions(args)
 	cfg := clientConfig(o)
-	if o.mode == "resume" {
+	if o.Mode == "resume" {
 		if err := primeTicket(cfg, o); err != nil {
 			fmt.Fprintf(os.Stderr, "tlsgo: resume: %v\n", err)
 			return 1
 		}
 	}
-	enc := json.NewEncoder(os.Stdout) // one line per sample, written (unbuffered) as it is made
-	failures := 0
-	for k := -o.warmup; ; k++ {
-		i := k
-		if k >= 0 && o.claims != nil {
-			i = o.claims.next()
-		}
-		if i >= o.count {
-			break
-		}
-		s := sample{Worker: o.worker, I: i, Mode: o.mode}
-		wait0 := cpuWaitNs()
-		runSample(cfg, o, &s)
-		if wait1 := cpuWaitNs(); wait0 >= 0 && wait1 >= wait0 {
-			d := wait1 - wait0
-			s.CPUWaitNs = &d
-		}
-		if i < 0 {
-			continue // warm-up: not recorded
-		}
-		if err := enc.Encode(&s); err != nil {
-			fmt.Fprintf(os.Stderr, "tlsgo: cannot write the sample: %v\n", err)
-			return 3
-		}
-		if !s.OK {
-			failures++
-		}
-		time.Sleep(o.pause) // a target's gentle pace; 0 by default
-	}
-	if failures > 0 {
-		return 1
-	}
-	return 0
+	return kit.RunSamples(&o.ClientOptions, func(i int) kit.Sample {
+		s := &sample{SampleHead: kit.SampleHead{Worker: o.Worker, I: i, Mode: o.Mode}}
+		runSample(cfg, o, s)
+		return s
+	})
 }

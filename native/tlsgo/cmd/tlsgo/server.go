@@ -5,7 +5,6 @@ package main
 // (net/http's model), so concurrent handshakes do not queue behind each other beyond the CPUs.
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"fmt"
 	"log"
@@ -19,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	kit "pqbench/native/gotlskit"
 )
 
 type site struct {
@@ -29,11 +30,11 @@ type site struct {
 func parseSite(s string) site {
 	parts := strings.Split(s, ",")
 	if len(parts) != 3 {
-		usage("--site", fmt.Sprintf("%q is not PORT,CHAIN_PEM,KEY_PEM", s))
+		kit.Usage("--site", fmt.Sprintf("%q is not PORT,CHAIN_PEM,KEY_PEM", s))
 	}
 	port, err := strconv.Atoi(parts[0])
 	if err != nil || port < 1 || port > 65535 {
-		usage("--site", fmt.Sprintf("%q: port must be in 1..65535", s))
+		kit.Usage("--site", fmt.Sprintf("%q: port must be in 1..65535", s))
 	}
 	return site{port, parts[1], parts[2]}
 }
@@ -41,48 +42,37 @@ func parseSite(s string) site {
 type counters struct{ handshakes, failures atomic.Int64 }
 
 func serverMain(args []string) int {
-	o := parseOptions(args, "--addr", "--site", "--groups", "--page", "--log")
-	addr := o.required("--addr")
+	o := kit.ParseOptions(args, "--addr", "--site", "--groups", "--page", "--log")
+	addr := o.Required("--addr")
 	if ip := net.ParseIP(addr); ip == nil {
-		usage("--addr", "must be an IP address")
+		kit.Usage("--addr", "must be an IP address")
 	}
-	groups, err := parseGroups(o.required("--groups"))
+	groups, err := kit.ParseGroups(o.Required("--groups"))
 	if err != nil {
-		usage("--groups", err.Error())
+		kit.Usage("--groups", err.Error())
 	}
 	if len(o["--site"]) == 0 {
-		usage("--site", "required (at least one)")
+		kit.Usage("--site", "required (at least one)")
 	}
 	logw := os.Stderr
-	if p := o.str("--log", ""); p != "" {
+	if p := o.Str("--log", ""); p != "" {
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			usage("--log", err.Error())
+			kit.Usage("--log", err.Error())
 		}
 		logw = f
 	}
 	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
-	pages := map[string][]byte{}
+	pages := map[string]int{}
 	for _, p := range o["--page"] {
 		name, size, ok := strings.Cut(p, "=")
 		n, err := strconv.Atoi(size)
 		if !ok || err != nil || n < 0 || name == "" || strings.Contains(name, "/") {
-			usage("--page", fmt.Sprintf("%q is not NAME=BYTES", p))
+			kit.Usage("--page", fmt.Sprintf("%q is not NAME=BYTES", p))
 		}
-		b := make([]byte, n) // incompressible, as nginx's pages
-		_, _ = rand.Read(b)
-		pages[name] = b
+		pages[name] = n
 	}
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, ok := pages[strings.TrimPrefix(r.URL.Path, "/")]
-		if !ok || r.Method != http.MethodGet {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		_, _ = w.Write(b)
-	})
+	handler := kit.PageHandler(pages)
 	var count counters
 	var listeners []net.Listener
 	for _, spec := range o["--site"] {
@@ -123,7 +113,7 @@ func serverMain(args []string) int {
 			err := srv.Serve(tls.NewListener(ln, cfg))
 			logger.Printf("port %s: %v", ln.Addr(), err)
 		}(ln, srv)
-		logger.Printf("listening on %s (%s), groups %s", ln.Addr(), st.chain, o.str("--groups", ""))
+		logger.Printf("listening on %s (%s), groups %s", ln.Addr(), st.chain, o.Str("--groups", ""))
 	}
 	logger.Printf("%s, GOMAXPROCS %d, pid %d", runtime.Version(), runtime.GOMAXPROCS(0), os.Getpid())
 	sig := make(chan os.Signal, 1)

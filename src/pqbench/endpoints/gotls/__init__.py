@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 
 from pqbench.algorithms import catalog
+from pqbench.endpoints import gostack
 from pqbench.endpoints.base import Capabilities, Stack
 from pqbench.endpoints.gotls import build
 from pqbench.endpoints.gotls.client import GoClient
@@ -21,38 +22,21 @@ from pqbench.endpoints.gotls.server import GoServer
 __all__ = ["STACK"]
 
 
-def _sig_probe(caps: dict, alg: catalog.Algorithm) -> dict | None:
-    """The capabilities entry that answers for alg: its own, or for RSA of any size the 2048-bit probe
-    (crypto/tls and crypto/x509 take RSA keys of any size from 1024 bits; keygen of bigger ones would
-    make the probe slow)."""
-    sigs = {s["sig"]: s for s in caps.get("sigs", [])}
-    if alg.name in sigs:
-        return sigs[alg.name]
-    if alg.family == "RSA":
-        return sigs.get("rsa2048")
-    return None
-
-
 def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
     """Why Go's crypto/tls as built here cannot run kex with sig in TLS 1.3 in this role, or None."""
     caps = build.capabilities()
     if caps is None:
         return f"{build.binary()} is not built: {build.FIX}"
     go = caps.get("go", "Go")
-    k = catalog.find(kex, "kem")
-    if build.group_name(kex) is None:
-        have = ", ".join(g["name"] for g in caps["groups"] if g["ok"])
-        return f"{go} crypto/tls has no TLS group {k.name} (it has {have})"
+    gap = gostack.kex_sig_gap(build.GO_BUILD, caps, kex, sig)
+    if gap is not None and gap[0] == "group":
+        return f"{go} crypto/tls has no TLS group {catalog.find(kex, 'kem').name} (it has {gap[1]})"
     s = catalog.find(sig, "sig")
-    avail = catalog.availability(s)
-    if not avail.available:  # the chain is made by our OpenSSL
-        return f"no {s.name} certificates here: {avail.reason}"
-    probe = _sig_probe(caps, s)
-    if probe is None:
-        have = ", ".join(x["sig"] for x in caps["sigs"] if x["ok"])
-        return f"{go} crypto/tls and crypto/x509 have no {s.name} (they have {have})"
-    if not probe["ok"]:
-        return f"{go} crypto/tls cannot use a {s.name} chain: {probe.get('error')}"
+    if gap is not None:
+        kind, detail = gap
+        return {"certs": f"no {s.name} certificates here: {detail}",
+                "sig": f"{go} crypto/tls and crypto/x509 have no {s.name} (they have {detail})",
+                "chain": f"{go} crypto/tls cannot use a {s.name} chain: {detail}"}[kind]
     if role == "client":
         # An OpenSSL server picks (or refuses) its chain by the client's signature_algorithms_cert
         # (signature_algorithms when absent): what the Go client really sends is in the capabilities.
@@ -70,13 +54,7 @@ def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
     caps = build.capabilities() or {}
-    prov = build.provenance()
-    versions = {"go": caps.get("go") or prov.get("go")}
-    tc = prov.get("toolchain") or {}
-    if tc.get("module"):
-        versions["toolchain"] = f"{tc['module']} {tc.get('sum')}"
-    for m in prov.get("modules", []):
-        versions[m["path"]] = f"{m['version']} {m['sum']}"
+    versions = gostack.versions(caps, build.provenance())
     return Capabilities(stack="gotls", protocol="tls", transports=("tcp",),
                         modes=tuple(caps.get("modes", ("handshake", "page", "requests", "resume"))),
                         versions=versions, unsupported=unsupported,

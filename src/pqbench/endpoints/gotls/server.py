@@ -1,44 +1,23 @@
 """The `gotls` stack's server: `tlsgo server` (Go's crypto/tls behind net/http) in the server
 namespace, one port per chain, exactly the run's groups, TLS 1.3 only, pages by name.
 
-Go reads ML-DSA private keys only in the seed-only PKCS#8 form, while our OpenSSL writes seed and
-expanded key; such a leaf key is converted with our openssl into the run directory (0600) first.
+An ML-DSA leaf key is converted to the seed-only form Go reads, into the run directory (0600) first
+(gostack.go_key).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
 
-from pqbench.algorithms import catalog, openssl_build
+from pqbench.endpoints import gostack
 from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group, tcp_probe
 from pqbench.endpoints.gotls import build
 from pqbench.endpoints.gotls.client import GoClient
 from pqbench.errors import MeasurementFailed
 
 READY_TIMEOUT_S = 15.0
-
-
-def go_key(site: Site, run_dir: Path) -> Path:
-    """The leaf key as Go can read it: the chain's own key, or for ML-DSA a seed-only copy."""
-    alg = catalog.find(site.chain.sig, "sig")
-    if not (alg.keytype or "").upper().startswith("ML-DSA"):
-        return Path(site.chain.leaf_key)
-    out = run_dir / f"gotls-leaf-{site.port}.key"
-    old = os.umask(0o077)  # never readable by others, not even briefly
-    try:
-        out.unlink(missing_ok=True)
-        proc = openssl_build.run_openssl(["pkey", "-in", str(site.chain.leaf_key), "-provparam",
-                                  "ml-dsa.output_formats=seed-only", "-out", str(out)], check=False)
-    finally:
-        os.umask(old)
-    if proc.returncode != 0:
-        raise MeasurementFailed(f"cannot convert {site.chain.leaf_key} to a seed-only ML-DSA key for Go: "
-                                f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
-    out.chmod(0o600)
-    return out
 
 
 class GoServer:
@@ -65,7 +44,7 @@ class GoServer:
         argv = [str(b), "server", "--addr", place.addr, "--groups", ":".join(self.groups),
                 "--log", str(self.log_path)]
         for site in serving.sites:
-            argv += ["--site", f"{site.port},{site.chain.chain_file},{go_key(site, run_dir)}"]
+            argv += ["--site", f"{site.port},{site.chain.chain_file},{gostack.go_key(site, run_dir)}"]
         for name, size in serving.pages.items():
             argv += ["--page", f"{name}={size}"]
         self._stderr = open(run_dir / "gotls-server.stderr", "wb")
@@ -94,11 +73,7 @@ class GoServer:
                                         f"{why}; {self.error_text()}")
 
     def error_text(self) -> str:
-        parts = []
-        for p in (self.serving.run_dir / "gotls-server.stderr", self.log_path):
-            if p.exists():
-                parts.append(p.read_text(errors="replace")[-1500:])
-        return " | ".join(x.strip() for x in parts if x.strip()) or "no error output"
+        return gostack.error_text(self.serving.run_dir / "gotls-server.stderr", self.log_path)
 
     def stop(self) -> None:
         stop_group(self.proc)

@@ -15,6 +15,7 @@ import functools
 
 from pqbench import transport
 from pqbench.algorithms import catalog
+from pqbench.endpoints import gostack
 from pqbench.endpoints.base import Capabilities, Stack
 from pqbench.endpoints.quicgo import build, client
 from pqbench.endpoints.quicgo.client import QuicGoClient
@@ -23,36 +24,21 @@ from pqbench.endpoints.quicgo.server import QuicGoServer
 __all__ = ["STACK"]
 
 
-def _sig_probe(caps: dict, alg: catalog.Algorithm) -> dict | None:
-    """The capabilities entry that answers for alg: its own, or for RSA of any size the 2048-bit probe."""
-    sigs = {s["sig"]: s for s in caps.get("sigs", [])}
-    if alg.name in sigs:
-        return sigs[alg.name]
-    if alg.family == "RSA":
-        return sigs.get("rsa2048")
-    return None
-
-
 def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
     """Why quic-go as built here cannot run kex with sig over QUIC in this role, or None."""
     caps = build.capabilities()
     if caps is None:
         return f"{build.binary()} is not built: {build.FIX}"
     who = f"quic-go {caps.get('quic_go', '')} on {caps.get('go', 'Go')}".replace("  ", " ")
-    k = catalog.find(kex, "kem")
-    if build.group_name(kex) is None:
-        have = ", ".join(g["name"] for g in caps["groups"] if g["ok"])
-        return f"{who} has no TLS group {k.name} over QUIC (it has {have})"
+    gap = gostack.kex_sig_gap(build.GO_BUILD, caps, kex, sig)
+    if gap is not None and gap[0] == "group":
+        return f"{who} has no TLS group {catalog.find(kex, 'kem').name} over QUIC (it has {gap[1]})"
     s = catalog.find(sig, "sig")
-    avail = catalog.availability(s)
-    if not avail.available:  # the chain is made by our OpenSSL
-        return f"no {s.name} certificates here: {avail.reason}"
-    probe = _sig_probe(caps, s)
-    if probe is None:
-        have = ", ".join(x["sig"] for x in caps["sigs"] if x["ok"])
-        return f"{who} (crypto/tls, crypto/x509) has no {s.name} (it has {have})"
-    if not probe["ok"]:
-        return f"{who} cannot use a {s.name} chain: {probe.get('error')}"
+    if gap is not None:
+        kind, detail = gap
+        return {"certs": f"no {s.name} certificates here: {detail}",
+                "sig": f"{who} (crypto/tls, crypto/x509) has no {s.name} (it has {detail})",
+                "chain": f"{who} cannot use a {s.name} chain: {detail}"}[kind]
     if role == "client":
         # A server of another stack picks its chain by what the client offers (as the quicgo server read it)
         offered = (caps.get("client_hello") or {}).get("signature_algorithms") or []
@@ -65,13 +51,7 @@ def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
     caps = build.capabilities() or {}
-    prov = build.provenance()
-    versions = {"go": caps.get("go") or prov.get("go"), "quic-go": caps.get("quic_go")}
-    tc = prov.get("toolchain") or {}
-    if tc.get("module"):
-        versions["toolchain"] = f"{tc['module']} {tc.get('sum')}"
-    for m in prov.get("modules", []):
-        versions[m["path"]] = f"{m['version']} {m['sum']}"
+    versions = gostack.versions(caps, build.provenance(), **{"quic-go": caps.get("quic_go")})
     modes = tuple(caps.get("modes", ("handshake", "page")))
     return Capabilities(stack="quicgo", protocol="tls", transports=("quic",), modes=modes,
                         transport_modes={"quic": modes}, versions=versions, unsupported=unsupported,

@@ -12,8 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from pqbench.endpoints import gostack
 from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group
-from pqbench.endpoints.gotls.server import go_key
 from pqbench.endpoints.quicgo import build
 from pqbench.endpoints.quicgo.client import ENV, QuicGoClient
 from pqbench.errors import MeasurementFailed
@@ -39,7 +39,7 @@ class QuicGoServer:
         keys.mkdir(mode=0o700, exist_ok=True)
         return {"addr": self.addr, "log": str(self.log_path), "groups": self.groups,
                 "pages": dict(self.serving.pages),
-                "sites": [{"port": s.port, "chain": str(s.chain.chain_file), "key": str(go_key(s, keys)),
+                "sites": [{"port": s.port, "chain": str(s.chain.chain_file), "key": str(gostack.go_key(s, keys)),
                            "retry": bool(s.retry)} for s in self.serving.sites]}
 
     def start(self, place: Place, serving: Serving) -> None:
@@ -79,11 +79,7 @@ class QuicGoServer:
                 time.sleep(0.05)
 
     def error_text(self) -> str:
-        parts = []
-        for p in (Path(self.serving.run_dir) / "quicgo-server.stderr", self.log_path):
-            if p.exists():
-                parts.append(p.read_text(errors="replace")[-1500:])
-        return " | ".join(x.strip() for x in parts if x.strip()) or "no error output"
+        return gostack.error_text(Path(self.serving.run_dir) / "quicgo-server.stderr", self.log_path)
 
     def stop(self) -> None:
         stop_group(self.proc)

@@ -1,7 +1,7 @@
-package main
+package gotlskit
 
-// The clock and the shared sample counter: the same instruments pqtimer and tlsgo use, so a sample
-// joins the emulator's record of its connection exactly as theirs do.
+// The clock, the CPU wait and the shared sample counter: the same instruments pqtimer uses, so a Go
+// sample joins the emulator's record of its connection exactly as a pqtimer sample does.
 
 import (
 	"fmt"
@@ -12,9 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// monoNs reads CLOCK_MONOTONIC_RAW, the clock pqtimer and the wire record use (Go's own monotonic
+// MonoNs reads CLOCK_MONOTONIC_RAW, the clock pqtimer and the wire record use (Go's own monotonic
 // clock is CLOCK_MONOTONIC, which NTP slews).
-func monoNs() int64 {
+func MonoNs() int64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_RAW, &ts); err != nil {
 		panic(err) // Linux has had it since 2.6.28
@@ -22,10 +22,10 @@ func monoNs() int64 {
 	return ts.Nano()
 }
 
-// cpuWaitNs is how long this process's threads have waited for a CPU so far (ns), the sum of the
+// CPUWaitNs is how long this process's threads have waited for a CPU so far (ns), the sum of the
 // second field of each thread's schedstat: Go runs a handshake on whichever threads its scheduler
 // picks, so the whole process stands for what pqtimer reads of its one thread. -1 when unreadable.
-func cpuWaitNs() int64 {
+func CPUWaitNs() int64 {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return -1
@@ -44,10 +44,10 @@ func cpuWaitNs() int64 {
 	return total
 }
 
-// claims is the cell's shared sample counter: 8 bytes, native order, in a file every worker maps.
-type claims struct{ p *uint64 }
+// Claims is the cell's shared sample counter: 8 bytes, native order, in a file every worker maps.
+type Claims struct{ p *uint64 }
 
-func mapClaims(path string) (*claims, error) {
+func MapClaims(path string) (*Claims, error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -64,11 +64,11 @@ func mapClaims(path string) (*claims, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &claims{(*uint64)(unsafe.Pointer(&b[0]))}, nil
+	return &Claims{(*uint64)(unsafe.Pointer(&b[0]))}, nil
 }
 
-// next claims the next sample index (fetch-and-add, as pqtimer's __atomic_fetch_add).
-func (c *claims) next() int {
+// Next claims the next sample index (fetch-and-add, as pqtimer's __atomic_fetch_add).
+func (c *Claims) Next() int {
 	i := atomic.AddUint64(c.p, 1) - 1
 	if i > 1<<31-1 {
 		return 1<<31 - 1

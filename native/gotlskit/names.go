@@ -1,4 +1,4 @@
-package main
+package gotlskit
 
 // Names of TLS groups and signature schemes as pqtimer (OpenSSL) prints them, so samples of every
 // stack compare; Go's own String() names (CurveP256, ECDSAWithP256AndSHA256, ...) never leave this file.
@@ -10,15 +10,15 @@ import (
 	"strings"
 )
 
-type groupName struct {
-	id      tls.CurveID
-	name    string   // as OpenSSL's SSL_get0_group_name prints it
-	aliases []string // accepted on the command line too (pqbench catalog names, Go's names)
+type GroupName struct {
+	ID      tls.CurveID
+	Name    string   // as OpenSSL's SSL_get0_group_name prints it
+	Aliases []string // accepted on the command line too (pqbench catalog names, Go's names)
 }
 
-// knownGroups: every group a pqbench cell may ask for that has an IANA code point. Which of them Go
-// really implements is not taken from here: `tlsgo capabilities` tries each in a handshake.
-var knownGroups = []groupName{
+// KnownGroups: every group a pqbench cell may ask for that has an IANA code point. Which of them Go
+// really implements is not taken from here: `capabilities` of tlsgo and quicgo tries each in a handshake.
+var KnownGroups = []GroupName{
 	{tls.X25519, "x25519", []string{"X25519"}},
 	{tls.CurveP256, "secp256r1", []string{"P-256", "prime256v1", "CurveP256"}},
 	{tls.CurveP384, "secp384r1", []string{"P-384", "CurveP384"}},
@@ -35,44 +35,44 @@ var knownGroups = []groupName{
 	{tls.CurveID(0x0101), "ffdhe3072", nil},
 }
 
-func groupString(id tls.CurveID) string {
-	for _, g := range knownGroups {
-		if g.id == id {
-			return g.name
+func GroupString(id tls.CurveID) string {
+	for _, g := range KnownGroups {
+		if g.ID == id {
+			return g.Name
 		}
 	}
 	return fmt.Sprintf("0x%04x", uint16(id))
 }
 
-// parseGroup accepts an OpenSSL/pqbench name (any case) or a code point (0x11ec, 4588).
-func parseGroup(s string) (tls.CurveID, error) {
-	for _, g := range knownGroups {
-		if strings.EqualFold(s, g.name) {
-			return g.id, nil
+// ParseGroup accepts an OpenSSL/pqbench name (any case) or a code point (0x11ec, 4588).
+func ParseGroup(s string) (tls.CurveID, error) {
+	for _, g := range KnownGroups {
+		if strings.EqualFold(s, g.Name) {
+			return g.ID, nil
 		}
-		for _, a := range g.aliases {
+		for _, a := range g.Aliases {
 			if strings.EqualFold(s, a) {
-				return g.id, nil
+				return g.ID, nil
 			}
 		}
 	}
 	if v, err := strconv.ParseUint(s, 0, 16); err == nil {
 		return tls.CurveID(v), nil
 	}
-	names := make([]string, 0, len(knownGroups))
-	for _, g := range knownGroups {
-		names = append(names, g.name)
+	names := make([]string, 0, len(KnownGroups))
+	for _, g := range KnownGroups {
+		names = append(names, g.Name)
 	}
 	return 0, fmt.Errorf("unknown group %q (known: %s, or a code point such as 0x11ec)", s, strings.Join(names, ", "))
 }
 
-func parseGroups(list string) ([]tls.CurveID, error) {
+func ParseGroups(list string) ([]tls.CurveID, error) {
 	var out []tls.CurveID
 	for _, s := range strings.Split(list, ":") {
 		if s == "" {
 			continue
 		}
-		id, err := parseGroup(s)
+		id, err := ParseGroup(s)
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +106,7 @@ var sigalgNames = map[tls.SignatureScheme]string{
 	tls.MLDSA87:                 "mldsa87",
 }
 
-func sigalgString(s tls.SignatureScheme) string {
+func SigalgString(s tls.SignatureScheme) string {
 	if n, ok := sigalgNames[s]; ok {
 		return n
 	}

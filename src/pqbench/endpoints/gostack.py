@@ -1,0 +1,149 @@
+"""What the two Go TLS stacks (gotls: native/tlsgo over TCP; quicgo: native/quicgo over QUIC) share on
+the Python side: their build's binary, capabilities and provenance (by build step), the probe that
+answers for a signature algorithm, the group/certificate checks behind `unsupported`, the versions they
+report, and the ML-DSA key Go can read."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pqbench import paths
+from pqbench.errors import MeasurementFailed, MissingCapability
+
+if TYPE_CHECKING:
+    from pqbench.algorithms import catalog
+    from pqbench.endpoints.base import Site
+
+# catalog and openssl_build are imported where used: the build modules load early (on-demand builds).
+
+
+class GoBuild:
+    """build/STEP/bin/PROGRAM, built by scripts/build-go.sh, and what that binary says it can do."""
+
+    def __init__(self, step: str, program: str, fix: str, caps_timeout_s: float):
+        self.step, self.program, self.fix, self.caps_timeout_s = step, program, fix, caps_timeout_s
+        self._caps = functools.lru_cache(maxsize=None)(self._run_capabilities)
+
+    def home(self) -> Path:
+        return paths.BUILD / self.step
+
+    def binary(self) -> Path:
+        return self.home() / "bin" / self.program
+
+    def require(self) -> Path:
+        b = self.binary()
+        if not b.exists():
+            raise MissingCapability(f"{b} is missing", self.fix)
+        return b
+
+    def _run_capabilities(self, stamp: tuple) -> dict:
+        proc = subprocess.run([str(self.binary()), "capabilities"], capture_output=True, text=True,
+                              timeout=self.caps_timeout_s, env={})
+        if proc.returncode != 0:
+            raise MissingCapability(f"`{self.program} capabilities` failed ({proc.returncode}): "
+                                    f"{proc.stderr.strip()[-300:]}", self.fix)
+        return json.loads(proc.stdout)
+
+    def capabilities(self) -> dict | None:
+        """The binary's `capabilities` report (asked again when the binary changes); None when not built."""
+        b = self.binary()
+        if not b.exists():
+            return None
+        st = b.stat()
+        return self._caps((st.st_size, st.st_mtime_ns))
+
+    def provenance(self) -> dict:
+        """Go version and the checksums of the toolchain and every module, as the build recorded them."""
+        try:
+            return json.loads((self.home() / "PROVENANCE.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def group_name(self, kex: str) -> str | None:
+        """The binary's name for the catalog's key exchange `kex` (matched by TLS code point), or None
+        when this build did not negotiate it."""
+        from pqbench.algorithms import catalog
+        try:
+            alg = catalog.find(kex, "kem")
+        except Exception:
+            return None
+        for g in (self.capabilities() or {}).get("groups", []):
+            if g["ok"] and alg.codepoint is not None and int(g["codepoint"], 16) == alg.codepoint:
+                return g["name"]
+        return None
+
+
+def sig_probe(caps: dict, alg: catalog.Algorithm) -> dict | None:
+    """The capabilities entry that answers for alg: its own, or for RSA of any size the 2048-bit probe
+    (crypto/tls and crypto/x509 take RSA keys of any size from 1024 bits; keygen of bigger ones would
+    make the probe slow)."""
+    sigs = {s["sig"]: s for s in caps.get("sigs", [])}
+    if alg.name in sigs:
+        return sigs[alg.name]
+    if alg.family == "RSA":
+        return sigs.get("rsa2048")
+    return None
+
+
+def kex_sig_gap(b: GoBuild, caps: dict, kex: str, sig: str) -> tuple[str, str] | None:
+    """What of kex with sig the build lacks, for the stack to word: ("group", groups it has),
+    ("certs", why no such chain is made here), ("sig", key types it has), ("chain", the probe's error);
+    None when both are there."""
+    from pqbench.algorithms import catalog
+    if b.group_name(kex) is None:
+        return "group", ", ".join(g["name"] for g in caps["groups"] if g["ok"])
+    s = catalog.find(sig, "sig")
+    avail = catalog.availability(s)
+    if not avail.available:  # the chain is made by our OpenSSL
+        return "certs", avail.reason
+    probe = sig_probe(caps, s)
+    if probe is None:
+        return "sig", ", ".join(x["sig"] for x in caps["sigs"] if x["ok"])
+    if not probe["ok"]:
+        return "chain", str(probe.get("error"))
+    return None
+
+
+def versions(caps: dict, prov: dict, **extra) -> dict:
+    """Go's version, the toolchain's and every module's checksum (and the stack's extra versions)."""
+    out = {"go": caps.get("go") or prov.get("go"), **extra}
+    tc = prov.get("toolchain") or {}
+    if tc.get("module"):
+        out["toolchain"] = f"{tc['module']} {tc.get('sum')}"
+    for m in prov.get("modules", []):
+        out[m["path"]] = f"{m['version']} {m['sum']}"
+    return out
+
+
+def go_key(site: Site, key_dir: Path) -> Path:
+    """The leaf key as Go can read it: the chain's own key, or for ML-DSA a seed-only copy (0600) in
+    key_dir (Go reads ML-DSA private keys only in the seed-only PKCS#8 form; our OpenSSL writes seed
+    and expanded key)."""
+    from pqbench.algorithms import catalog, openssl_build
+    alg = catalog.find(site.chain.sig, "sig")
+    if not (alg.keytype or "").upper().startswith("ML-DSA"):
+        return Path(site.chain.leaf_key)
+    out = key_dir / f"gotls-leaf-{site.port}.key"  # the name the gotls stack gave it first
+    old = os.umask(0o077)  # never readable by others, not even briefly
+    try:
+        out.unlink(missing_ok=True)
+        proc = openssl_build.run_openssl(["pkey", "-in", str(site.chain.leaf_key), "-provparam",
+                                          "ml-dsa.output_formats=seed-only", "-out", str(out)], check=False)
+    finally:
+        os.umask(old)
+    if proc.returncode != 0:
+        raise MeasurementFailed(f"cannot convert {site.chain.leaf_key} to a seed-only ML-DSA key for Go: "
+                                f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
+    out.chmod(0o600)
+    return out
+
+
+def error_text(*files: Path) -> str:
+    """The tails of a server's stderr and log, for an error message."""
+    parts = [p.read_text(errors="replace")[-1500:] for p in files if p.exists()]
+    return " | ".join(x.strip() for x in parts if x.strip()) or "no error output"
