@@ -14,8 +14,7 @@ static size_t varint_put(unsigned char *out, size_t cap, uint64_t v) {
     return n;
 }
 
-/* 0 when the integer is not complete in len. */
-static size_t varint_get(const unsigned char *p, size_t len, uint64_t *v) {
+size_t quic_varint(const unsigned char *p, size_t len, uint64_t *v) {
     if (!len)
         return 0;
     size_t n = (size_t)1 << (p[0] >> 6);
@@ -262,8 +261,8 @@ int h3_response_feed(struct h3_response *r, const unsigned char *p, size_t n) {
             r->head[r->head_n++] = *p++;
             n--;
             uint64_t type, len;
-            size_t a = varint_get(r->head, r->head_n, &type);
-            size_t b = a ? varint_get(r->head + a, r->head_n - a, &len) : 0;
+            size_t a = quic_varint(r->head, r->head_n, &type);
+            size_t b = a ? quic_varint(r->head + a, r->head_n - a, &len) : 0;
             if (!b) {
                 if (r->head_n == sizeof r->head)
                     r->error = "HTTP/3: malformed frame header";

@@ -13,6 +13,10 @@
 #define H3_STREAM_CONTROL 0x00
 #define H3_MAX_FIELD_SECTION 16384 /* the response HEADERS frame we keep to read :status */
 
+/* A QUIC variable-length integer (RFC 9000 16), which HTTP/3 frames use too: its length in bytes, 0 when
+ * it is not complete in len. */
+size_t quic_varint(const unsigned char *p, size_t len, uint64_t *v);
+
 /* The client's control stream opening: its stream type and an empty SETTINGS frame (every setting at
  * its default: no dynamic table, no blocked streams). Returns the bytes written to out (cap >= 3). */
 size_t h3_control_preface(unsigned char *out, size_t cap);

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "trace.h"
+#include "h3.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -94,20 +95,6 @@ static void client_hello_shares(struct trace *tr, const unsigned char *p, size_t
 }
 
 /* ---- QUIC (RFC 9000): what the datagrams, packet headers and frame headers OpenSSL reports say ---- */
-
-/* A variable-length integer (RFC 9000 16); 0 when it does not fit in len. */
-static size_t quic_varint(const unsigned char *p, size_t len, uint64_t *v) {
-    if (len < 1)
-        return 0;
-    size_t n = (size_t)1 << (p[0] >> 6);
-    if (n > len)
-        return 0;
-    uint64_t x = p[0] & 0x3f;
-    for (size_t i = 1; i < n; i++)
-        x = x << 8 | p[i];
-    *v = x;
-    return n;
-}
 
 #define QUIC_LONG_HEADER 0x80
 #define QUIC_TYPE_INITIAL 0
