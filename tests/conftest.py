@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,12 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from pqbench import paths  # noqa: E402
+
+# The Ctrl-C tests interrupt the pqbench processes they start. A suite started in the background (a
+# non-interactive shell's `&` ignores SIGINT, and what it starts inherits that) would leave those deaf to it,
+# and a Python started with SIGINT ignored never raises KeyboardInterrupt: give it back its default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_pqbench(*args, check=False, timeout=600):
