@@ -158,16 +158,6 @@ class Budget:
             self._targets.pop(id(member), None)
 
 
-def _client_recovered(s: dict) -> bool:
-    """What the client itself saw of a loss recovery while the cell runs (the wire record is joined only
-    after the cell): TCP's retransmissions from TCP_INFO. A QUIC client cannot tell (its library keeps
-    them), so its samples all count here; a recovery costs a round trip, which the ceiling below excludes."""
-    if not transportmod.of_sample(s).kernel_tcp:
-        return False
-    tcp = s.get("tcp_end") or s.get("tcp_handshake") or {}
-    return bool(tcp.get("retransmits"))
-
-
 def late_handshakes(samples: list[dict], recent: list[dict], metric: str, rtt_ms: float,
                     max_bias: float) -> tuple[int, int]:
     """(late, judged) among `recent`: the handshakes no client retransmission touched that ended
@@ -176,7 +166,8 @@ def late_handshakes(samples: list[dict], recent: list[dict], metric: str, rtt_ms
     margin. Server retransmissions are invisible here, but they too cost a round trip or more."""
     def clean_ms(s: dict) -> float | None:
         t = (s.get("t_ns") or {}).get(metric)
-        return t / 1e6 if s.get("ok") and t is not None and not _client_recovered(s) else None
+        # during the cell there is no wire record yet: touched() judges what the client saw (TCP_INFO)
+        return t / 1e6 if s.get("ok") and t is not None and not transportmod.touched(s) else None
     base = [d for s in samples if (d := clean_ms(s)) is not None]
     if len(base) < CLEAN_MIN:
         return 0, 0
