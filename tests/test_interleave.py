@@ -160,3 +160,51 @@ def test_cells_whose_tails_end_quickly_run_one_after_another_on_the_first_lane()
         s.gates[name][1].set()
     t.join(5)
     assert not t.is_alive() and not errors and s.saved == ["a", "b", "c"]
+
+
+INTERRUPT_SCRIPT = r'''
+import concurrent.futures._base as base, os, signal, sys, threading, time
+from pqbench.measure.sampler import Cancelled
+from pqbench.measure.schedule import run_interleaved
+
+# Ctrl-C lands while the main thread holds the first of the futures' conditions inside
+# concurrent.futures.wait (its _AcquireFutures loop): the moment that deadlocked interrupted runs.
+enter, sent = base._AcquireFutures.__enter__, []
+def enter_with_ctrl_c(self):
+    if sent or not self.futures:
+        return enter(self)
+    self.futures[0]._condition.acquire()
+    sent.append(1)
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.01)  # the handler runs here, between two bytecodes
+    for f in self.futures[1:]:
+        f._condition.acquire()
+base._AcquireFutures.__enter__ = enter_with_ctrl_c
+
+saved = []
+def measure(lane, pos, cell, tail, stop):
+    if cell == "quick":
+        return {}, [], "done"
+    while not stop.wait(0.01):  # a cell in progress until stopped
+        pass
+    raise Cancelled("stopped")
+try:
+    run_interleaved(["l0", "l1"], [(0, "slow"), (1, "quick")], measure, lambda c, *a: saved.append(c))
+except KeyboardInterrupt:
+    print("interrupted", sent, saved, [t.name for t in threading.enumerate() if t.name.startswith("lane")])
+'''
+
+
+def test_ctrl_c_inside_the_futures_locks_ends_the_schedule():
+    """The deadlock of an interrupted run: the signal's KeyboardInterrupt, raised while the main thread held
+    a future's condition, left it held; the lane then blocked setting its result and the pool's shutdown on
+    the lane. Now the signal is noted, the cells in progress stop, and KeyboardInterrupt comes after."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    try:
+        cp = subprocess.run([sys.executable, "-c", INTERRUPT_SCRIPT], capture_output=True, text=True, timeout=30,
+                            env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"})
+    except subprocess.TimeoutExpired:
+        pytest.fail("run_interleaved deadlocked after Ctrl-C (no end within 30 s)")
+    assert cp.stdout.strip() == "interrupted [1] [] []", cp.stdout + cp.stderr

@@ -7,6 +7,7 @@ import concurrent.futures
 import threading
 import time
 
+from pqbench import interrupts
 from pqbench.measure import concurrency
 from pqbench.measure.sampler import Cancelled
 
@@ -43,28 +44,32 @@ def run_interleaved(lanes: list, todo: list, measure, save) -> None:
     stop = threading.Event()
     error: BaseException | None = None
     pool = concurrent.futures.ThreadPoolExecutor(len(lanes), thread_name_prefix="lane")
-    try:
-        while (pending and error is None) or running:
-            if pending and error is None and free and all(in_long_tail(f, tail) for f, (_, _, tail) in running.items()):
-                pos, cell = pending.popleft()
-                free.sort(key=lanes.index)
-                lane, tail = free.pop(0), threading.Event()
-                running[pool.submit(measure, lane, pos, cell, tail, stop)] = (lane, cell, tail)
-                continue
-            finished, _ = concurrent.futures.wait(running, timeout=concurrency.LOOK_S,
-                                                  return_when=concurrent.futures.FIRST_COMPLETED)
-            for future in finished:
-                lane, cell, _ = running.pop(future)
-                tail_since.pop(future, None)
-                free.append(lane)
-                failure = future.exception()
-                if failure is None:
-                    save(cell, *future.result())
-                elif not isinstance(failure, Cancelled) and error is None:
-                    error = failure
-                    stop.set()
-    finally:
-        stop.set()
-        pool.shutdown(wait=True)
+    with interrupts.deferred() as interrupt:
+        try:
+            while (pending and error is None and not interrupt.arrived) or running:
+                if interrupt.arrived:
+                    stop.set()  # the cells in progress end as Cancelled; what finished meanwhile is saved
+                if pending and error is None and not interrupt.arrived and free and \
+                        all(in_long_tail(f, tail) for f, (_, _, tail) in running.items()):
+                    pos, cell = pending.popleft()
+                    free.sort(key=lanes.index)
+                    lane, tail = free.pop(0), threading.Event()
+                    running[pool.submit(measure, lane, pos, cell, tail, stop)] = (lane, cell, tail)
+                    continue
+                finished, _ = concurrent.futures.wait(running, timeout=concurrency.LOOK_S,
+                                                      return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in finished:
+                    lane, cell, _ = running.pop(future)
+                    tail_since.pop(future, None)
+                    free.append(lane)
+                    failure = future.exception()
+                    if failure is None:
+                        save(cell, *future.result())
+                    elif not isinstance(failure, Cancelled) and error is None:
+                        error = failure
+                        stop.set()
+        finally:
+            stop.set()
+            pool.shutdown(wait=True)
     if error is not None:
         raise error
