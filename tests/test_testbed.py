@@ -26,6 +26,7 @@ pytestmark = [
 from pqbench.testbed import EmulatorOptions, LinkSpec, Loss, TcpKnobs, Testbed, netns, probe, registry  # noqa: E402
 from pqbench.testbed.backend_netem import kernel_has_netem  # noqa: E402
 from pqbench.testbed.calibrate import binomial_ci, percentiles  # noqa: E402
+from test_lifeline import guardian_of  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 ENV = dict(os.environ, PYTHONPATH=str(SRC))
@@ -290,8 +291,9 @@ def _wait_for_testbed_of(proc, timeout=90):
 
 
 def test_next_testbed_reaps_those_of_killed_processes_only(built_stack, tmp_path, capsys):
-    """A SIGKILLed `pqbench handshake` leaves namespaces, nginx and pqtimer behind; the next `net up`
-    removes them, says so in one line, and leaves a live owner's testbed and a detached one alone."""
+    """A SIGKILLed `pqbench handshake` whose guardian was killed as well leaves namespaces, nginx and pqtimer
+    behind; the next `net up` removes them, says so in one line, and leaves a live owner's testbed and a
+    detached one alone."""
     log = open(tmp_path / "handshake.log", "w")
     hs = subprocess.Popen([sys.executable, "-m", "pqbench", "handshake", "--kex", "X25519", "--sig", "ecdsap256",
                            "--rtt", "20ms", "-n", "10000000"], stdout=log, stderr=subprocess.STDOUT, env=ENV)
@@ -310,6 +312,8 @@ def test_next_testbed_reaps_those_of_killed_processes_only(built_stack, tmp_path
                 assert "[pqbench]" not in capsys.readouterr().err, "nothing was stale: nothing to say"
             victims = [registry.proc_ref(pid) for ns in dead["namespaces"] for pid in netns.pids(ns)]
             victims += registry.read_record(dead["name"])["processes"]
+            for guardian in guardian_of(hs.pid):  # the backstop for a guardian that was killed too (lifeline)
+                os.kill(guardian, signal.SIGKILL)
             hs.kill()
             hs.wait()
             assert all(netns.exists(ns) for ns in dead["namespaces"]), "namespaces outlive a SIGKILLed owner"

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from pqbench.testbed import lifeline
+
 BIN = Path(sys.executable).parent  # the venv's dask and pqbench
 
 
@@ -31,7 +33,7 @@ class LocalCluster:
         self.logs.mkdir(parents=True, exist_ok=True)
         self.address = f"{'tls' if tls else 'tcp'}://127.0.0.1:{self.port}"
         self.workers: dict[str, subprocess.Popen] = {}
-        self.scheduler = subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
+        self.scheduler = lifeline.popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(self.port),
                                            "--protocol", "tls" if tls else "tcp", "--no-dashboard", *tls],
                                           stdout=subprocess.DEVNULL, stderr=open(self.logs / "scheduler.log", "w"))
 
@@ -43,7 +45,7 @@ class LocalCluster:
 
     def worker(self, name: str, *args: str, env: dict | None = None) -> subprocess.Popen:
         """A pqbench worker whose host name is name (unshare --uts, then exec: the pid is the worker's)."""
-        proc = subprocess.Popen(["unshare", "--uts", "sh", "-c", f'hostname {name} && exec "$0" worker "$@"',
+        proc = lifeline.popen(["unshare", "--uts", "sh", "-c", f'hostname {name} && exec "$0" worker "$@"',
                                  BIN / "pqbench", self.address, *args], stdout=subprocess.DEVNULL,
                                 stderr=open(self.logs / f"{name}.log", "w"), env={**os.environ, **(env or {})})
         self.workers[name] = proc
@@ -61,7 +63,7 @@ class LocalCluster:
 
     def run(self, spec: Path, db: Path, *extra: str, **kw) -> subprocess.Popen:
         """`pqbench run SPEC --cluster` against this cluster (stdout and stderr piped, as text)."""
-        return subprocess.Popen([BIN / "pqbench", "run", str(spec), "--db", str(db), "--cluster", self.address, *extra],
+        return lifeline.popen([BIN / "pqbench", "run", str(spec), "--db", str(db), "--cluster", self.address, *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
     def stop(self) -> None:

@@ -18,7 +18,7 @@ from pqbench import stats
 from pqbench.endpoints.base import Place
 from pqbench.errors import BadInput
 from pqbench.testbed import LinkSpec, TcpKnobs
-from pqbench.testbed import netns as nsmod
+from pqbench.testbed import lifeline, netns as nsmod
 
 CONNECT_TIMEOUT_S = 3.0
 
@@ -57,7 +57,7 @@ class RealPath:
 
     def popen(self, side: str, argv: list[str], **kw) -> subprocess.Popen:
         ns = self.netns.get(side)
-        proc = subprocess.Popen(nsmod.exec_argv(ns, argv) if ns else argv, **kw)
+        proc = lifeline.popen(nsmod.exec_argv(ns, argv) if ns else argv, **kw)  # dies with us, even by SIGKILL
         self._procs.append(proc)
         return proc
 

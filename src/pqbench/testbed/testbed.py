@@ -8,7 +8,8 @@
 Everything created is first written to the leftover registry (see registry.py); teardown runs on
 normal exit, on exceptions and on SIGINT/SIGTERM (turned into TestbedInterrupted while the testbed
 is up). A testbed started `detached` (pqbench net up) stays until `down(name)` or `clean()`; one
-whose owner was killed (SIGKILL) is removed when the next testbed comes up.
+whose owner was killed (SIGKILL) is removed by the owner's guardian (lifeline.py) at once, or, if that
+was killed too, when the next testbed comes up.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import threading
 import time
 
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
-from pqbench.testbed import addressing, netns, registry, sched
+from pqbench.testbed import addressing, lifeline, netns, registry, sched
 from pqbench.testbed.backend_netem import NetemBackend, VethBackend, kernel_has_netem
 from pqbench.testbed.backend_pqlink import EmulatorOptions, PqlinkBackend
 from pqbench.testbed.linkspec import LinkSpec, TcpKnobs
@@ -199,6 +200,8 @@ class Testbed:
         reaped = registry.describe_reaped(registry.reap_stale())
         if reaped:
             print(f"[pqbench] {reaped}", file=sys.stderr, flush=True)
+        if not self.detached:
+            lifeline.ensure()  # before the record: whatever this process makes goes when it dies, even by SIGKILL
         with registry.locked():
             records = registry.all_records()
             if self.name is None:

@@ -1,0 +1,142 @@
+"""Nothing outlives its owner: a guardian process per pqbench process removes what it made once it is gone.
+
+A pqbench process killed with SIGKILL runs no teardown: its namespaces, its emulator, its servers and clients
+would stay until the next pqbench command reaped them (registry.reap_stale). So the first time a pqbench
+process makes something that must not outlive it, it starts a guardian (`python -m pqbench.testbed.lifeline`)
+in a session of its own, holding the read end of a pipe whose write end only the owner has. The owner's
+death, however it comes, closes the pipe; the guardian then ends the processes the owner asked it to watch
+(with their descendants) and removes the owner's testbeds from the registry, namespaces and devices too.
+
+A process to watch is told to the guardian by its pid and start time (so a reused pid is never signalled). An
+owner that ends normally has torn everything down already: its guardian then finds nothing to do. Testbeds
+started `detached` (`pqbench net up`) outlive their owner on purpose and are left alone (registry.stale).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from pqbench.testbed import registry
+
+_lock = threading.Lock()
+_pipe: dict = {}  # {"pid": owner pid, "fd": write end, "guardian": Popen}: per process (a fork starts anew)
+GRACE_S = 1.0  # SIGTERM first: a server may remove its own files; then SIGKILL
+
+
+def ensure() -> None:
+    """Starts this process's guardian unless it runs already."""
+    with _lock:
+        _ensure()
+
+
+def _ensure() -> int:
+    if _pipe.get("pid") == os.getpid() and _pipe["guardian"].poll() is None:
+        return _pipe["fd"]
+    if _pipe.get("pid") == os.getpid():  # the guardian died (killed by hand): a new one takes over
+        os.close(_pipe["fd"])
+    read, write = os.pipe()  # both ends non-inheritable: no child of ours holds the pipe open
+    owner = registry.proc_ref(os.getpid())
+    try:
+        guardian = subprocess.Popen([sys.executable, "-m", "pqbench.testbed.lifeline", str(owner["pid"]),
+                                     str(owner["start"])], stdin=read, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True,
+                                    env={**os.environ, "PYTHONPATH": _src_path()})
+    finally:
+        os.close(read)
+    _pipe.update(pid=os.getpid(), fd=write, guardian=guardian)
+    return write
+
+
+def _src_path() -> str:
+    """Where this pqbench is imported from, first on the guardian's path (a checkout run with PYTHONPATH)."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+
+
+def watch(pid: int) -> None:
+    """The process pid (a child of ours) ends when this process does, whatever ends it."""
+    ref = registry.proc_ref(pid)
+    if ref["start"] is None:
+        return  # already ended
+    with _lock:
+        fd = _ensure()
+        os.write(fd, f"{ref['pid']} {ref['start']}\n".encode())  # one short write: atomic on a pipe
+
+
+def popen(argv: list[str], **kwargs) -> subprocess.Popen:
+    """subprocess.Popen, and the process is watched: it dies with this process."""
+    proc = subprocess.Popen(argv, **kwargs)
+    watch(proc.pid)
+    return proc
+
+
+# --- the guardian ------------------------------------------------------------------------------------
+
+def _children() -> dict[int, list[int]]:
+    """ppid -> pids of every process now."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    return tree
+
+
+def _descendants(roots: list[dict]) -> list[dict]:
+    """The watched processes still alive and everything they started, deepest first."""
+    tree, out = _children(), []
+
+    def visit(pid: int) -> None:
+        for child in tree.get(pid, []):
+            visit(child)
+        out.append(registry.proc_ref(pid))
+    for ref in roots:
+        if registry.is_alive(ref):
+            visit(ref["pid"])
+    return [r for r in out if r["start"] is not None]
+
+
+def end_processes(refs: list[dict], grace: float = GRACE_S) -> None:
+    """SIGTERM to each process (checked by start time), SIGKILL to those left after grace seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for ref in refs:
+            if registry.is_alive(ref):
+                try:
+                    os.kill(ref["pid"], sig)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        while any(registry.is_alive(r) for r in refs) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+def guard(owner: dict, lines) -> None:
+    """Reads the processes to watch until the owner is gone (end of input), then ends them and removes
+    the owner's testbeds."""
+    watched = []
+    for line in lines:
+        pid, start = line.split()
+        watched.append({"pid": int(pid), "start": int(start)})
+    while registry.is_alive(owner):  # the pipe closes as the owner exits; it is gone a moment later
+        time.sleep(0.01)
+    end_processes(_descendants(watched))
+    registry.reap_stale()
+
+
+def main(argv: list[str]) -> int:
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)  # a Ctrl-C meant for the owner, or its terminal closing
+    guard({"pid": int(argv[0]), "start": int(argv[1])}, sys.stdin)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,92 @@
+"""Nothing outlives its owner: a pqbench process killed with SIGKILL leaves no process, namespace or device."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from pqbench.testbed import lifeline, netns, registry
+
+pytestmark = pytest.mark.root
+ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+
+
+def descendants(pid: int) -> list[dict]:
+    return [r for r in lifeline._descendants([registry.proc_ref(pid)]) if r["pid"] != pid]
+
+
+def guardian_of(pid: int) -> list[int]:
+    """The pids of the guardians watching pid (their command line names it)."""
+    out = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"pqbench.testbed.lifeline" in args and str(pid).encode() in args:
+            out.append(int(entry))
+    return out
+
+
+def owned_by(pid: int) -> dict:
+    return {n: r for n, r in registry.all_records().items() if (r.get("owner") or {}).get("pid") == pid}
+
+
+def wait_until_gone(victim: int, things: dict, processes: list[dict], timeout=10.0) -> list:
+    """What is still there after timeout seconds: the victim's records, namespaces, devices, processes."""
+    tags = {n.split("-", 1)[1] for n in things}
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [f"record {n}" for n in owned_by(victim)]
+        left += [f"namespace {ns}" for r in things.values() for ns in r.get("namespaces", []) if netns.exists(ns)]
+        left += [f"device {d}" for d in registry.host_devices() if any(t in d for t in tags)]
+        left += [f"process {r['pid']}" for r in processes if registry.is_alive(r)]
+        left += [f"guardian {g}" for g in guardian_of(victim)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
+
+
+def test_a_watched_process_dies_with_its_owner():
+    """A process told to the guardian, and what it started, end when its owner ends by SIGKILL."""
+    code = ("import subprocess, sys, time\n"
+            "from pqbench.testbed import lifeline\n"
+            "p = lifeline.popen(['sh', '-c', 'sleep 600 & sleep 600'])\n"
+            "print(p.pid, flush=True)\n"
+            "time.sleep(600)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=ENV)
+    child = int(owner.stdout.readline())
+    time.sleep(0.2)  # sh has started its two sleeps
+    family = [registry.proc_ref(child)] + descendants(child)
+    assert len(family) == 3 and all(registry.is_alive(r) for r in family)
+    owner.kill()
+    owner.wait()
+    assert wait_until_gone(owner.pid, {}, family) == []
+
+
+@pytest.mark.parametrize("command", [
+    ["handshake", "--kex", "X25519", "--sig", "ecdsap256", "--rtt", "5ms", "-n", "100000", "--parallel", "2"],
+    ["net", "calibrate", "--rtt", "2ms"],
+])
+def test_sigkill_at_random_moments_leaves_nothing(built_stack, command):
+    """Killed at random points (making the testbed, starting servers, measuring): within 10 s nothing of the
+    killed process is left, without another pqbench command running."""
+    rng = random.Random(os.getpid())
+    for delay in sorted(rng.uniform(0.3, 4.0) for _ in range(3)):
+        victim = subprocess.Popen([sys.executable, "-m", "pqbench", *command], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=ENV)
+        time.sleep(delay)
+        things = owned_by(victim.pid)
+        processes = descendants(victim.pid)
+        processes += [registry.proc_ref(p) for r in things.values() for ns in r["namespaces"] if netns.exists(ns)
+                      for p in netns.pids(ns)]
+        victim.kill()
+        victim.wait()
+        time.sleep(0.3)  # a namespace being made as the owner died shows up in its record now
+        things.update(owned_by(victim.pid))
+        assert wait_until_gone(victim.pid, things, processes) == [], f"killed after {delay:.1f} s"
