@@ -80,18 +80,10 @@ def test_the_walk_finds_a_circle_when_there_is_one(tmp_path, monkeypatch):
 
 
 # transport: protocols and transports, defined once (read by the catalog, spec, store, measure, analysis, report)
-FOUNDATIONS = {"__init__", "__main__", "_moved", "cli", "errors", "model", "paths", "sample", "stats", "transport",
+FOUNDATIONS = {"__init__", "__main__", "cli", "errors", "model", "paths", "sample", "stats", "transport",
                "units"}
 
 
 def test_the_top_level_holds_only_foundations():
     assert {p.stem for p in SRC.glob("*.py")} == FOUNDATIONS
 
-
-def test_old_module_names_still_import_the_same_module():
-    import importlib
-    from pqbench import _moved
-    for old, new in _moved.MOVED.items():
-        before, after = importlib.import_module(f"pqbench.{old}"), importlib.import_module(f"pqbench.{new}")
-        assert before is after, old
-        assert after.__spec__.name == f"pqbench.{new}"

@@ -1,7 +1,3 @@
 """pqbench: TLS 1.3 handshake measurements for post-quantum and hybrid cryptography."""
 
 __version__ = "0.1.0"
-
-from pqbench import _moved
-
-_moved.install()
