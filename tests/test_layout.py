@@ -80,8 +80,7 @@ def test_the_walk_finds_a_circle_when_there_is_one(tmp_path, monkeypatch):
 
 
 # transport: protocols and transports, defined once (read by the catalog, spec, store, measure, analysis, report)
-FOUNDATIONS = {"__init__", "__main__", "cli", "errors", "model", "paths", "sample", "stats", "transport",
-               "units"}
+FOUNDATIONS = {"__init__", "__main__", "cli", "errors", "paths", "sample", "stats", "transport", "units"}
 
 
 def test_the_top_level_holds_only_foundations():

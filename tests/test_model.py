@@ -2,9 +2,9 @@
 
 import pytest
 
-from pqbench import model
 from pqbench.algorithms import catalog
-from pqbench.model import Crypto, Flights, Link, lower_bound
+from pqbench.analysis import model
+from pqbench.analysis.model import Crypto, Flights, Link, lower_bound
 
 SMALL = Flights(client_hello=1421, server_flight=1968)  # X25519MLKEM768 + ECDSA P-256, as measured
 NO_CRYPTO = Crypto()

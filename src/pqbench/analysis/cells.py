@@ -8,8 +8,9 @@ import math
 
 import numpy as np
 
-from pqbench import model, stats, units
+from pqbench import stats, units
 from pqbench.algorithms import catalog
+from pqbench.analysis import model
 from pqbench.analysis.load import CellData
 from pqbench.errors import BadInput
 from pqbench.measure.late import RTO_MIN_MS

@@ -10,7 +10,8 @@ The stall comes from the emulator's datagram record (pqbench.measure.quic_wire);
 
 from __future__ import annotations
 
-from pqbench import model, stats
+from pqbench import stats
+from pqbench.analysis import model
 from pqbench.analysis.paired import WITH_AXIS
 from pqbench.report.tables import Table, ms, with_ci
 
