@@ -35,7 +35,7 @@
  * order; none (the default) sends no compress_certificate extension.
  *
  * --transport quic: the same TLS 1.3 handshake inside QUIC (OpenSSL's QUIC client, ALPN h3) on a UDP
- * socket; page modes fetch over HTTP/3; see quic.c. Modes resume, resume_page and early are refused (exit 3),
+ * socket; page modes fetch over HTTP/3. Modes resume, resume_page and early are refused (exit 3),
  * and so is an --initial-size other than 1200: OpenSSL 3.5's client cannot change it.
  *
  * Exit: 0 every sample succeeded, 1 some failed, 2 bad options, 3 setup impossible.
@@ -46,9 +46,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,12 +57,12 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/objects.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
-#include "pqtimer.h"
 #include "quic.h"
+#include "sample.h"
+#include "tcp.h"
 #include "trace.h"
 
 #define PAD_EXTENSION_TYPE 0x1A1A /* a GREASE value: servers must ignore it (RFC 8701) */
@@ -75,19 +72,12 @@ static const char *const mode_names[MODE_COUNT] = {"handshake", "page", "request
 /* Certificate compression algorithms by their RFC 8879 code points (1 zlib, 2 brotli, 3 zstd). */
 static const char *const comp_names[] = {NULL, "zlib", "brotli", "zstd"};
 
+/* Each transport's half of a sample (tcp.c, quic.c), by --transport. */
+static const struct transport_ops *const transports[TRANSPORT_COUNT] = {[TRANSPORT_TCP] = &tcp_transport,
+                                                                        [TRANSPORT_QUIC] = &quic_transport};
+
 static int resumes(const struct options *o) {
     return o->mode == MODE_RESUME || o->mode == MODE_RESUME_PAGE || o->mode == MODE_EARLY;
-}
-
-
-void set_error(struct outcome *o, const char *cls, const char *fmt, ...) {
-    if (o->error_class)
-        return; /* keep the first cause */
-    o->error_class = cls;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(o->error, sizeof o->error, fmt, ap);
-    va_end(ap);
 }
 
 static void bad_usage(const char *msg, const char *field) {
@@ -160,9 +150,14 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (!strcmp(a, "--cert-compression")) parse_cert_compression(v, o);
         else if (!strcmp(a, "--initial-size")) o->initial_size = parse_int(v, a, 1200, 1472);
         else if (!strcmp(a, "--transport")) {
-            if (strcmp(v, "tcp") && strcmp(v, "quic"))
+            int found = 0;
+            for (int t = 0; t < TRANSPORT_COUNT; t++)
+                if (!strcmp(v, transports[t]->name)) {
+                    o->transport = (enum transport)t;
+                    found = 1;
+                }
+            if (!found)
                 bad_usage("allowed: tcp, quic", a);
-            o->transport = !strcmp(v, "quic") ? TRANSPORT_QUIC : TRANSPORT_TCP;
         }
         else if (!strcmp(a, "--verify")) {
             if (strcmp(v, "enforce") && strcmp(v, "record"))
@@ -216,7 +211,7 @@ static int keep_session(SSL *ssl, SSL_SESSION *sess) {
 }
 
 static SSL_CTX *make_ctx(struct options *o) {
-    SSL_CTX *ctx = SSL_CTX_new(o->transport == TRANSPORT_QUIC ? OSSL_QUIC_client_method() : TLS_client_method());
+    SSL_CTX *ctx = SSL_CTX_new(transports[o->transport]->method());
     if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) ||
         !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION))
         return NULL;
@@ -257,264 +252,6 @@ static SSL_CTX *make_ctx(struct options *o) {
         }
     }
     return ctx;
-}
-
-/* ---- one connection ------------------------------------------------------------------------ */
-
-static int wait_fd(int fd, short events, uint64_t deadline) {
-    uint64_t now = now_ns();
-    if (now >= deadline)
-        return 0;
-    struct pollfd p = {.fd = fd, .events = events};
-    int ms = (int)((deadline - now + 999999) / 1000000);
-    int r;
-    do
-        r = poll(&p, 1, ms);
-    while (r < 0 && errno == EINTR);
-    return r > 0;
-}
-
-static int tcp_connect(struct options *o, uint64_t deadline, struct outcome *out) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
-    inet_pton(AF_INET, o->host, &sa.sin_addr);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        set_error(out, "socket", "socket: %s", strerror(errno));
-        return -1;
-    }
-    /* As browsers do: without it Nagle holds the first request until the client Finished is
-     * acknowledged, adding a round trip that is not TLS's. */
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 && errno != EINPROGRESS) {
-        set_error(out, errno == ECONNREFUSED ? "connect_refused" : "connect_error", "connect: %s", strerror(errno));
-        close(fd);
-        return -1;
-    }
-    if (!wait_fd(fd, POLLOUT, deadline)) {
-        set_error(out, "connect_timeout", "TCP connect did not complete within the timeout");
-        close(fd);
-        return -1;
-    }
-    int err = 0;
-    socklen_t len = sizeof err;
-    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err) {
-        set_error(out, err == ECONNREFUSED ? "connect_refused" : "connect_error", "connect: %s", strerror(err));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-/* Read once the sample's times are taken, so it costs them nothing; 0 when the kernel will not say. */
-int local_port(int fd) {
-    struct sockaddr_in sa;
-    socklen_t len = sizeof sa;
-    if (getsockname(fd, (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET)
-        return 0;
-    return ntohs(sa.sin_port);
-}
-
-/* What the server proved itself with; read after the sample's times are taken. */
-void read_peer(SSL *ssl, struct trace *tr) {
-    STACK_OF(X509) *chain = SSL_get_peer_cert_chain(ssl); /* the client's view: leaf first */
-    int n = chain ? sk_X509_num(chain) : 0;
-    tr->chain_n = n;
-    for (int i = 0; i < n && i < TRACE_MAX_CHAIN; i++) {
-        X509 *x = sk_X509_value(chain, i);
-        int der = i2d_X509(x, NULL);
-        tr->chain_der[i] = der > 0 ? (uint32_t)der : 0;
-        const X509_ALGOR *alg = NULL;
-        const ASN1_OBJECT *obj = NULL;
-        X509_get0_signature(NULL, &alg, x);
-        if (alg)
-            X509_ALGOR_get0(&obj, NULL, NULL, alg);
-        if (!obj || OBJ_obj2txt(tr->chain_sig[i], sizeof tr->chain_sig[i], obj, 0) <= 0)
-            tr->chain_sig[i][0] = '\0';
-    }
-    tr->verify_valid = n > 0;
-    tr->verify = SSL_get_verify_result(ssl);
-}
-
-static void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *during) {
-    int e = SSL_get_error(ssl, ret);
-    long verify = SSL_get_verify_result(ssl);
-    unsigned long code = ERR_peek_last_error();
-    char buf[160] = "";
-    if (code)
-        ERR_error_string_n(code, buf, sizeof buf);
-    if (verify != X509_V_OK)
-        set_error(out, "cert_verify", "certificate verification failed: %s", X509_verify_cert_error_string(verify));
-    else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !code))
-        set_error(out, "closed", "%s: the server closed the connection%s%s", during, errno ? ": " : "",
-                  errno ? strerror(errno) : "");
-    else
-        set_error(out, "tls_error", "%s: %s", during, buf[0] ? buf : "SSL error");
-    ERR_clear_error();
-}
-
-/* Drives a non-blocking SSL call until it completes, fails or the deadline passes. */
-#define SSL_LOOP(call, ssl, fd, deadline, out, during, what)                          \
-    for (;;) {                                                                         \
-        int r_ = (call);                                                               \
-        if (r_ > 0) {                                                                  \
-            what = r_;                                                                 \
-            break;                                                                     \
-        }                                                                              \
-        int e_ = SSL_get_error(ssl, r_);                                               \
-        short ev_ = e_ == SSL_ERROR_WANT_READ ? POLLIN : e_ == SSL_ERROR_WANT_WRITE ? POLLOUT : 0; \
-        if (!ev_) {                                                                    \
-            ssl_failure(ssl, r_, out, during);                                         \
-            what = -1;                                                                 \
-            break;                                                                     \
-        }                                                                              \
-        if (!wait_fd(fd, ev_, deadline)) {                                             \
-            set_error(out, "timeout", "%s did not complete within the timeout", during); \
-            what = -1;                                                                 \
-            break;                                                                     \
-        }                                                                              \
-    }
-
-static int http_request(struct options *o, char *req, size_t size) {
-    return snprintf(req, size, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: keep-alive\r\n\r\n", o->path,
-                    o->servername ? o->servername : o->host);
-}
-
-/* One HTTP/1.1 GET on the connection; records the first and last byte of the response. sent: the
- * request already went (as early data). */
-static int http_get(SSL *ssl, int fd, struct options *o, struct trace *tr, uint64_t deadline, struct outcome *out,
-                    int first, int sent) {
-    char req[512];
-    int n = http_request(o, req, sizeof req);
-    int w = 0;
-    if (!sent)
-        SSL_LOOP(SSL_write(ssl, req, n), ssl, fd, deadline, out, "sending the HTTP request", w);
-    if (w < 0)
-        return 0;
-    static char buf[1 << 16];
-    size_t have = 0, header_end = 0;
-    long long content_length = -1;
-    uint64_t body = 0;
-    for (;;) {
-        int r = 0;
-        SSL_LOOP(SSL_read(ssl, buf + have, (int)(sizeof buf - 1 - have)), ssl, fd, deadline, out,
-                 "reading the HTTP response", r);
-        if (r < 0)
-            return 0;
-        if (first && !tr->t[PH_FIRST_BYTE])
-            tr->t[PH_FIRST_BYTE] = now_ns();
-        if (!header_end) {
-            have += (size_t)r;
-            buf[have] = '\0';
-            char *end = strstr(buf, "\r\n\r\n");
-            if (!end) {
-                if (have >= sizeof buf - 1) {
-                    set_error(out, "http_error", "response headers too long");
-                    return 0;
-                }
-                continue;
-            }
-            header_end = (size_t)(end - buf) + 4;
-            if (sscanf(buf, "HTTP/1.%*d %d", &tr->http_status) != 1) {
-                set_error(out, "http_error", "not an HTTP response");
-                return 0;
-            }
-            char *cl = strcasestr(buf, "\r\nContent-Length:");
-            if (!cl || cl > end) {
-                set_error(out, "http_error", "response without Content-Length");
-                return 0;
-            }
-            content_length = atoll(cl + 17);
-            body = have - header_end;
-            have = 0;
-        } else {
-            body += (uint64_t)r;
-        }
-        if (header_end && (long long)body >= content_length)
-            break;
-    }
-    tr->body_bytes += body;
-    tr->requests_done++;
-    if (tr->http_status != 200) {
-        set_error(out, "http_status", "HTTP status %d", tr->http_status);
-        return 0;
-    }
-    return 1;
-}
-
-void cpu_wait_since(struct trace *tr, uint64_t wait0) {
-    uint64_t now = cpu_wait_total_ns();
-    tr->cpu_wait_ns = wait0 == UINT64_MAX || now == UINT64_MAX ? UINT64_MAX : now - wait0;
-}
-
-static void run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, struct trace *tr, struct outcome *out,
-                       SSL **kept) {
-    trace_reset(tr);
-    uint64_t wait0 = cpu_wait_total_ns();
-    uint64_t start = now_ns();
-    uint64_t deadline = start + (uint64_t)o->timeout_ms * 1000000u;
-    tr->t[PH_START] = start;
-    int fd = tcp_connect(o, deadline, out);
-    if (fd < 0) {
-        cpu_wait_since(tr, wait0);
-        return;
-    }
-    tr->t[PH_TCP_CONNECTED] = now_ns();
-    SSL *ssl = SSL_new(ctx);
-    SSL_set_fd(ssl, fd);
-    SSL_set_msg_callback(ssl, trace_msg_cb);
-    SSL_set_msg_callback_arg(ssl, tr);
-    if (o->servername) {
-        SSL_set_tlsext_host_name(ssl, o->servername);
-        if (o->cafile)
-            SSL_set1_host(ssl, o->servername); /* checked as part of verification, enforced or recorded */
-    }
-    if (resume)
-        SSL_set_session(ssl, resume);
-    int ok = 0, early = 0;
-    if (resume && o->mode == MODE_EARLY) {
-        /* The ClientHello and the request (0-RTT) leave together; SSL_connect then completes the handshake. */
-        char req[512];
-        int n = http_request(o, req, sizeof req);
-        size_t written = 0;
-        SSL_LOOP(SSL_write_early_data(ssl, req, (size_t)n, &written), ssl, fd, deadline, out,
-                 "sending the HTTP request as early data", ok);
-        if (ok > 0 && written != (size_t)n) {
-            set_error(out, "early_data", "only %zu of %d request bytes went as early data", written, n);
-            ok = -1;
-        }
-    }
-    if (ok >= 0)
-        SSL_LOOP(SSL_connect(ssl), ssl, fd, deadline, out, "TLS handshake", ok);
-    if (ok > 0) {
-        tr->t[PH_HANDSHAKE_DONE] = now_ns();
-        cpu_wait_since(tr, wait0);
-        tcp_counts_read(fd, &tr->tcp_handshake);
-        if (resume && !SSL_session_reused(ssl))
-            set_error(out, "not_resumed", "the server did not accept the session ticket");
-        /* Accepted early data carried the first request; a rejected one is sent again now (1-RTT). */
-        if (o->mode == MODE_EARLY)
-            tr->early_data = SSL_get_early_data_status(ssl) + 1;
-        early = o->mode == MODE_EARLY && SSL_get_early_data_status(ssl) == SSL_EARLY_DATA_ACCEPTED;
-        for (int i = 0; ok > 0 && !out->error_class && i < o->requests; i++)
-            ok = http_get(ssl, fd, o, tr, deadline, out, i == 0, i == 0 && early);
-        if (tr->requests_done && !out->error_class)
-            tr->t[PH_LAST_BYTE] = now_ns();
-    }
-    if (ok <= 0)
-        cpu_wait_since(tr, wait0);
-    tcp_counts_read(fd, &tr->tcp_end);
-    tr->local_port = local_port(fd);
-    read_peer(ssl, tr);
-    if (kept && !out->error_class) {
-        *kept = ssl; /* the caller needs it a little longer (to receive a ticket) */
-        return;
-    }
-    if (ok > 0)
-        SSL_shutdown(ssl); /* a polite close_notify; not waited for */
-    SSL_free(ssl);
-    close(fd);
 }
 
 /* ---- output -------------------------------------------------------------------------------- */
@@ -651,13 +388,7 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     tr->cpu_wait_ns == UINT64_MAX ? (void)printf("null") : (void)printf("%llu", (unsigned long long)tr->cpu_wait_ns);
     printf(", \"hrr\": %s", tr->hrr ? "true" : "false");
     print_handshake_shape(names, tr);
-    /* After a HelloRetryRequest the Finished leads the client's third flight, not its second (what the
-     * handshake modes' milestone says): the sample names it by the bytes sent before it. */
-    if (o->transport == TRANSPORT_QUIC)
-        quic_print(o, tr);
-    else if (tr->hrr && tr->finished_offset && (o->mode == MODE_HANDSHAKE || o->mode == MODE_RESUME))
-        printf(", \"wire_milestone\": {\"dir\": \"c2s\", \"offset\": %llu, \"edge\": \"first\"}",
-               (unsigned long long)tr->finished_offset);
+    transports[o->transport]->print(o, tr);
     printf(", \"peer_chain\": [");
     for (int i = 0; i < tr->chain_n && i < TRACE_MAX_CHAIN; i++)
         printf("%s%u", i ? ", " : "", tr->chain_der[i]);
@@ -705,12 +436,9 @@ static int prime_ticket(SSL_CTX *ctx, struct options *o) {
     SSL *ssl = NULL;
     struct options prime = *o;
     prime.requests = 1;
-    run_sample(ctx, &prime, NULL, &tr, &out, &ssl);
-    if (ssl) {
-        SSL_shutdown(ssl);
-        close(SSL_get_fd(ssl));
-        SSL_free(ssl);
-    }
+    transports[o->transport]->run_sample(ctx, &prime, NULL, &tr, &out, &ssl);
+    if (ssl)
+        transports[o->transport]->release(ssl);
     if (!g_ticket) {
         fprintf(stderr, "pqtimer: %s: no session ticket from the priming handshake (%s%s%s)\n", mode_names[o->mode],
                 out.error_class ? out.error_class : "no ticket", out.error_class ? ": " : "", out.error);
@@ -757,7 +485,8 @@ int main(int argc, char **argv) {
     struct options o;
     parse_options(argc, argv, &o);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *refusal = o.transport == TRANSPORT_QUIC ? quic_refusal(&o) : NULL;
+    const struct transport_ops *transport = transports[o.transport];
+    const char *refusal = transport->refusal(&o);
     if (refusal) {
         fprintf(stderr, "pqtimer: %s\n", refusal);
         return 3;
@@ -781,10 +510,7 @@ int main(int argc, char **argv) {
         SSL *ssl = NULL;
         /* OpenSSL spends a TLS 1.3 session once used; every sample resumes from its own copy. */
         SSL_SESSION *ticket = g_ticket ? SSL_SESSION_dup(g_ticket) : NULL;
-        if (o.transport == TRANSPORT_QUIC)
-            quic_run_sample(ctx, &o, &tr, &out, i >= 0 ? &ssl : NULL);
-        else
-            run_sample(ctx, &o, ticket, &tr, &out, i >= 0 ? &ssl : NULL);
+        transport->run_sample(ctx, &o, ticket, &tr, &out, i >= 0 ? &ssl : NULL);
         SSL_SESSION_free(ticket);
         if (i < 0)
             continue; /* warm-up: not recorded */
@@ -797,13 +523,8 @@ int main(int argc, char **argv) {
         }
         print_sample(&o, i, &tr, &out, group, sigalg, resumed, names);
         failures += out.error_class != NULL;
-        if (ssl && o.transport == TRANSPORT_QUIC) {
-            quic_release(ssl);
-        } else if (ssl) {
-            SSL_shutdown(ssl);
-            close(SSL_get_fd(ssl));
-            SSL_free(ssl);
-        }
+        if (ssl)
+            transport->release(ssl);
         if (o.pause_ms) {
             struct timespec pause = {.tv_sec = o.pause_ms / 1000, .tv_nsec = (long)(o.pause_ms % 1000) * 1000000};
             while (nanosleep(&pause, &pause) != 0 && errno == EINTR)

@@ -19,7 +19,9 @@
 
 static const unsigned char alpn_h3[] = {2, 'h', '3'};
 
-const char *quic_refusal(const struct options *o) {
+static void quic_release(SSL *conn);
+
+static const char *quic_refusal(const struct options *o) {
     if (o->mode == MODE_RESUME || o->mode == MODE_RESUME_PAGE || o->mode == MODE_EARLY)
         return "--mode: pqtimer does not resume QUIC connections yet (modes handshake, page and requests only)";
     if (o->initial_size && o->initial_size != QUIC_OPENSSL_INITIAL_SIZE)
@@ -274,7 +276,10 @@ static SSL *new_connection(SSL_CTX *ctx, const struct options *o, int fd, struct
     return conn;
 }
 
-void quic_run_sample(SSL_CTX *ctx, struct options *o, struct trace *tr, struct outcome *out, SSL **kept) {
+/* Like the TCP path's: a failure is recorded in out, never retried. No resumption here (refused). */
+static void quic_run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, struct trace *tr,
+                            struct outcome *out, SSL **kept) {
+    (void)resume;
     trace_reset(tr);
     tr->quic = 1;
     uint64_t wait0 = cpu_wait_total_ns();
@@ -320,7 +325,8 @@ void quic_run_sample(SSL_CTX *ctx, struct options *o, struct trace *tr, struct o
         close(io.fd);
 }
 
-void quic_release(SSL *conn) {
+/* An immediate CONNECTION_CLOSE, then frees the connection. */
+static void quic_release(SSL *conn) {
     int fd = -1;
     BIO *bio = SSL_get_rbio(conn);
     if (bio)
@@ -354,7 +360,8 @@ static void print_kinds(const uint8_t *kinds, unsigned n) {
     putchar(']');
 }
 
-void quic_print(const struct options *o, const struct trace *tr) {
+/* The sample's QUIC fields: `, "transport": "quic", "quic": {…}, "wire_milestone": …`. */
+static void quic_print(const struct options *o, const struct trace *tr) {
     const struct quic_counts *q = &tr->q;
     printf(", \"transport\": \"quic\", \"quic\": {\"datagrams_sent\": %u, \"datagrams_received\": %u, "
            "\"bytes_sent\": %llu, \"bytes_received\": %llu, \"initial_size\": ",
@@ -379,3 +386,12 @@ void quic_print(const struct options *o, const struct trace *tr) {
         printf(", \"wire_milestone\": {\"dir\": \"c2s\", \"offset\": %llu, \"edge\": \"first\"}",
                (unsigned long long)q->finished_offset);
 }
+
+const struct transport_ops quic_transport = {
+    .name = "quic",
+    .method = OSSL_QUIC_client_method,
+    .refusal = quic_refusal,
+    .run_sample = quic_run_sample,
+    .release = quic_release,
+    .print = quic_print,
+};

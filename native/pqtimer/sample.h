@@ -1,7 +1,8 @@
-/* What pqtimer's transports share: the options, a sample's outcome and the helpers both the TCP path
- * (pqtimer.c) and the QUIC path (quic.c) use. */
-#ifndef PQTIMER_H
-#define PQTIMER_H
+/* What one sample needs whatever its transport: the options, its outcome, the helpers both transports use
+ * (sample.c), and the table each transport fills (tcp.c, quic.c) for pqtimer.c to pick by --transport.
+ * Neither transport calls back into pqtimer.c. */
+#ifndef PQTIMER_SAMPLE_H
+#define PQTIMER_SAMPLE_H
 
 #include <stdint.h>
 
@@ -12,7 +13,7 @@
 enum mode { MODE_HANDSHAKE, MODE_PAGE, MODE_REQUESTS, MODE_RESUME, MODE_RESUME_PAGE, MODE_EARLY, MODE_COUNT };
 #define COMP_ALGS 3
 
-enum transport { TRANSPORT_TCP, TRANSPORT_QUIC };
+enum transport { TRANSPORT_TCP, TRANSPORT_QUIC, TRANSPORT_COUNT };
 
 struct options {
     const char *host, *path, *groups, *sigalgs, *cafile, *servername, *claim;
@@ -29,6 +30,24 @@ struct options {
 struct outcome {
     const char *error_class; /* NULL when the sample succeeded */
     char error[256];
+};
+
+/* What a transport does for pqtimer.c: its half of each sample, from the socket to the sample's own JSON
+ * fields. One table per transport (tcp_transport in tcp.c, quic_transport in quic.c). */
+struct transport_ops {
+    const char *name; /* as --transport names it */
+    const SSL_METHOD *(*method)(void);
+    /* Why pqtimer cannot measure these options over it (exit 3), or NULL. */
+    const char *(*refusal)(const struct options *o);
+    /* One sample: connect, handshake (resuming `resume` where not NULL), the mode's requests. A failure is
+     * recorded in out, never retried; kept (non-NULL for recorded samples) receives the connection when the
+     * sample succeeded, for the caller to read and then pass to release. */
+    void (*run_sample)(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume, struct trace *tr,
+                       struct outcome *out, SSL **kept);
+    /* Closes a connection run_sample kept, without waiting for the peer, and frees it. */
+    void (*release)(SSL *conn);
+    /* The transport's own fields of the sample's JSON line, each as `, "key": value`. */
+    void (*print)(const struct options *o, const struct trace *tr);
 };
 
 /* Keeps the first cause. */
