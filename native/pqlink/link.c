@@ -289,14 +289,33 @@ void link_start(struct link *l)
     }
 }
 
+/* A keeper killed at SCHED_IDLE waits for the CPU it needs to exit as long as anything else runs
+ * (beside two busy loops: seconds), and pqlink's exit with it. With the SIGKILL pending it never
+ * runs its loop again, only its exit: raised to real time, it exits at once. */
+static void stop_keeper(pid_t pid)
+{
+    if (kill(pid, SIGKILL) != 0)
+        return;
+    struct sched_param sp = {.sched_priority = 1};
+    if (sched_setscheduler(pid, SCHED_FIFO, &sp) == 0)
+        return;
+    /* no real-time budget here: normal scheduling, and out of the lowest-weight CPU group */
+    sp.sched_priority = 0;
+    sched_setscheduler(pid, SCHED_OTHER, &sp);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/autogroup", (int)pid);
+    FILE *ag = fopen(path, "we");
+    if (ag) {
+        fputs("0", ag);
+        fclose(ag);
+    }
+}
+
 void link_stop(struct link *l)
 {
     atomic_store(&l->stop, true);
-    for (int i = 0; i < l->keep_awake; i++) {
-        kill(l->keepers[i], SIGKILL);
-        waitpid(l->keepers[i], NULL, 0);
-    }
-    l->keep_awake = 0;
+    for (int i = 0; i < l->keep_awake; i++) /* reaped in link_reap_keepers, after the counters are out */
+        stop_keeper(l->keepers[i]);
     for (int i = 0; i < 2; i++) {
         struct direction *d = &l->d[i];
         if (!d->started)
@@ -310,6 +329,14 @@ void link_stop(struct link *l)
         close(d->timer_fd);
     }
     flows_destroy(&l->flows);
+}
+
+void link_reap_keepers(struct link *l)
+{
+    for (int i = 0; i < l->keep_awake; i++)
+        while (waitpid(l->keepers[i], NULL, 0) < 0 && errno == EINTR)
+            ;
+    l->keep_awake = 0;
 }
 
 /* The threads answer within one loop turn; give up after a second rather than hang. */

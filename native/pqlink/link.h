@@ -63,8 +63,10 @@ struct link {
 
 /* Starts the two forwarding threads (dies naming the failed call). */
 void link_start(struct link *l);
-/* Asks the threads to stop and joins them. */
+/* Asks the threads to stop and joins them; kills the keep-awake processes. */
 void link_stop(struct link *l);
+/* Waits for the keep-awake processes link_stop killed (pqlink exits only without children left). */
+void link_reap_keepers(struct link *l);
 /* Hands new parameters to the threads and waits until they use them. */
 void link_reconfigure(struct link *l, const struct dir_config cfg[2], const bool changed[2]);
 /* Zeroes counters, peaks and lateness (waits until both threads did it), then empties the flow table. */

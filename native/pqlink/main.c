@@ -218,6 +218,7 @@ static void shut_down(struct link *l, const struct options *o)
         unlink(o->control_path);
     close(l->d[0].in_fd); /* the TUN devices disappear with their fds */
     close(l->d[1].in_fd);
+    link_reap_keepers(l); /* last: the counters and the devices never wait for the helpers */
 }
 
 int main(int argc, char **argv)

@@ -17,6 +17,9 @@ from pqbench.testbed import netns, registry, traces
 from pqbench.testbed.linkspec import Direction, LinkSpec
 
 READY_TIMEOUT_S = 10.0
+# SIGTERM to exit takes pqlink a few ms; beside busy processes its threads may wait long for a CPU, and
+# its final counters are worth the wait (they exist only once it exits)
+STOP_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,25 @@ def normalise(d: dict) -> dict:
     }
 
 
+def end_at_once(pid: int) -> None:
+    """SIGKILL, and the CPU to exit: real-time priority (never runs the process's own code again, as the
+    kill is pending), or else normal priority outside the lowest-weight CPU group of a keep-awake helper."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    try:
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(1))
+        return
+    except OSError:
+        pass
+    try:
+        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+        Path(f"/proc/{pid}/autogroup").write_text("0")
+    except OSError:
+        pass
+
+
 class PqlinkBackend:
     name = "pqlink"
 
@@ -137,6 +159,10 @@ class PqlinkBackend:
         self.control_path: Path | None = None
         self.stats_path: Path | None = None
         self.final: dict | None = None
+        self.testbed: str | None = None  # the testbed's name, to name the link in errors
+        self.client_ns: str | None = None  # to find pqlink's helper processes (their command line is its)
+        self.ready = False  # came up: from then on its final counters are due
+        self._ref: dict | None = None  # an attached pqlink's pid and start time (pids are reused)
 
     @staticmethod
     def available() -> tuple[bool, str]:
@@ -153,6 +179,7 @@ class PqlinkBackend:
         if not ok:
             raise MissingCapability("the pqlink emulator cannot run", why)
         rd = Path(tb.run_dir)
+        self.testbed, self.client_ns = tb.name, tb.client_ns
         self.control_path = rd / "pqlink.sock"
         self.stats_path = rd / "pqlink-stats.json"
         argv = [str(native_binary("pqlink")), "--client-netns", tb.client_ns, "--server-netns", tb.server_ns,
@@ -188,6 +215,7 @@ class PqlinkBackend:
         self.pid = self.proc.pid
         tb.note_process(self.pid)
         self._wait_ready(rd)
+        self.ready = True
         return tb.client_dev, tb.server_dev
 
     def _wait_ready(self, rd: Path) -> None:
@@ -207,10 +235,14 @@ class PqlinkBackend:
         """Reconnects to the pqlink of a running testbed from its registry record."""
         b = cls()
         rd = registry.run_dir(record["name"])
+        b.testbed = record["name"]
+        b.client_ns = (record.get("client") or {}).get("netns") or f"{record['name']}-cli"
         b.control_path = rd / "pqlink.sock"
         b.stats_path = rd / "pqlink-stats.json"
         procs = record.get("processes", [])
+        b._ref = procs[0] if procs else None
         b.pid = procs[0]["pid"] if procs else None
+        b.ready = b.pid is not None  # its record outlived the start (a failed start removes it)
         return b
 
     def reconfigure(self, spec: LinkSpec) -> None:
@@ -242,27 +274,62 @@ class PqlinkBackend:
             raise MeasurementFailed(f"pqlink's flow record {path} is not JSON lines: {e}") from None
 
     def destroy(self) -> dict | None:
-        """Stops pqlink (SIGTERM, it removes its devices) and returns its final counters."""
+        """Stops pqlink (SIGTERM: it writes its final counters and removes its devices), waits until it
+        and its keep-awake helpers are gone, and returns the final counters (None only for a pqlink
+        that never came up). Counters that cannot be had raise MeasurementFailed naming the testbed,
+        after everything has stopped: a lost record of what the link did is an error, never None."""
         if self.pid is None:
             return self.final
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        else:
-            registry.kill(self.pid, grace=5)
-        self.pid = None
+        pid, self.pid = self.pid, None
+        how = self._stop(pid)
+        self._end_helpers()
+        if not self.ready:
+            return None  # the start failed: that error is the one to report
         try:
             stats = json.loads(self.stats_path.read_text())
             self.final = {"client_to_server": normalise(stats["c2s"]),
                           "server_to_client": normalise(stats["s2c"])}
-        except (OSError, json.JSONDecodeError, KeyError):
-            self.final = None
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+            raise MeasurementFailed(f"the link of testbed {self.testbed}: pqlink {how} without its final counters "
+                                    f"({self.stats_path}: {getattr(e, 'strerror', None) or e})") from None
         return self.final
+
+    def _stop(self, pid: int) -> str:
+        """SIGTERM, STOP_TIMEOUT_S for pqlink to exit, then SIGKILL; waits until it has ended and says how."""
+        if self.proc is not None:
+            if self.proc.poll() is not None:
+                return f"had already ended (exit status {self.proc.returncode})"
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_S)
+                return f"ended (exit status {self.proc.returncode})"
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                return f"did not stop within {STOP_TIMEOUT_S:g} s of SIGTERM and was killed"
+        # an attached pqlink (net up's) is no child of ours: known by its pid and start time
+        if not registry.is_alive(self._ref):
+            return "had already ended"
+        if not registry.kill(pid, grace=STOP_TIMEOUT_S):
+            raise MeasurementFailed(f"the link of testbed {self.testbed}: pqlink (pid {pid}) survived SIGKILL")
+        return "ended"
+
+    def _end_helpers(self) -> None:
+        """Waits until no process of this pqlink remains. A pqlink that exits reaps its keep-awake
+        helpers; a killed one leaves them to die of their parent-death signal, but at idle priority
+        beside busy processes they may wait seconds for the CPU to do so: raised to real time with
+        the SIGKILL pending, they only exit."""
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while True:
+            left = [p for p in registry.pqlink_pids() if self.client_ns in registry.pqlink_netns(p)]
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise MeasurementFailed(f"the link of testbed {self.testbed}: pqlink processes {left} outlived "
+                                        f"SIGKILL for {STOP_TIMEOUT_S:g} s")
+            for p in left:
+                end_at_once(p)
+            time.sleep(0.01)
 
     def device_drops(self, tb) -> dict:
         """Packets the kernel dropped on the TUN devices before pqlink read them (should be 0)."""

@@ -398,11 +398,8 @@ def down(name: str) -> dict | None:
             return None
         raise BadInput("name", f"no testbed called {name} (running: "
                                f"{', '.join(r['name'] for r in running()) or 'none'})")
-    final = None
-    if record.get("backend") == "pqlink":
-        backend = PqlinkBackend.attach(record)
-        refs = record.get("processes", [])
-        if refs and registry.is_alive(refs[0]):
-            final = backend.destroy()
-    registry.teardown(record)
-    return final
+    try:
+        # a pqlink that ended before this has its counters in its stats file, or lost them: an error
+        return PqlinkBackend.attach(record).destroy() if record.get("backend") == "pqlink" else None
+    finally:
+        registry.teardown(record)  # whatever became of the counters
