@@ -17,6 +17,7 @@ from pqbench.endpoints.base import ClientJob, Place
 from pqbench.endpoints.openssl.pqtimer import Pqtimer, binary
 from pqbench.errors import MissingCapability
 from pqbench.measure import sampler
+from pqbench.sample import timeline
 from pqbench.testbed import LinkSpec, Testbed
 
 RTT_MS = 10
@@ -24,8 +25,8 @@ SERVER_GROUPS = "X25519MLKEM768:p256_mlkem512:mlkem768:X25519"
 ECDSA_RETRY, MLDSA_NO_RETRY, SILENT, CLOSED = 4433, 4434, 4435, 4436
 PAGE_BYTES = 20_000
 SIGALG = {"ecdsap256": "ecdsa_secp256r1_sha256", "mldsa44": "mldsa44"}
-PHASE_ORDER = ("client_hello_sent", "server_hello_received", "handshake_packet_received",
-               "server_finished_received", "handshake_done")
+_QUIC = timeline("tls", "quic").phases
+PHASE_ORDER = _QUIC[:_QUIC.index("handshake_done") + 1]  # the handshake's, in order
 
 
 def server_binary():

@@ -19,13 +19,14 @@ from pqbench.endpoints.base import DEFAULT_PAGES, ClientJob, Serving, Site
 from pqbench.endpoints.quicgo import build
 from pqbench.errors import MissingCapability
 from pqbench.measure.rig import Rig
+from pqbench.sample import timeline
 from pqbench.testbed import LinkSpec
 
 RTT_MS = 10
 PORTS = {"ecdsap256": 4533, "mldsa44": 4534, "retry": 4535}
 PAGES = {**DEFAULT_PAGES, "10k": 10_000}
-QUIC_PHASES = ["client_hello_sent", "server_hello_received", "handshake_packet_received",
-               "server_finished_received", "handshake_done"]
+_QUIC = timeline("tls", "quic").phases
+QUIC_PHASES = _QUIC[:_QUIC.index("handshake_done") + 1]  # the handshake's, in order
 
 
 @pytest.fixture(scope="module")

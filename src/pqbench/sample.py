@@ -13,8 +13,8 @@ import enum
 
 
 class Phase(str, enum.Enum):
-    """Milestones of a connection in the order they happen, named as clients print them (pqtimer's
-    phase_names in native/pqtimer/trace.c must list the same, a test checks). Times are ns since START.
+    """Milestones of a TLS connection in the order they happen, named as clients print them (every timing
+    client's t_ns is tested against TIMELINES below: tests/test_phase_names.py). Times are ns since START.
     Over QUIC there is no TCP connect, the ClientHello leaves in the first Initial datagram, and the
     server's Handshake packets (EncryptedExtensions … Finished) follow its Initial (ServerHello)."""
     START = "start"  # before the TCP connect, or the first datagram
@@ -118,3 +118,33 @@ class Milestone:
 TLS_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "resume": Milestone("c2s", 1, "first"),
                   "page": Milestone("s2c", -1, "last"), "requests": Milestone("s2c", -1, "last"),
                   "resume_page": Milestone("s2c", -1, "last"), "early": Milestone("s2c", -1, "last")}
+# TLS over QUIC, where no client resumes yet. Each QUIC sample names its own milestone (the datagram carrying
+# the client's Finished, or the one that completed the response, by the UDP payload bytes before it); these
+# are the defaults for one that does not.
+QUIC_MILESTONES = {mode: TLS_MILESTONES[mode] for mode in ("handshake", "page", "requests")}
+# SSH: the client's NEWKEYS in the common case (identification, KEXINIT, key exchange init, NEWKEYS). Which
+# client flight carries it depends on whether the server's identification and KEXINIT reached the client in
+# one flight or two (a race of microseconds), so sshtimer names the flight it saw per sample too.
+SSH_MILESTONES = {"handshake": Milestone("c2s", 3, "first")}
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeline:
+    """What a timing client reports for one protocol over one transport: the phases it times (its t_ns keys
+    besides START, their zero, in order) and where each mode's metric ends on the wire. A client may print
+    the protocol's other phases as null (pqtimer prints every Phase over TCP and QUIC alike)."""
+    phases: tuple[str, ...]
+    milestones: dict  # mode -> Milestone
+
+
+# The one table of phase and milestone names: every timing client (pqtimer, tlsgo, quicgo, pqrustls, pqs2n,
+# sshtimer) is tested against it. TCP has a connect and no Handshake packets; QUIC the other way round.
+TIMELINES = {
+    ("tls", "tcp"): Timeline(tuple(p for p in PHASES if p != Phase.HANDSHAKE_PACKET_RECEIVED.value), TLS_MILESTONES),
+    ("tls", "quic"): Timeline(tuple(p for p in PHASES if p != Phase.TCP_CONNECTED.value), QUIC_MILESTONES),
+    ("ssh", "tcp"): Timeline(SSH_PHASES, SSH_MILESTONES),
+}
+
+
+def timeline(protocol: str = "tls", transport: str = "tcp") -> Timeline:
+    return TIMELINES[protocol, transport]

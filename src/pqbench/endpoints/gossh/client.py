@@ -7,20 +7,18 @@ server_name (--principal).
 
 On the wire, handshake_done is the client's NEWKEYS. Which client flight carries it depends on
 whether the server's identification and KEXINIT reached the client in one flight or two (a race of
-microseconds), so sshtimer reports the flight it saw per sample (`wire_milestone`); the static
-milestone below is the common case (identification, KEXINIT, key exchange init, NEWKEYS).
+microseconds), so sshtimer reports the flight it saw per sample (`wire_milestone`);
+pqbench.sample.SSH_MILESTONES is the common case.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pqbench.sample import Milestone
+from pqbench.sample import SSH_MILESTONES
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.gossh import build
-
-SSH_MILESTONES = {"handshake": Milestone("c2s", 3, "first")}
 
 
 class SshTimer:

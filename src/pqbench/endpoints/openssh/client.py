@@ -13,8 +13,9 @@ from pathlib import Path
 
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import ClientJob
-from pqbench.endpoints.gossh.client import SSH_MILESTONES, SshTimer
+from pqbench.endpoints.gossh.client import SshTimer
 from pqbench.errors import MissingCapability
+from pqbench.sample import SSH_MILESTONES
 
 
 def ssh_binary() -> Path:

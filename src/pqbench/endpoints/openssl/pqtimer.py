@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pqbench import paths
 from pqbench.algorithms import openssl_build
-from pqbench.sample import TLS_MILESTONES, Milestone
+from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.offer import parse_offer
 from pqbench.errors import MissingCapability
@@ -20,10 +20,6 @@ from pqbench.errors import MissingCapability
 # OpenSSL 3.5's QUIC client pads every Initial datagram to RFC 9000's minimum and has no setting to change it.
 OPENSSL_QUIC_INITIAL_SIZE = 1200
 QUIC_MODES = ("handshake", "page", "requests")
-# Each QUIC sample names its own wire milestone (the datagram carrying the client's Finished, or the one that
-# completed the response, by the UDP payload bytes before it); these are the defaults for one that does not.
-QUIC_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "page": Milestone("s2c", -1, "last"),
-                   "requests": Milestone("s2c", -1, "last")}
 
 
 def binary() -> Path:
@@ -43,12 +39,7 @@ def quic_refusal(job: ClientJob) -> str | None:
 
 class Pqtimer:
     name = "pqtimer"
-    milestones = TLS_MILESTONES
-
-    @staticmethod
-    def milestones_for(transport: str) -> dict:
-        """The default wire milestones per mode over a transport (QUIC samples name their own)."""
-        return QUIC_MILESTONES if transport == "quic" else TLS_MILESTONES
+    milestones = TLS_MILESTONES  # QUIC samples name their own (pqbench.sample.QUIC_MILESTONES: the same)
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a single probe)."""

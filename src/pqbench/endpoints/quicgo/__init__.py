@@ -52,7 +52,7 @@ def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
 def capabilities() -> Capabilities:
     caps = build.capabilities() or {}
     versions = gostack.versions(caps, build.provenance(), **{"quic-go": caps.get("quic_go")})
-    modes = tuple(caps.get("modes", ("handshake", "page")))
+    modes = tuple(caps.get("modes", client.MODES))
     return Capabilities(stack="quicgo", protocol="tls", transports=("quic",), modes=modes,
                         transport_modes={"quic": modes}, versions=versions, unsupported=unsupported,
                         features=("retry", "initial_size"), initial_sizes=(transport.MIN_INITIAL, client.MAX_INITIAL),

@@ -9,13 +9,12 @@ from pathlib import Path
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.quicgo import build
 from pqbench.errors import MissingCapability
-from pqbench.sample import Milestone
+from pqbench.sample import QUIC_MILESTONES
 
 # quic-go's largest packet (its packet buffer): it would silently clamp a larger Initial size.
 MAX_INITIAL = 1452
-# Each QUIC sample names its own wire milestone (the client's Finished, or the datagram that completed
-# the response, by the UDP payload bytes before it); these are the defaults for a sample that does not.
-QUIC_MILESTONES = {"handshake": Milestone("c2s", 1, "first"), "page": Milestone("s2c", -1, "last")}
+# The quicgo client's modes (the stack's capabilities say so too unless the binary names others).
+MODES = ("handshake", "page")
 # quic-go turns UDP segmentation offload off only through this variable; quicgo sets it itself too.
 ENV = {"QUIC_GO_DISABLE_GSO": "true"}
 
@@ -29,7 +28,7 @@ class QuicGoClient:
         b = build.require()
         if job.transport != "quic":
             raise MissingCapability(f"the quicgo client speaks only QUIC, not {job.transport}", "use transport = quic")
-        if job.mode not in QUIC_MILESTONES:
+        if job.mode not in MODES:
             raise MissingCapability(f"the quicgo client has no {job.mode} mode", "use handshake or page")
         if job.pad:
             raise MissingCapability("--pad: the quicgo client cannot pad its ClientHello",
