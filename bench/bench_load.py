@@ -22,8 +22,9 @@ sys.path.insert(0, str(ROOT / "src"))
 from pqbench import endpoints, paths, units  # noqa: E402
 from pqbench.algorithms import openssl_build  # noqa: E402
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site  # noqa: E402
-from pqbench.load import cpu  # noqa: E402
-from pqbench.load.steps import LoadPlan, measure_cell  # noqa: E402
+from pqbench.experiment.loadplan import LoadPlan  # noqa: E402
+from pqbench.measure import cpu  # noqa: E402
+from pqbench.measure.capacity import measure_cell  # noqa: E402
 from pqbench.measure.rig import Rig, credentials  # noqa: E402
 from pqbench.testbed import LinkSpec, TcpKnobs  # noqa: E402
 

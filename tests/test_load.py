@@ -21,8 +21,8 @@ from pqbench import store
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import spec as specmod
-from pqbench.load import cpu, steps
-from pqbench.load.steps import LoadPlan
+from pqbench.experiment.loadplan import LoadPlan
+from pqbench.measure import capacity, cpu
 
 
 def test_a_ramp_doubles_up_to_its_maximum_and_must_fit_its_time_bound():
@@ -65,20 +65,20 @@ def step(offered, achieved, p50, **kw):
 
 def test_saturation_and_which_side_it_was():
     first = step(100, 100, 2.0)
-    assert not steps.saturated(first, None)
-    assert steps.saturated(step(400, 300, 2.5), first)  # achieved under 90 % of offered
-    assert steps.saturated(step(400, 400, 11.0), first)  # the latency knee
-    assert steps.saturated(step(400, 400, 2.0, failures={"timeout": 9}), first)  # over 2 % lost
-    assert steps.client_bound(step(400, 400, 2.0, client_util=0.95))
-    assert steps.client_bound(step(400, 400, 2.0, start_lag_ms={"p99": 25.0}))
-    assert steps.client_bound(step(400, 400, 2.0, skipped=3))
-    assert steps.client_bound(step(400, 400, 2.0, client_util=0.3, start_lag_ms={"p99": 0.2})) is None
+    assert not capacity.saturated(first, None)
+    assert capacity.saturated(step(400, 300, 2.5), first)  # achieved under 90 % of offered
+    assert capacity.saturated(step(400, 400, 11.0), first)  # the latency knee
+    assert capacity.saturated(step(400, 400, 2.0, failures={"timeout": 9}), first)  # over 2 % lost
+    assert capacity.client_bound(step(400, 400, 2.0, client_util=0.95))
+    assert capacity.client_bound(step(400, 400, 2.0, start_lag_ms={"p99": 25.0}))
+    assert capacity.client_bound(step(400, 400, 2.0, skipped=3))
+    assert capacity.client_bound(step(400, 400, 2.0, client_util=0.3, start_lag_ms={"p99": 0.2})) is None
     last = {**step(400, 380, 30.0, completed=380, server_cpu_s=0.9, client_cpu_s=0.2), "saturated": True,
             "client_bound": None}
-    v = steps.verdict([first, last], ({1}, {0}))
+    v = capacity.verdict([first, last], ({1}, {0}))
     assert v["saturated_by"] == "server" and v["capacity_hs"] == 380
     assert v["server_cpu_ms_per_hs"] == pytest.approx(1000 * 0.9 / 380)
-    v = steps.verdict([first, {**last, "client_bound": "the load generator used 95% of its CPU"}], None)
+    v = capacity.verdict([first, {**last, "client_bound": "the load generator used 95% of its CPU"}], None)
     assert v["saturated_by"] == "client" and v["capacity_hs"] is None and v["at_least_hs"] == 380
 
 

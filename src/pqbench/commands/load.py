@@ -6,8 +6,8 @@ from pqbench import units
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.endpoints.base import DEFAULT_WORKERS
-from pqbench.load import one
-from pqbench.load.steps import plan_from
+from pqbench.experiment.loadplan import plan_from
+from pqbench.measure import single_load
 
 
 def register(sub):
@@ -35,10 +35,10 @@ def handle(args) -> int:
     plan = plan_from(lambda key: "--" + key.replace("_", "-"), args.rates, args.start, args.max_rate, args.step,
                      args.time_bound, max_inflight=units.integer("--max-inflight", args.max_inflight, minimum=1,
                                                                  maximum=1_000_000))
-    cfg = one.LoadConfig(kex=args.kex, sig=args.sig, server=args.server, plan=plan, link=link, tcp=tcp,
+    cfg = single_load.LoadConfig(kex=args.kex, sig=args.sig, server=args.server, plan=plan, link=link, tcp=tcp,
                          workers=units.integer("--workers", args.workers, minimum=1, maximum=256))
     progress = None if args.json else (lambda msg: print(f"[load] {msg}", file=sys.stderr, flush=True))
-    record = one.run(cfg, progress)
+    record = single_load.run(cfg, progress)
     if args.json:
         print_json(record)
     else:

@@ -187,7 +187,7 @@ class LoadGenerator(Protocol):
 
     def argv(self, job: ClientJob, rate: float, duration_ms: int, *, max_inflight: int, seed: int) -> list[str]:
         """A process that offers `rate` full handshakes per second for duration_ms and prints one JSON
-        object (pqbench.load.generator.Result's fields)."""
+        object (the fields pqbench.measure.loadgen names)."""
 
     def env(self) -> dict: ...
 

@@ -64,6 +64,7 @@ from pqbench import transport as transportmod
 from pqbench import units
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
+from pqbench.experiment.loadplan import plan_from
 from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, from_manifest
 from pqbench.remote.target import make as make_target
 from pqbench.testbed import cross as crossmod, traces
@@ -159,7 +160,7 @@ class Spec:
     targets: tuple = ()  # pqbench.remote.target.Target: when given, cells are algorithms × targets (no link axes)
     rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # targets' clients run in this existing namespace instead of the host's
-    load: object = None  # kind = "load": a pqbench.load.steps.LoadPlan per cell (server capacity), else None
+    load: object = None  # kind = "load": a pqbench.experiment.loadplan.LoadPlan per cell (server capacity), else None
 
 
 def _list(field: str, value, allowed: str) -> list:
@@ -343,7 +344,6 @@ def _load(data: dict, axes: dict):
     _unknown("load.", table, LOAD_KEYS)
     if "client" in axes:
         raise BadInput("axes.client", "load cells use their protocol's load generator (pqload, sshload) as the client")
-    from pqbench.load.steps import plan_from
     return plan_from(lambda key: f"load.{key}", table.get("rates", "ramp"), table.get("start", 25),
                      table.get("max_rate", 20000), table.get("step", "2s"), table.get("time_bound", "300s"),
                      max_inflight=units.integer("load.max_inflight", table.get("max_inflight", 4096), minimum=1,

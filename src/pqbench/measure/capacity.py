@@ -1,66 +1,23 @@
-"""A load cell: offered rates in steps (a list, or a ramp that doubles) until the server saturates,
-each step's server CPU from the kernel's accounting of the server's process tree, the client's from the
+"""A load cell (server capacity) on a rig: its plan's offered rates (pqbench.experiment.loadplan) in steps until
+the server saturates, each step run by the client stack's load generator (loadgen), each step's server CPU from the kernel's accounting of the server's process tree, the client's from the
 generator's own, the two sides pinned to different CPUs. Which side saturated decides what the cell
 says: a client that fell behind its own schedule first gives no server capacity, only a lower bound."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
-import math
 import time
 
-from pqbench import endpoints, units
+from pqbench import endpoints
 from pqbench.errors import BadInput
-from pqbench.load import cpu, generator
+from pqbench.experiment.loadplan import LoadPlan
+from pqbench.measure import cpu, loadgen
 
 SATURATED_ACHIEVED = 0.9  # served under this share of what the arrivals offered
 SATURATED_FAILED = 0.02  # failed or skipped arrivals over this share
 KNEE = 5.0  # p50 latency over this many times the first step's
 CLIENT_BUSY = 0.9  # the generator's CPU over this share of the step: it is the bottleneck
 CLIENT_LAG_MS = 10.0  # the generator started arrivals this late (p99): it fell behind its schedule
-
-
-@dataclasses.dataclass(frozen=True)
-class LoadPlan:
-    rates: tuple[float, ...] | None = None  # None: a ramp from start_rate, doubling, up to max_rate
-    step_ms: int = 2000
-    start_rate: float = 25.0
-    max_rate: float = 20000.0
-    time_bound_s: float = 300.0  # per cell
-    max_inflight: int = 4096
-    seed: int = 1
-
-    def schedule(self) -> list[float]:
-        if self.rates:
-            return list(self.rates)
-        n = int(math.floor(math.log2(self.max_rate / self.start_rate))) + 1
-        return [self.start_rate * 2 ** k for k in range(max(n, 1))]
-
-    def check(self, field: str = "load.rates") -> "LoadPlan":
-        """A plan whose steps cannot all run within the time bound is refused before anything starts."""
-        need = len(self.schedule()) * self.step_ms / 1000
-        if need > self.time_bound_s:
-            raise BadInput(field, f"{len(self.schedule())} steps of {self.step_ms / 1000:g} s need {need:g} s, "
-                                             f"over the time bound of {self.time_bound_s:g} s: fewer rates, shorter "
-                                             "steps or a longer time_bound")
-        return self
-
-
-def plan_from(field, rates, start, max_rate, step, time_bound, max_inflight: int = 4096, seed: int = 1) -> LoadPlan:
-    """A LoadPlan from user values (a spec's [load] table or the options), checked against its time bound.
-    field(key): how the user named that value ("load.step" in a spec, "--step" on the command line)."""
-    listed = None
-    if rates != "ramp":
-        values = rates if isinstance(rates, list) else str(rates).split(",")
-        listed = tuple(units.number(f"{field('rates')}[{i}]", v, minimum=0.1, maximum=1e6) for i, v in enumerate(values))
-        if not listed:
-            raise BadInput(field("rates"), "give rates (handshakes per second) or ramp")
-    lo = units.number(field("start"), start, minimum=0.1, maximum=1e6)
-    return LoadPlan(rates=listed, start_rate=lo, max_rate=units.number(field("max_rate"), max_rate, minimum=lo, maximum=1e6),
-                    step_ms=int(units.duration_ms(field("step"), step, allow_zero=False)),
-                    time_bound_s=units.duration_ms(field("time_bound"), time_bound, allow_zero=False) / 1000,
-                    max_inflight=max_inflight, seed=seed).check(field("rates"))
 
 
 def saturated(step: dict, first: dict | None) -> bool:
@@ -99,7 +56,7 @@ def measure(rig, server: str, gen, job, plan: LoadPlan, *, stop=None) -> tuple[l
         if stop is not None and stop.is_set():
             break
         before = cpu.seconds(roots)
-        r = generator.run(gen, place, job, rate, plan.step_ms, max_inflight=plan.max_inflight, seed=plan.seed,
+        r = loadgen.run(gen, place, job, rate, plan.step_ms, max_inflight=plan.max_inflight, seed=plan.seed,
                           cpus=halves[1] if halves else None)
         r["server_cpu_s"] = cpu.seconds(roots) - before
         wall = max(r.get("wall_s") or 0, r["duration_s"])  # the step's handshakes ran until the last completed

@@ -36,7 +36,7 @@ from pqbench.measure.schedule import run_interleaved
 from pqbench.endpoints.remote import UNKNOWN_SIG
 from pqbench.remote.realpath import RealPath
 from pqbench.remote.target import pause_ms
-from pqbench.load.steps import measure_cell as measure_load
+from pqbench.measure.capacity import measure_cell as measure_load
 from pqbench.testbed import LinkSpec, cross
 from pqbench.testbed.calibrate import measure_floor
 

@@ -10,7 +10,8 @@ from pqbench import endpoints
 from pqbench.endpoints import ondemand
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
 from pqbench.errors import MissingCapability
-from pqbench.load.steps import LoadPlan, measure_cell
+from pqbench.experiment.loadplan import LoadPlan
+from pqbench.measure.capacity import measure_cell
 from pqbench.measure.rig import Rig, credentials
 from pqbench.measure.single import new_run_dir
 from pqbench.testbed import LinkSpec, TcpKnobs
