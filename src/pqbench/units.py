@@ -10,7 +10,11 @@ from pqbench.errors import BadInput
 
 _NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
-_DURATION_UNITS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0}
+# in milliseconds; "m" is minutes, "ms" milliseconds: a unit is all the letters after its number
+_DURATION_UNITS = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "min": 60_000.0,
+                   "h": 3_600_000.0}
+# a combined duration: parts with units, largest first, each unit once ("1h30m", "1m30s", "2s500ms")
+_DURATION_PART = re.compile(_NUMBER + r"\s*([a-zA-Zµ]+)\s*")
 _RATE_UNITS = {"bit": 1e-6, "kbit": 1e-3, "mbit": 1.0, "gbit": 1000.0}
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2,
                "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2}
@@ -32,16 +36,45 @@ def _check_finite(field: str, value: float) -> float:
     return value
 
 
-def duration_ms(field: str, value, *, allow_zero: bool = True) -> float:
-    """'31.1ms', '0.2s', '500us' or a bare number of milliseconds -> milliseconds."""
-    allowed = "a number with ns, us, ms or s; bare numbers are ms"
-    number, unit = _split(field, value, allowed)
-    if unit not in ("", *_DURATION_UNITS):
-        raise BadInput(field, f"unknown unit {unit!r} in {value!r} ({allowed})")
-    ms = _check_finite(field, number * _DURATION_UNITS.get(unit, 1.0))
+def duration_ms(field: str, value, *, allow_zero: bool = True, bare: str = "ms") -> float:
+    """'31.1ms', '0.2s', '500us', '10m', '1h30m', '1m30s' or a bare number (of `bare` units) -> milliseconds."""
+    allowed = f"a number with ns, us, ms, s, m (minutes) or h, or parts like 1h30m or 1m30s; bare numbers are {bare}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value) * _DURATION_UNITS[bare]
+    else:
+        number = _combined_duration(field, value, allowed, bare)
+    ms = _check_finite(field, number)
     if ms < 0 or (ms == 0 and not allow_zero):
         raise BadInput(field, f"{value!r} must be {'>= 0' if allow_zero else '> 0'}")
     return ms
+
+
+def _combined_duration(field: str, value, allowed: str, bare: str) -> float:
+    text = str(value).strip()
+    m = re.fullmatch(r"([-+]?)\s*(.*)", text)
+    sign, rest = (-1.0 if m.group(1) == "-" else 1.0), m.group(2)
+    if re.fullmatch(_NUMBER, rest):
+        return sign * float(rest) * _DURATION_UNITS[bare]
+    parts, at = [], 0
+    for part in _DURATION_PART.finditer(rest):
+        if part.start() != at:
+            break
+        parts.append((float(part.group(1)), part.group(2).lower()))
+        at = part.end()
+    if parts and at != len(rest) and re.fullmatch(_NUMBER, rest[at:].strip()):
+        raise BadInput(field, f"{value!r}: its last part {rest[at:].strip()!r} has no unit ({allowed})")
+    if not parts or at != len(rest):
+        raise BadInput(field, f"{value!r} is not a number with a unit ({allowed})")
+    total, previous = 0.0, math.inf
+    for number, unit in parts:
+        if unit not in _DURATION_UNITS:
+            raise BadInput(field, f"unknown unit {unit!r} in {value!r} ({allowed})")
+        if _DURATION_UNITS[unit] >= previous:  # "1m1h", "30s1m", "1s1s": a typo more likely than a sum
+            raise BadInput(field, f"{value!r}: the parts of a duration go from the largest unit down, each once "
+                                  f"({allowed})")
+        previous = _DURATION_UNITS[unit]
+        total += number * previous
+    return sign * total
 
 
 def rate_mbit(field: str, value) -> float:

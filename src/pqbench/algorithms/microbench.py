@@ -9,7 +9,7 @@ import json
 import re
 import subprocess
 
-from pqbench import paths
+from pqbench import paths, units
 from pqbench.algorithms import catalog, openssl_build
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 
@@ -32,12 +32,10 @@ def cryptobench_args(alg: catalog.Algorithm) -> list[str]:
 
 
 def check_seconds(seconds) -> float:
-    try:
-        s = float(seconds)
-    except (TypeError, ValueError):
-        raise BadInput("--seconds", f"{seconds!r} is not a number (allowed: 0.01..600)") from None
+    """--seconds: a bare number of seconds, or any duration (500ms, 2m) within 0.01 s..10 min."""
+    s = units.duration_ms("--seconds", seconds, bare="s") / 1000
     if not 0.01 <= s <= 600:
-        raise BadInput("--seconds", f"{seconds!r} is outside the allowed 0.01..600")
+        raise BadInput("--seconds", f"{seconds!r} is outside the allowed 0.01..600 s (10ms..10m)")
     return s
 
 

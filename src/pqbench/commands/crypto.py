@@ -7,7 +7,8 @@ from pqbench.cli import print_json
 def register(sub):
     p = sub.add_parser("crypto", help="keygen/encaps/decaps and keygen/sign/verify timings, and sizes")
     p.add_argument("--alg", action="append", help="algorithm (repeatable; default: every available one)")
-    p.add_argument("--seconds", default="0.5", help="measuring time per algorithm (default 0.5)")
+    p.add_argument("--seconds", default="0.5", help="measuring time per algorithm: seconds, or a duration "
+                                                   "(e.g. 500ms; default 0.5)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=handle)
 

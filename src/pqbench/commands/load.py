@@ -30,11 +30,16 @@ def register(sub):
     p.set_defaults(func=handle)
 
 
-def handle(args) -> int:
-    link, tcp, _ = parse_link_options(args)
-    plan = plan_from(lambda key: "--" + key.replace("_", "-"), args.rates, args.start, args.max_rate, args.step,
+def plan_from_args(args):
+    """The steps to offer, checked (rates, durations, the time bound), before anything starts."""
+    return plan_from(lambda key: "--" + key.replace("_", "-"), args.rates, args.start, args.max_rate, args.step,
                      args.time_bound, max_inflight=units.integer("--max-inflight", args.max_inflight, minimum=1,
                                                                  maximum=1_000_000))
+
+
+def handle(args) -> int:
+    link, tcp, _ = parse_link_options(args)
+    plan = plan_from_args(args)
     cfg = single_load.LoadConfig(kex=args.kex, sig=args.sig, server=args.server, plan=plan, link=link, tcp=tcp,
                          workers=units.integer("--workers", args.workers, minimum=1, maximum=256))
     progress = None if args.json else (lambda msg: print(f"[load] {msg}", file=sys.stderr, flush=True))

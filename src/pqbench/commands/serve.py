@@ -55,9 +55,14 @@ def plan_from_args(args) -> serve.ServePlan:
         any_address=args.any_address)
 
 
+def stop_after_s(args) -> float | None:
+    """--duration in seconds (10m, 1h30m, 90s ...), or None: until Ctrl-C."""
+    return units.duration_ms("--duration", args.duration, allow_zero=False) / 1000 if args.duration else None
+
+
 def handle(args) -> int:
     plan = plan_from_args(args)
-    seconds = units.duration_ms("--duration", args.duration, allow_zero=False) / 1000 if args.duration else None
+    seconds = stop_after_s(args)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))  # stop as Ctrl-C does
     with serve.serving(plan) as manifest:
         if args.json:
