@@ -4,7 +4,7 @@ pqbench does not emulate, so the cross-checks a testbed cell gets for free are m
 "real" path inside a testbed. `pqbench serve` runs in the server namespace, the target's clients in the
 client namespace, and the emulator keeps its record of every connection all the same. Per RTT:
 
-- path: the targets' TCP-connect RTT (remote.realpath.connect_rtt, to serve's port) against the testbed's
+- path: the targets' TCP-connect RTT (testbed.realpath.connect_rtt, to serve's port) against the testbed's
   own calibrated probe (testbed.probe.connect_rtts, to a listener of its own), p50 and their difference;
 - TLS: `handshake --target` (pqtimer) against the wire record of the same connections;
 - SSH: `ssh --target` (sshtimer --kex-only, to NEWKEYS) against the wire record.
@@ -25,9 +25,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from pqbench import endpoints, stats  # noqa: E402
 from pqbench.measure import single, wire  # noqa: E402
-from pqbench.remote.realpath import RealPath, connect_rtt  # noqa: E402
 from pqbench.remote.target import make  # noqa: E402
 from pqbench.testbed import LinkSpec, Testbed, probe  # noqa: E402
+from pqbench.testbed.realpath import RealPath, connect_rtt  # noqa: E402
 
 
 def serve(tb, d: Path) -> subprocess.Popen:
@@ -66,7 +66,7 @@ def main() -> None:
             try:
                 m = json.loads((d / "manifest.json").read_text())
                 with RealPath(netns={"client": tb.client_ns}) as path:
-                    ours = connect_rtt(path.place("client"), tb.server_addr, 4433, n=args.n, pause_s=0.01)
+                    ours = connect_rtt(lambda: path.socket("client"), tb.server_addr, 4433, n=args.n, pause_s=0.01)
                 theirs = stats.percentile(sorted(probe.connect_rtts(tb, args.n)), 50)
                 print(f"RTT {rtt} ms  path: connect_rtt p50 {ours.p50_ms:.3f} ms (spread {ours.spread_ms:.3f}), "
                       f"testbed probe p50 {theirs:.3f} ms, difference {ours.p50_ms - theirs:+.3f} ms")

@@ -1,6 +1,7 @@
 """The endpoint seam holds: outside pqbench/endpoints/, no module imports a stack's own code."""
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "pqbench"
@@ -86,3 +87,8 @@ FOUNDATIONS = {"__init__", "__main__", "cli", "errors", "paths", "sample", "stat
 def test_the_top_level_holds_only_foundations():
     assert {p.stem for p in SRC.glob("*.py")} == FOUNDATIONS
 
+
+def test_a_path_is_asked_whether_it_is_emulated_not_compared_by_name():
+    """The real path is a declared Path: code asks path.emulated instead of comparing its backend's name."""
+    compares = re.compile(r"""backend_name\s*[!=]=\s*["']real["']""")
+    assert [str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if compares.search(p.read_text())] == []

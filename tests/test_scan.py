@@ -16,12 +16,11 @@ from pqbench import endpoints, store
 from pqbench.algorithms import certs
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import Place, Serving, Site
-from pqbench.measure.rig import Rig
+from pqbench.measure.rig import Rig, place_on
 from pqbench.remote import address
-from pqbench.remote.realpath import RealPath
 from pqbench.report import scans as scans_report
 from pqbench.scan import ssh, tls
-from pqbench.testbed import LinkSpec, Testbed
+from pqbench.testbed import LinkSpec, RealPath, Testbed
 
 import pqbench.scan as scan_mod
 
@@ -176,7 +175,7 @@ def tls_bed(built_stack, tmp_path_factory):
     serving = Serving(d / "nginx", [Site(TLS_PORT, chain)], ["/".join(TLS_ORDER)], {"1k": 1000}, 2)
     # a testbed and nginx without the Rig: the Rig's warm-up takes each group entry for one group
     with Testbed(LinkSpec()) as tb, RealPath(netns={"client": tb.client_ns}) as path:
-        place = path.place("client")
+        place = place_on(path, "client")
         server = endpoints.get("openssl", "server").server()
         try:
             server.start(Place(tb.addr("server"), lambda argv, **kw: tb.popen("server", argv, **kw),
@@ -288,7 +287,7 @@ def ssh_bed(built_stack, tmp_path_factory):
     serving = Serving(d / "sshd", [Site(SSH_PORT, keys)], SSH_KEX, {}, 1)
     with Rig(endpoints.get("openssh"), serving, LinkSpec()) as rig:
         with RealPath(netns={"client": rig.tb.client_ns}) as path:
-            yield {"rig": rig, "place": path.place("client"), "target": f"ssh://{rig.tb.server_addr}:{SSH_PORT}"}
+            yield {"rig": rig, "place": place_on(path, "client"), "target": f"ssh://{rig.tb.server_addr}:{SSH_PORT}"}
 
 
 @pytest.mark.root

@@ -25,8 +25,8 @@ from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import spec as specmod
 from pqbench.remote import address, serve
-from pqbench.remote.realpath import RealPath
-from pqbench.testbed import LinkSpec
+from pqbench.testbed import LinkSpec, RealPath, Testbed
+from pqbench.testbed.path import Path as NetPath
 
 RTT_MS = 10
 
@@ -118,6 +118,22 @@ def test_addresses_parse_and_a_real_path_refuses_emulation():
         RealPath().reconfigure(LinkSpec.symmetric(10))
     assert e.value.field == "link"
     RealPath().reconfigure(LinkSpec())  # nothing asked, nothing refused
+
+
+def test_the_real_path_is_a_path_beside_the_testbed_that_says_it_is_not_emulated():
+    """The rig and the runner ask the path (emulated) instead of comparing its backend's name; provenance
+    still names it "real"."""
+    real, tb = RealPath(netns={"client": "pqb-x-cli"}), Testbed()
+    assert isinstance(real, NetPath) and isinstance(tb, NetPath)
+    assert (real.emulated, tb.emulated) == (False, True)
+    assert real.backend_name == real.info()["backend"] == "real"
+    assert (real.ns("client"), real.ns("server")) == ("pqb-x-cli", None)
+    assert real.run("server", ["true"]).returncode == 0  # in the host's own network: no namespace
+
+    class Half(NetPath):  # a path that forgot what a rig needs cannot be made
+        emulated = False
+    with pytest.raises(TypeError):
+        Half()
 
 
 def test_serve_binds_a_wildcard_only_when_asked():

@@ -66,10 +66,11 @@ def handle(args) -> int:
     if args.netns and os.geteuid() != 0:
         raise MissingCapability("--netns needs root (entering a network namespace)", "run as root, or scan without --netns")
     from pqbench import scan
-    from pqbench.remote.realpath import RealPath
+    from pqbench.measure.rig import place_on
+    from pqbench.testbed import RealPath
 
     with RealPath(netns={"client": args.netns} if args.netns else None) as path:
-        place = path.place("client")
+        place = place_on(path, "client")
 
         def one(a):
             return scan.scan(a, place, n=n, timeout_s=timeout_s, cafile=str(args.ca) if args.ca else None,

@@ -11,8 +11,8 @@ and the same loss pattern (paired comparisons).
         samples = rig.sample(job, 100, 4, scratch, client="gotls")
         wire = rig.end_cell(samples, job.mode, scratch, client="gotls")
 
-The path between the sides is a testbed (the emulated link) unless the rig is given another: a
-pqbench.remote.realpath.RealPath, the host's own network, where the servers are targets (servers pqbench
+The path between the sides (pqbench.testbed.path.Path) is a new Testbed (the emulated link) unless the
+rig is given another: a RealPath, the host's own network, where the servers are targets (servers pqbench
 did not start) and the path is measured before and after each cell instead of emulated (path_rtt).
 """
 
@@ -26,6 +26,8 @@ from pqbench.measure import wire
 from pqbench.measure import sampler
 from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
+from pqbench.testbed.path import Path as NetPath
+from pqbench.testbed.realpath import connect_rtt
 
 
 def credentials(protocol: str, sig: str, directory: Path):
@@ -34,6 +36,18 @@ def credentials(protocol: str, sig: str, directory: Path):
     from pqbench.algorithms import certs
     from pqbench.endpoints import sshkeys
     return sshkeys.make_keys(sig, directory) if protocol == "ssh" else certs.make_chain(sig, directory)
+
+
+def place_on(path: NetPath, side: str, started: list[int] | None = None) -> Place:
+    """One side of a path as an endpoint sees it. started: a list that collects the pids of the processes
+    started through this place."""
+    def popen(argv, **kw):
+        proc = path.popen(side, argv, **kw)
+        path.note_process(proc.pid)  # so `pqbench net clean` can stop it after a crash
+        if started is not None:
+            started.append(proc.pid)
+        return proc
+    return Place(addr=path.addr(side), popen=popen, socket=lambda: path.socket(side))
 
 
 WARM_PER_WORKER = 8  # warm-up handshakes per server worker: 32 workers all reached but with p ≈ 1 %
@@ -50,7 +64,8 @@ class Rig:
 
     @classmethod
     def pairs(cls, servers: dict[str, Serving], clients: list[str], link: LinkSpec, tcp: TcpKnobs | None = None, *,
-              backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0, path=None) -> "Rig":
+              backend: str = "auto", emulator: EmulatorOptions | None = None, index: int = 0,
+              path: NetPath | None = None) -> "Rig":
         """A server per stack named in `servers` (each serving on its own ports) and the named client stacks.
         path: what joins them when not a new testbed (a RealPath)."""
         rig = cls.__new__(cls)
@@ -63,7 +78,7 @@ class Rig:
         self.index, self.link, self.tcp = index, link, tcp or TcpKnobs()
         self._backend, self._emulator, self._path = backend, emulator, path
         self._opened = contextlib.ExitStack()
-        self.tb: Testbed | None = None
+        self.tb: NetPath | None = None  # the path: a Testbed or the one given
         self.clients: dict = {}
         self.server_pids: dict[str, list[int]] = {}  # what each server started (load's CPU accounting)
         self._offset_ns = 0
@@ -122,15 +137,7 @@ class Rig:
 
     def place(self, side: str, started: list[int] | None = None) -> Place:
         """started: a list that collects the pids of the processes started through this place."""
-        tb = self.tb
-
-        def popen(argv, **kw):
-            proc = tb.popen(side, argv, **kw)
-            tb.note_process(proc.pid)  # so `pqbench net clean` can stop it after a crash
-            if started is not None:
-                started.append(proc.pid)
-            return proc
-        return Place(addr=tb.addr(side), popen=popen, socket=lambda: tb.socket(side))
+        return place_on(self.tb, side, started)
 
     def job(self, port: int, kex: str, chain, host: str | None = None, **kw) -> ClientJob:
         """host: a target's address (default: the testbed's server side)."""
@@ -141,10 +148,9 @@ class Rig:
     def path_rtt(self, job: ClientJob) -> dict | None:
         """TCP-connect times to the job's server over a measured path (a target's), None over an emulated
         link, whose round trip is what was configured."""
-        if self.tb.backend_name != "real":
+        if self.tb.emulated:
             return None
-        from pqbench.remote.realpath import connect_rtt
-        return connect_rtt(self.place("client"), job.host, job.port).to_dict()
+        return connect_rtt(lambda: self.tb.socket("client"), job.host, job.port).to_dict()
 
     def begin_cell(self, link: LinkSpec, tcp: TcpKnobs | None = None) -> None:
         """Sets the link (and TCP knobs when they differ) and zeroes counters and the wire record;

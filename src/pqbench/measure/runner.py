@@ -34,7 +34,7 @@ from pqbench.measure.progress import Progress
 from pqbench.measure.rig import Rig, credentials
 from pqbench.measure.schedule import run_interleaved
 from pqbench.endpoints.remote import UNKNOWN_SIG
-from pqbench.remote.realpath import RealPath
+from pqbench.testbed.realpath import RealPath
 from pqbench.remote.target import pause_ms
 from pqbench.measure.capacity import measure_cell as measure_load
 from pqbench.testbed import LinkSpec, cross
@@ -352,7 +352,7 @@ def save_crypto(con, run_id: str, here: Here, progress, algs: list, when: str) -
 def calibrate_floor(tb, spec: Spec) -> dict | None:
     """TCP-connect RTT through the link configured to 0 ms: the emulator's floor. None on a real path:
     no emulator, and each cell measures its path instead."""
-    if tb.backend_name == "real":
+    if not tb.emulated:
         return None
     saved = tb.spec
     tb.reconfigure(LinkSpec())

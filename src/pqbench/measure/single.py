@@ -21,9 +21,8 @@ from pqbench.experiment.spec import Samples
 from pqbench.measure import cell as cellmeasure
 from pqbench.measure.rig import Rig, credentials
 from pqbench.sample import END_PHASE
-from pqbench.remote.realpath import RealPath
 from pqbench.remote.target import DEFAULT_RATE, Target, client_problem, pause_ms
-from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
+from pqbench.testbed import EmulatorOptions, LinkSpec, RealPath, TcpKnobs
 
 PORT = 4433
 MODE_OPTIONS = {"resume": "--resume", "page": "--page", "requests": "--requests", "resume_page": "--resume --page",

@@ -1,2 +1,2 @@
 """Out of the box: servers pqbench did not start (targets), reached over a real path instead of the
-emulated link. `address` parses what a user names, `realpath` is the path that replaces a testbed."""
+emulated link (pqbench.testbed.realpath). `address` parses what a user names, `target` what a target is."""

@@ -21,8 +21,7 @@ from pqbench.algorithms import catalog
 from pqbench.endpoints.base import DEFAULT_WORKERS, STUDY_PAGES, Serving, Site
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.measure.rig import Rig, credentials
-from pqbench.remote.realpath import RealPath
-from pqbench.testbed import LinkSpec
+from pqbench.testbed import LinkSpec, RealPath
 
 WILDCARDS = ("0.0.0.0", "::", "*", "")
 SERVER_STACKS = {"nginx": "openssl", "s2n": "s2n", "rustls": "rustls", "gotls": "gotls"}  # --stack: the TLS server

@@ -32,7 +32,7 @@ def from_oserror(e: BaseException) -> str:
 
 
 def from_connect_errors(errors: list[str]) -> str:
-    """pqbench.remote.realpath.connect_rtt's error texts as one class."""
+    """pqbench.testbed.realpath.connect_rtt's error texts as one class."""
     text = " ".join(errors).lower()
     if "refused" in text:
         return "refused"

@@ -26,6 +26,7 @@ from pqbench.algorithms import catalog
 from pqbench.endpoints.base import ClientJob, Place
 from pqbench.remote.address import Address
 from pqbench.scan import failure, pq
+from pqbench.testbed.realpath import connect_rtt
 
 SCAN_CLIENT = "openssl"  # pqtimer: it can offer any key-share list and record verification without enforcing it
 PAUSE_S = 0.05  # between connections to one target
@@ -241,14 +242,13 @@ def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0,
          servername: str | None = None, pause_s: float = PAUSE_S, groups: list[str] | None = None) -> dict:
     """Everything above for one target; never raises for what the server does. groups: only these
     (default: every TLS group this build has)."""
-    from pqbench.remote.realpath import connect_rtt
     have, lack = tls_groups()
     names = [a.name for a in have] if groups is None else list(groups)
     prober = TlsProber(address, place, servername or address.host, cafile, int(timeout_s * 1000), pause_s)
     result = {"protocol": "tls", "target": str(address), "address": address.endpoint,
               "servername": prober.servername, "ca": cafile, "failure": None,
               "not_tried": {a.name: "not in this build" for a in lack} if groups is None else {}}
-    rtt = connect_rtt(place, address.ip, address.port, n=3, pause_s=pause_s)
+    rtt = connect_rtt(place.socket, address.ip, address.port, n=3, pause_s=pause_s)
     result["connect_rtt"] = rtt.to_dict()
     if not rtt.ok:
         result["failure"] = failure.failure(failure.from_connect_errors(rtt.errors),

@@ -29,6 +29,7 @@ from pqbench.testbed import addressing, lifeline, netns, registry, sched
 from pqbench.testbed.backend_netem import NetemBackend, VethBackend, kernel_has_netem
 from pqbench.testbed.backend_pqlink import EmulatorOptions, PqlinkBackend
 from pqbench.testbed.linkspec import LinkSpec, TcpKnobs
+from pqbench.testbed.path import Path
 
 BACKENDS = ("auto", "pqlink", "netem")
 REFERENCE_BACKENDS = ("veth",)  # a bare veth pair, no emulation (benchmarks' reference)
@@ -64,8 +65,9 @@ def validate_name(name: str) -> str:
     return name
 
 
-class Testbed:
+class Testbed(Path):
     __test__ = False  # not a pytest test class despite the name
+    emulated = True
 
     def __init__(self, spec: LinkSpec | None = None, *, tcp: TcpKnobs | None = None, backend: str = "auto",
                  emulator: EmulatorOptions | None = None, name: str | None = None, detached: bool = False):

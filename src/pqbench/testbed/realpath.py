@@ -1,7 +1,6 @@
 """The host's own network as the path between a client and a server: nothing emulated, nothing to
 configure, no emulator floor to calibrate; the path is measured instead (connect_rtt, before and after
-each cell). It offers what the rig asks of a testbed, so the rig and the runner need not know which
-path they run on.
+each cell). It is a Path beside the Testbed (pqbench.testbed.path), the one that is not emulated.
 
 `netns` puts the side named in it inside an existing namespace rather than the host's: tests run
 targets from a testbed's client namespace (the "real" path is then the emulated link), and a user can
@@ -13,19 +12,21 @@ import dataclasses
 import socket
 import subprocess
 import time
+from typing import Callable
 
 from pqbench import stats
-from pqbench.endpoints.base import Place
 from pqbench.errors import BadInput
-from pqbench.testbed import LinkSpec, TcpKnobs
 from pqbench.testbed import lifeline, netns as nsmod
+from pqbench.testbed.linkspec import LinkSpec, TcpKnobs
+from pqbench.testbed.path import Path
 
 CONNECT_TIMEOUT_S = 3.0
 
 
-class RealPath:
+class RealPath(Path):
+    emulated = False
     backend = None  # no emulator: no counters, no wire record
-    backend_name = "real"
+    backend_name = "real"  # as provenance names it
 
     def __init__(self, *, netns: dict[str, str] | None = None, bind: str | None = None):
         """netns: side -> an existing namespace that side runs in (default: the host's). bind: the
@@ -50,27 +51,32 @@ class RealPath:
                 proc.wait()
         return False
 
+    def ns(self, side: str) -> str | None:
+        return self.netns.get(side)
+
     def addr(self, side: str) -> str:
         return self.bind if side == "server" and self.bind else ""
 
     server_addr = property(lambda self: self.bind or "")
 
+    def _argv(self, side: str, argv: list[str]) -> list[str]:
+        ns = self.ns(side)
+        return nsmod.exec_argv(ns, argv) if ns else argv
+
     def popen(self, side: str, argv: list[str], **kw) -> subprocess.Popen:
-        ns = self.netns.get(side)
-        proc = lifeline.popen(nsmod.exec_argv(ns, argv) if ns else argv, **kw)  # dies with us, even by SIGKILL
+        proc = lifeline.popen(self._argv(side, argv), **kw)  # dies with us, even by SIGKILL
         self._procs.append(proc)
         return proc
 
+    def run(self, side: str, argv: list[str], **kw) -> subprocess.CompletedProcess:
+        return subprocess.run(self._argv(side, argv), **kw)
+
     def socket(self, side: str, family=socket.AF_INET, type=socket.SOCK_STREAM, proto: int = 0) -> socket.socket:
-        ns = self.netns.get(side)
+        ns = self.ns(side)
         return nsmod.socket_in(ns, family, type, proto) if ns else socket.socket(family, type, proto)
 
     def note_process(self, pid: int) -> None:
         pass  # popen keeps them
-
-    def place(self, side: str) -> Place:
-        return Place(addr=self.addr(side), popen=lambda argv, **kw: self.popen(side, argv, **kw),
-                     socket=lambda: self.socket(side))
 
     def reconfigure(self, spec: LinkSpec) -> None:
         if spec != LinkSpec():
@@ -114,12 +120,14 @@ class PathRtt:
         return dataclasses.asdict(self)
 
 
-def connect_rtt(place: Place, ip: str, port: int, n: int = 10, pause_s: float = 0.05) -> PathRtt:
-    """n TCP connects from place to ip:port, one at a time with a pause between; each is closed at once.
-    A connect takes one round trip (SYN, SYN-ACK) plus the kernel's and Python's own microseconds."""
+def connect_rtt(new_socket: Callable[[], socket.socket], ip: str, port: int, n: int = 10,
+                pause_s: float = 0.05) -> PathRtt:
+    """n TCP connects to ip:port, each from a socket new_socket() opens (in one side of a path), one at a
+    time with a pause between; each is closed at once. A connect takes one round trip (SYN, SYN-ACK) plus
+    the kernel's and Python's own microseconds."""
     times, errors = [], []
     for k in range(n):
-        s = place.socket()
+        s = new_socket()
         s.settimeout(CONNECT_TIMEOUT_S)
         t0 = time.perf_counter_ns()
         try:
