@@ -80,6 +80,39 @@ def test_the_walk_finds_a_circle_when_there_is_one(tmp_path, monkeypatch):
     assert graph["pqbench.a"] == {"pqbench.b"} and graph["pqbench.b"] == {"pqbench.a"}
 
 
+def _room(module: str) -> str:
+    """The room a module stands in: its folder under pqbench/, or itself at the top level."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_the_rooms_read_top_down():
+    """No import runs back up a floor: between the package's rooms (its folders and top-level modules) the
+    imports form no circle, so the rooms stand in floors with every import pointing down. Each import that
+    closes a circle is named."""
+    graph, arrows = _module_graph(), {}
+    for name, targets in graph.items():
+        for t in targets:
+            if _room(t) != _room(name):
+                arrows.setdefault((_room(name), _room(t)), []).append(f"{name} -> {t}")
+    out: dict[str, set] = {}
+    for a, b in arrows:
+        out.setdefault(a, set()).add(b)
+
+    def reaches(start, goal):
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node == goal:
+                return True
+            if node not in seen:
+                seen.add(node)
+                todo.extend(out.get(node, ()))
+        return False
+    back = sorted(i for (a, b), imports in arrows.items() if reaches(b, a) for i in imports)
+    assert back == [], "imports in a circle of rooms:\n" + "\n".join(back)
+
+
 # transport: protocols and transports, defined once (read by the catalog, spec, store, measure, analysis, report)
 FOUNDATIONS = {"__init__", "__main__", "cli", "errors", "paths", "sample", "stats", "transport", "units"}
 

@@ -24,7 +24,8 @@ from pqbench.endpoints.remote import UNKNOWN_SIG
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import spec as specmod
-from pqbench.remote import address, serve
+from pqbench.measure import serve
+from pqbench.remote import address
 from pqbench.testbed import LinkSpec, RealPath, Testbed
 from pqbench.testbed.path import Path as NetPath
 

@@ -9,8 +9,8 @@ from pqbench import units
 from pqbench.cli import print_json
 from pqbench.errors import BadInput
 from pqbench.endpoints.base import DEFAULT_WORKERS
+from pqbench.measure import serve
 from pqbench.measure.single import new_run_dir
-from pqbench.remote import serve
 
 
 def register(sub):
