@@ -141,9 +141,3 @@ def go_key(site: Site, key_dir: Path) -> Path:
                                 f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
     out.chmod(0o600)
     return out
-
-
-def error_text(*files: Path) -> str:
-    """The tails of a server's stderr and log, for an error message."""
-    parts = [p.read_text(errors="replace")[-1500:] for p in files if p.exists()]
-    return " | ".join(x.strip() for x in parts if x.strip()) or "no error output"

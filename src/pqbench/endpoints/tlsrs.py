@@ -13,13 +13,13 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
-import time
 from pathlib import Path
 
 from pqbench import paths
 from pqbench.algorithms import catalog
 from pqbench.sample import TLS_MILESTONES
-from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group, tcp_probe
+from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group
+from pqbench.endpoints.ready import Starting, listening
 from pqbench.errors import MeasurementFailed, MissingCapability
 
 FIX = "run `make` (scripts/build-rust.sh builds native/tlsrs)"
@@ -153,32 +153,12 @@ class NativeServer:
 
     def ready(self, client_place: Place) -> None:
         """Every port accepts TCP, then completes one real TLS handshake with this stack's own client."""
-        deadline = time.monotonic() + 15.0
-        pending = {s.port for s in self.serving.sites}
-        while pending:
-            if self.proc.poll() is not None:
-                raise MeasurementFailed(f"{self.binary_name} server exited with {self.proc.returncode}: {self.error_text()}")
-            pending = {p for p in pending if not tcp_probe(client_place, self.place.addr, p)}
-            if pending and time.monotonic() > deadline:
-                self.stop()
-                raise MeasurementFailed(f"{self.binary_name} server did not listen on {sorted(pending)}: {self.error_text()}")
-            if pending:
-                time.sleep(0.05)
-        for site in self.serving.sites:
-            argv = [str(binary(self.binary_name)), "client", "--host", self.place.addr, "--port", str(site.port),
-                    "--cafile", str(site.chain.root_cert), "--servername", site.chain.server_name,
-                    "--count", "1", "--timeout-ms", "5000"] + self.probe_args()
-            why = probe(client_place, argv)
-            if why:
-                self.stop()
-                raise MeasurementFailed(f"{self.binary_name} server on port {site.port} does not complete a TLS "
-                                        f"handshake: {why}; {self.error_text()}")
-
-    def error_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-2000:].strip() or "no error output"
-        except (OSError, AttributeError):
-            return "no error output"
+        up = Starting(f"{self.binary_name} server", self.proc, [self.log], self.stop)
+        up.wait([s.port for s in self.serving.sites], listening(client_place, self.place.addr), "listen on")
+        up.serves(self.serving.sites, lambda site: probe(client_place, [
+            str(binary(self.binary_name)), "client", "--host", self.place.addr, "--port", str(site.port),
+            "--cafile", str(site.chain.root_cert), "--servername", site.chain.server_name,
+            "--count", "1", "--timeout-ms", "5000", *self.probe_args()]), "a TLS handshake")
 
     def stop(self) -> None:
         stop_group(self.proc)

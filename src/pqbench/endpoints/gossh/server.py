@@ -7,16 +7,13 @@ Log: run_dir/gossh-server-PORT.log, one line per connection with what was negoti
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 from pqbench.endpoints import sshkeys
-from pqbench.endpoints.base import Place, Serving, stop_group, tcp_probe
+from pqbench.endpoints.base import Place, Serving, stop_group
 from pqbench.endpoints.gossh import build
 from pqbench.endpoints.gossh.client import probe
-from pqbench.errors import MeasurementFailed
-
-READY_TIMEOUT_S = 15.0
+from pqbench.endpoints.ready import Starting, listening
 
 
 class GoSshServer:
@@ -43,29 +40,12 @@ class GoSshServer:
                                                 stderr=subprocess.PIPE, process_group=0)
 
     def ready(self, client_place: Place) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        for site in self.serving.sites:
-            while not tcp_probe(client_place, self.addr, site.port):
-                proc = self.procs[site.port]
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise MeasurementFailed(f"sshserver on port {site.port} did not listen: {self.error_text(site.port)}")
-                time.sleep(0.05)
-            why, _ = probe(client_place, self.addr, site.port, site.chain, self.serving.groups[0])
-            if why:
-                self.stop()
-                raise MeasurementFailed(f"sshserver on port {site.port} does not complete an SSH connection: {why}; "
-                                        f"{self.error_text(site.port)}")
-
-    def error_text(self, port: int) -> str:
-        parts = []
-        proc = self.procs.get(port)
-        if proc and proc.stderr and proc.poll() is not None:
-            parts.append(proc.stderr.read().decode(errors="replace"))
-        log = self.log_path(port)
-        if log.exists():
-            parts.append(log.read_text(errors="replace")[-2000:])
-        return " | ".join(p.strip() for p in parts if p.strip()) or "no error output"
+        """Each site's process listens, then completes one SSH connection with sshtimer (first key exchange)."""
+        for site in self.serving.sites:  # a process per site
+            up = Starting("sshserver", self.procs[site.port], [self.log_path(site.port)], self.stop)
+            up.wait([site.port], listening(client_place, self.addr), "listen on")
+            up.serves([site], lambda s: probe(client_place, self.addr, s.port, s.chain, self.serving.groups[0])[0],
+                      "an SSH connection")
 
     def stop(self) -> None:
         for proc in self.procs.values():

@@ -8,16 +8,14 @@ An ML-DSA leaf key is converted to the seed-only form Go reads, into the run dir
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 from pqbench.endpoints import gostack
-from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group, tcp_probe
+from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group
 from pqbench.endpoints.gotls import build
 from pqbench.endpoints.gotls.client import GoClient
+from pqbench.endpoints.ready import Starting, listening
 from pqbench.errors import MeasurementFailed
-
-READY_TIMEOUT_S = 15.0
 
 
 class GoServer:
@@ -53,27 +51,11 @@ class GoServer:
 
     def ready(self, client_place: Place) -> None:
         """Every port accepts TCP, then completes one TLS handshake with the Go client (first group)."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        pending = {s.port for s in self.serving.sites}
-        while pending:
-            if self.proc.poll() is not None:
-                raise MeasurementFailed(f"tlsgo server exited with {self.proc.returncode}: {self.error_text()}")
-            pending = {p for p in pending if not tcp_probe(client_place, self.addr, p)}
-            if pending and time.monotonic() > deadline:
-                self.stop()
-                raise MeasurementFailed(f"tlsgo server did not listen on {sorted(pending)} within "
-                                        f"{READY_TIMEOUT_S:g} s: {self.error_text()}")
-            if pending:
-                time.sleep(0.05)
-        for site in self.serving.sites:
-            why = handshake(client_place, self.addr, site, self.groups[0])
-            if why:
-                self.stop()
-                raise MeasurementFailed(f"tlsgo server on port {site.port} does not complete a TLS handshake: "
-                                        f"{why}; {self.error_text()}")
-
-    def error_text(self) -> str:
-        return gostack.error_text(self.serving.run_dir / "gotls-server.stderr", self.log_path)
+        up = Starting("tlsgo server", self.proc, [self.serving.run_dir / "gotls-server.stderr", self.log_path],
+                      self.stop)
+        up.wait([s.port for s in self.serving.sites], listening(client_place, self.addr), "listen on")
+        up.serves(self.serving.sites, lambda site: handshake(client_place, self.addr, site, self.groups[0]),
+                  "a TLS handshake")
 
     def stop(self) -> None:
         stop_group(self.proc)

@@ -26,10 +26,9 @@ import time
 from pathlib import Path
 
 from pqbench.endpoints import sshkeys
-from pqbench.endpoints.base import Place, Serving, Site, stop_group, tcp_probe
-from pqbench.errors import MeasurementFailed, MissingCapability
-
-READY_TIMEOUT_S = 15.0
+from pqbench.endpoints.base import Place, Serving, Site, stop_group
+from pqbench.endpoints.ready import Starting, listening
+from pqbench.errors import MissingCapability
 FIX = "run `make` (scripts/build-ssh.sh unpacks OpenSSH 10 from Debian's archive into build/openssh)"
 
 
@@ -152,27 +151,20 @@ class SshdServer:
                                                     stdout=log, stderr=log, process_group=0)
 
     def ready(self, client_place: Place) -> None:
+        """Each site's sshd listens, then completes one SSH connection with sshtimer (first key exchange), or
+        without sshtimer sends its identification."""
         from pqbench.endpoints.gossh.client import probe
         from pqbench.endpoints.gossh import build
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        for site in self.serving.sites:
-            while not tcp_probe(client_place, self.addr, site.port):
-                if self.procs[site.port].poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise MeasurementFailed(f"sshd on port {site.port} did not listen: {self.error_text(site.port)}")
-                time.sleep(0.05)
-            if not build.binary("sshtimer").exists():
-                why = banner_probe(client_place, self.addr, site.port)
-            else:
-                why, _ = probe(client_place, self.addr, site.port, site.chain, self.serving.groups[0])
-            if why:
-                self.stop()
-                raise MeasurementFailed(f"sshd on port {site.port} does not complete an SSH connection: {why}; "
-                                        f"{self.error_text(site.port)}")
 
-    def error_text(self, port: int) -> str:
-        log = self.log_path(port)
-        return log.read_text(errors="replace").strip()[-2000:] if log.exists() else "no error output"
+        def connects(site: Site) -> str | None:
+            if not build.binary("sshtimer").exists():
+                return banner_probe(client_place, self.addr, site.port)
+            return probe(client_place, self.addr, site.port, site.chain, self.serving.groups[0])[0]
+
+        for site in self.serving.sites:  # an sshd per site
+            up = Starting("sshd", self.procs[site.port], [self.log_path(site.port)], self.stop)
+            up.wait([site.port], listening(client_place, self.addr), "listen on")
+            up.serves([site], connects, "an SSH connection")
 
     def stop(self) -> None:
         """SIGTERM to each sshd listener (its process group), then to every process left in its mount

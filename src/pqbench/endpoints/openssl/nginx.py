@@ -8,14 +8,14 @@ Config, pages, logs and PID file all live in the run directory. nginx runs in th
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from pqbench.algorithms import openssl_build
-from pqbench.endpoints.base import Place, Serving, stop_group, tcp_probe
+from pqbench.endpoints.base import Place, Serving, stop_group
 from pqbench.endpoints.openssl import nginx_h3
 from pqbench.endpoints.openssl.nginx_config import NginxConfig, certcomp_env, write_pages  # noqa: F401 (their old home)
-from pqbench.errors import MeasurementFailed, MissingCapability
+from pqbench.endpoints.ready import Starting, listening
+from pqbench.errors import MissingCapability
 
 
 
@@ -80,42 +80,12 @@ class NginxServer:
             self.h3.ready(client_place)
         if not self.config.tcp_sites:
             return
-        self.wait_ready(lambda port: tcp_probe(client_place, self.config.listen_addr, port))
         from pqbench.endpoints.openssl import probe
-        for site in self.config.tcp_sites:
-            group = self.config.groups[0]
-            if site.server_groups:
-                from pqbench.endpoints.offer import parse_server_groups
-                group = parse_server_groups(site.server_groups).groups[0]
-            why = probe.tls_handshake(client_place, self.config.listen_addr, site, group)
-            if why:
-                self.stop()
-                raise MeasurementFailed(f"nginx on port {site.port} does not complete a TLS handshake: {why}; "
-                                        f"{self.error_text()}")
-
-    def wait_ready(self, connect_check, timeout: float = 15.0) -> None:
-        """Health check: every configured port accepts TCP connections before anything is measured."""
-        deadline = time.monotonic() + timeout
-        pending = {s.port for s in self.config.tcp_sites}
-        while pending:
-            if self.proc.poll() is not None:
-                raise MeasurementFailed(f"nginx exited with {self.proc.returncode}: {self.error_text()}")
-            pending = {p for p in pending if not connect_check(p)}
-            if pending and time.monotonic() > deadline:
-                self.stop()
-                raise MeasurementFailed(f"nginx did not listen on ports {sorted(pending)} within {timeout:g} s: "
-                                        f"{self.error_text()}")
-            if pending:
-                time.sleep(0.05)
-
-    def error_text(self) -> str:
-        parts = []
-        if self.proc and self.proc.stderr and self.proc.poll() is not None:
-            parts.append(self.proc.stderr.read().decode(errors="replace"))
-        log = self.config.run_dir / "nginx-error.log"
-        if log.exists():
-            parts.append(log.read_text(errors="replace")[-2000:])
-        return " | ".join(p.strip() for p in parts if p.strip()) or "no error output"
+        c = self.config
+        up = Starting("nginx", self.proc, [c.run_dir / "nginx-error.log"], self.stop)
+        up.wait([s.port for s in c.tcp_sites], listening(client_place, c.listen_addr), "listen on")
+        up.serves(c.tcp_sites, lambda site: probe.tls_handshake(client_place, c.listen_addr, site, c.first_group(site)),
+                  "a TLS handshake")
 
     def stop(self) -> None:
         """Stops the masters (their workers follow) and waits for them."""

@@ -29,6 +29,13 @@ class NginxConfig:
         """The sites this nginx serves; the QUIC ones are nginx-h3's (pqbench.endpoints.openssl.nginx_h3)."""
         return [s for s in self.sites if s.transport != "quic"]
 
+    def first_group(self, site: Site) -> str:
+        """The group a readiness handshake with site offers: the first it accepts."""
+        if site.server_groups:
+            from pqbench.endpoints.offer import parse_server_groups
+            return parse_server_groups(site.server_groups).groups[0]
+        return self.groups[0]
+
     def site_options(self, site: Site) -> str:
         """What one server block sets beyond its chain: its groups and their order, certificate compression,
         early data. Nothing for a site that asks for none of them (the config is as it always was)."""

@@ -16,14 +16,14 @@ import dataclasses
 import os
 import re
 import subprocess
-import time
 from pathlib import Path
 
 from pqbench import paths
 from pqbench.algorithms import openssl_build
 from pqbench.endpoints.base import ClientJob, Place, Site, probe, stop_group
 from pqbench.endpoints.openssl.nginx_config import NginxConfig, certcomp_env, write_pages
-from pqbench.errors import MeasurementFailed, MissingCapability
+from pqbench.endpoints.ready import Starting
+from pqbench.errors import MissingCapability
 
 STEP = "nginx-h3"  # scripts/build.sh's step, and its folder under build/
 
@@ -111,34 +111,15 @@ class H3Server:
                                  "-p", str(d)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, process_group=0)  # own group: stop_group ends its workers
 
-    def ready(self, client_place: Place, timeout: float = 15.0) -> None:
+    def ready(self, client_place: Place) -> None:
         """Waits until every site's UDP port is bound in nginx-h3's (the server) namespace, then until each completes a
         QUIC handshake from the client side with the first group (the chain verified against its root)."""
-        self.wait_bound(timeout)
-        for site in self.config.sites:
-            group = self.config.groups[0]
-            if site.server_groups:
-                from pqbench.endpoints.offer import parse_server_groups
-                group = parse_server_groups(site.server_groups).groups[0]
-            why = quic_handshake(client_place, self.config.listen_addr, site, group)
-            if why:
-                self.stop()
-                raise MeasurementFailed(f"nginx-h3 on UDP port {site.port} does not complete a QUIC handshake: "
-                                        f"{why}; {self.error_text()}")
-
-    def wait_bound(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        pending = {s.port for s in self.config.sites}
-        while pending:
-            if self.proc.poll() is not None:
-                raise MeasurementFailed(f"nginx-h3 exited with {self.proc.returncode}: {self.error_text()}")
-            pending -= udp_bound(self.master_pid())
-            if pending and time.monotonic() > deadline:
-                self.stop()
-                raise MeasurementFailed(f"nginx-h3 did not bind UDP ports {sorted(pending)} within {timeout:g} s: "
-                                        f"{self.error_text()}")
-            if pending:
-                time.sleep(0.05)
+        c = self.config
+        up = Starting("nginx-h3", self.proc, [c.run_dir / "nginx-h3-error.log"], self.stop)
+        up.wait([s.port for s in c.sites], lambda port: None if port in udp_bound(self.master_pid()) else "not bound",
+                "bind UDP")
+        up.serves(c.sites, lambda site: quic_handshake(client_place, c.listen_addr, site, c.first_group(site)),
+                  "a QUIC handshake")
 
     def master_pid(self) -> int | None:
         """nginx-h3's master: the process started (`ip netns exec` executes it), or its child where the place
@@ -155,15 +136,6 @@ class H3Server:
             except OSError:
                 pass
         return None
-
-    def error_text(self) -> str:
-        parts = []
-        if self.proc and self.proc.stderr and self.proc.poll() is not None:
-            parts.append(self.proc.stderr.read().decode(errors="replace"))
-        log = self.config.run_dir / "nginx-h3-error.log"
-        if log.exists():
-            parts.append(log.read_text(errors="replace")[-2000:])
-        return " | ".join(p.strip() for p in parts if p.strip()) or "no error output"
 
     def stop(self) -> None:
         stop_group(self.proc)

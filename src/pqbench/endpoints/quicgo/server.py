@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 from pqbench.endpoints import gostack
 from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group
 from pqbench.endpoints.quicgo import build
 from pqbench.endpoints.quicgo.client import ENV, QuicGoClient
+from pqbench.endpoints.ready import Starting
 from pqbench.errors import MeasurementFailed
 
-READY_TIMEOUT_S = 15.0
 PROBE_TIMEOUT_MS = 1000  # one try; a port not bound yet just times out and is tried again
 
 
@@ -64,22 +63,11 @@ class QuicGoServer:
     def ready(self, client_place: Place) -> None:
         """Every site completes one QUIC handshake with the quicgo client (first group), tried until the
         server has bound its ports."""
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        for site in self.serving.sites:
-            while True:
-                if self.proc.poll() is not None:
-                    raise MeasurementFailed(f"quicgo server exited with {self.proc.returncode}: {self.error_text()}")
-                why = handshake(client_place, self.addr, site, self.groups[0], PROBE_TIMEOUT_MS)
-                if why is None:
-                    break
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise MeasurementFailed(f"quicgo server on UDP port {site.port} does not complete a QUIC "
-                                            f"handshake: {why}; {self.error_text()}")
-                time.sleep(0.05)
-
-    def error_text(self) -> str:
-        return gostack.error_text(Path(self.serving.run_dir) / "quicgo-server.stderr", self.log_path)
+        sites = {s.port: s for s in self.serving.sites}
+        up = Starting("quicgo server", self.proc, [Path(self.serving.run_dir) / "quicgo-server.stderr", self.log_path],
+                      self.stop)
+        up.wait(sites, lambda port: handshake(client_place, self.addr, sites[port], self.groups[0], PROBE_TIMEOUT_MS),
+                "complete a QUIC handshake on UDP")
 
     def stop(self) -> None:
         stop_group(self.proc)
