@@ -37,7 +37,7 @@ def quick_throughput() -> tuple[float, int, float]:
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "quick.duckdb"
         t0 = time.monotonic()
-        run_id = runner.run(specmod.load(ROOT / "experiments" / "quick.toml"), db, quiet=True)
+        run_id = runner.run(specmod.read(ROOT / "experiments" / "quick.toml"), db, quiet=True)
         wall = time.monotonic() - t0
         con = store.connect(db, read_only=True)
         n = con.execute("SELECT count(*) FROM samples WHERE run_id = ?", [run_id]).fetchone()[0]

@@ -169,7 +169,7 @@ def test_each_cell_s_model_uses_its_own_node_s_crypto_and_unequal_nodes_are_name
     assert {n["node"]: n["crypto_speed"] for n in a.nodes} == pytest.approx({"fast": 1.0, "slow": 1.5})
     (w,) = [w for w in a.warnings if w.check == "node_speed"]
     assert "node slow took 1.50× as long as node fast" in w.message
-    data = analysis.load(con, "synthetic").of_node("slow")  # report --by-node: one node's part alone
+    data = analysis.read(con, "synthetic").of_node("slow")  # report --by-node: one node's part alone
     assert [c.row["node"] for c in data.cells] == ["slow"] and set(data.crypto_nodes) == {"slow"}
 
 
@@ -202,7 +202,7 @@ def test_a_store_from_before_crypto_rounds_still_loads(tmp_path):
     save(old, "r", "X25519", [25.0] * 30)
     old.close()
     con = store.connect(path, read_only=True)
-    spread = analysis.load(con, "r").crypto
+    spread = analysis.read(con, "r").crypto
     con.close()
     assert spread["X25519"]["keygen"].rounds == 1 and spread["X25519"]["keygen"].fastest == pytest.approx(0.05)
 

@@ -85,7 +85,7 @@ def test_plural_words_in_the_report_line():
 def test_a_fixed_sample_count_is_not_told_to_raise_samples_max():
     import numpy as np
     from pqbench.analysis import cells, warnings
-    from pqbench.analysis.load import cell_data
+    from pqbench.analysis.data import cell_data
     durations = np.random.default_rng(3).lognormal(3, 0.6, 30)
     samples = [{"ok": True, "t_ns": {"handshake_done": int(d * 1e6)}} for d in durations]
     for reason, fix in (("fixed count", "raise samples (a fixed count"), ("reached samples.max", "raise samples.max")):

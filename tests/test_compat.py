@@ -34,7 +34,7 @@ def test_cell_ids_labels_and_columns_are_as_before_the_registry(name, tmp_path):
     if "toml" in recorded:
         spec = specmod.parse(recorded["toml"], origin=str(tmp_path / f"{name}.toml"))
     else:
-        spec = specmod.load(ROOT / name)
+        spec = specmod.read(ROOT / name)
     cells = cellmod.expand(spec)
     assert sorted(c.cell_id for c in cells) == recorded["ids"]
     assert _digest(c.label() for c in cells) == recorded["labels_sha256"], sorted(c.label() for c in cells)[:5]
@@ -57,7 +57,7 @@ def test_a_store_from_before_reports_the_same(old_store, tmp_path):
 
 
 def test_a_store_from_before_finds_its_cells_by_their_ids(old_store):
-    spec = specmod.load(DATA / "store-32be4d3.toml")
+    spec = specmod.read(DATA / "store-32be4d3.toml")
     con = store.connect(old_store)
     try:
         assert store.finished_cells(con, RUN) == {c.cell_id for c in cellmod.expand(spec)}
@@ -68,7 +68,7 @@ def test_a_store_from_before_finds_its_cells_by_their_ids(old_store):
 @pytest.mark.root
 def test_a_run_from_before_resumes(old_store, built_stack):
     """A cell lost from the old run is measured again under its old id; the other three stay as they were."""
-    spec = specmod.load(DATA / "store-32be4d3.toml")
+    spec = specmod.read(DATA / "store-32be4d3.toml")
     lost = sorted(c.cell_id for c in cellmod.expand(spec) if c.transport is None)[0]
     con = store.connect(old_store)
     kept = {r["cell_id"]: r["finished"] for r in store.cell_rows(con, RUN) if r["cell_id"] != lost}

@@ -5,14 +5,14 @@ import pytest
 from pqbench.measure import concurrency
 
 
-def test_load_target_lets_long_links_load_the_machine_and_short_ones_not():
-    short = concurrency.load_target(0.02, clean_ms=12.9, cpu_ms=2.2)   # 5.4 ms RTT
-    long = concurrency.load_target(0.02, clean_ms=393, cpu_ms=2.2)     # 195.5 ms RTT
+def test_cpu_load_target_lets_long_links_load_the_machine_and_short_ones_not():
+    short = concurrency.cpu_load_target(0.02, clean_ms=12.9, cpu_ms=2.2)   # 5.4 ms RTT
+    long = concurrency.cpu_load_target(0.02, clean_ms=393, cpu_ms=2.2)     # 195.5 ms RTT
     assert short == pytest.approx(0.105, abs=0.005)
     assert long > 0.75
     # the bound holds: expected CPU wait cpu × load / (1 - load) is max_bias of the handshake
     for typical in (3.0, 12.9, 64, 393):
-        t = concurrency.load_target(0.05, typical, 3.0)
+        t = concurrency.cpu_load_target(0.05, typical, 3.0)
         assert 3.0 * t / (1 - t) == pytest.approx(0.05 * typical)
 
 
@@ -34,11 +34,11 @@ class SimulatedMachine:
     def look(self):
         return None, self.busy  # load per look is not used for decisions
 
-    def load(self, workers):
+    def cpu_load(self, workers):
         return min(0.99, workers * self.cpu_s / self.duration_s / concurrency.CPUS)
 
     def modelled_wait_ms(self, workers):
-        load = self.load(workers)
+        load = self.cpu_load(workers)
         return self.cpu_s * 1000 * load / (1 - load)
 
     def step(self, workers):
@@ -84,7 +84,7 @@ def test_auto_settles_where_the_load_meets_the_target(monkeypatch):
     machine = SimulatedMachine(monkeypatch, duration_s=0.064, cpu_s=0.0022)  # 31 ms RTT
     control = concurrency.Auto(max_bias=0.02, maximum=256, network_ms=62, meter=machine)
     workers = machine.run(control, looks=80)
-    target = concurrency.load_target(0.02, 64, 2.2)
+    target = concurrency.cpu_load_target(0.02, 64, 2.2)
     load = workers * 0.0022 / 0.064 / concurrency.CPUS
     assert target * 0.8 <= load <= target  # close under the target, never over it
 
@@ -107,7 +107,7 @@ def test_auto_stops_growing_when_the_measured_cpu_wait_exceeds_the_bound(monkeyp
     machine = SimulatedMachine(monkeypatch, duration_s=0.064, cpu_s=0.0022, rtt_ms=30.9, wait_ms=worse)
     control = concurrency.Auto(max_bias=0.02, maximum=256, network_ms=61.8, rtt_ms=30.9, meter=machine)
     workers = machine.run(control, looks=120)
-    model_only = concurrency.load_target(0.02, 64, 2.2) * concurrency.CPUS * 0.064 / 0.0022
+    model_only = concurrency.cpu_load_target(0.02, 64, 2.2) * concurrency.CPUS * 0.064 / 0.0022
     assert workers < model_only * 0.8  # held back below where the model alone would have gone
     assert worse(workers / 2) <= 0.02 * 64 * 1.5  # and not far past the bound: each step at most doubles
     assert control.summary()["held"] > 0
@@ -117,8 +117,8 @@ def test_a_shared_budget_holds_every_lane_to_the_strictest_target(monkeypatch):
     """Two cells at once: a short-link cell (target low) and a long-link cell. With one budget, the
     long-link cell may not load the machine beyond the short cell's target while both run."""
     budget = concurrency.Budget()
-    short = concurrency.load_target(0.02, 12.9, 2.2)
-    long = concurrency.load_target(0.02, 393, 2.2)
+    short = concurrency.cpu_load_target(0.02, 12.9, 2.2)
+    long = concurrency.cpu_load_target(0.02, 393, 2.2)
     a, b = object(), object()
     assert budget.target(a, short) == short
     assert budget.target(b, long) == short  # the long cell gets the short cell's bound
@@ -130,10 +130,10 @@ def test_auto_with_a_budget_shares_the_machine_with_another_lane(monkeypatch):
     machine = SimulatedMachine(monkeypatch, duration_s=0.4, cpu_s=0.0022, rtt_ms=195.5)
     budget = concurrency.Budget()
     strict = object()
-    budget.target(strict, concurrency.load_target(0.02, 12.9, 2.2))  # another lane's short cell is running
+    budget.target(strict, concurrency.cpu_load_target(0.02, 12.9, 2.2))  # another lane's short cell is running
     control = concurrency.Auto(max_bias=0.02, maximum=128, network_ms=391, rtt_ms=195.5, meter=machine, budget=budget)
     workers = machine.run(control)
-    assert machine.load(workers) <= concurrency.load_target(0.02, 12.9, 2.2)
+    assert machine.cpu_load(workers) <= concurrency.cpu_load_target(0.02, 12.9, 2.2)
     control.finish()
     budget.leave(strict)
     assert machine.run(control, looks=600, workers=workers) == 128

@@ -47,7 +47,7 @@ def test_the_published_studies_presets_pin_cubic():
     presets = Path(__file__).resolve().parents[1] / "experiments"
     for name in ("paquin2020-kex", "paquin2020-sig", "sosnowski2023-scenarios", "sikeridis2020-ssh",
                  "aws-requests", "chrome-sizes", "initcwnd", "pages"):
-        assert spec.load(presets / f"{name}.toml").congctl == ("cubic",), name
+        assert spec.read(presets / f"{name}.toml").congctl == ("cubic",), name
 
 
 def _used(tb) -> dict:

@@ -57,7 +57,7 @@ def test_the_percentiles_with_and_without_the_late_samples():
 def _warned(samples, check="late", detector=True):
     """The cell's verdicts of one check as the report makes them: warnings, or notes."""
     from pqbench.analysis import cells, warnings
-    from pqbench.analysis.load import cell_data
+    from pqbench.analysis.data import cell_data
     row = {"kex": "X25519", "sig": "ecdsap256", "loss": 0, "mode": "handshake",
            "detector": late.detect(samples, "handshake_done", 0.02) if detector else None}
     c = cells.analyse_cell(cell_data(row, samples, "handshake_done"), {}, resamples=300)
@@ -90,7 +90,7 @@ def test_late_samples_that_move_no_percentile_beyond_its_ci_are_a_note_not_a_war
 
 def test_mode_shares_and_a_p95_between_modes_is_a_note_with_the_shares():
     from pqbench.analysis import cells, warnings
-    from pqbench.analysis.load import cell_data
+    from pqbench.analysis.data import cell_data
     clean = [{"ok": True, "t_ns": {"handshake_done": int((12 + 0.01 * (k % 7)) * 1e6)}} for k in range(270)]
     fast = [{"ok": True, "t_ns": {"handshake_done": int(30e6)}, "tcp_handshake": {"retransmits": 1}}] * 15
     rto = [{"ok": True, "t_ns": {"handshake_done": int(1012e6)}, "wire": {"retrans_c2s": 0, "retrans_s2c": 1}}] * 15

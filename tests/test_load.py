@@ -84,7 +84,7 @@ def test_saturation_and_which_side_it_was():
 
 def _spec(tmp_path, body: str):
     (tmp_path / "l.toml").write_text(body)
-    return specmod.load(tmp_path / "l.toml")
+    return specmod.read(tmp_path / "l.toml")
 
 
 def test_a_load_spec_makes_load_cells_with_the_protocol_generator_as_client(tmp_path):

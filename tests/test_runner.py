@@ -110,7 +110,7 @@ def db_state(db):
 def test_killed_run_resumes_without_duplicates_or_gaps(built_stack, tmp_path):
     spec_path = tmp_path / "tiny.toml"
     spec_path.write_text(SPEC)
-    expected = {c.cell_id for c in cellmod.expand(specmod.load(spec_path))}
+    expected = {c.cell_id for c in cellmod.expand(specmod.read(spec_path))}
     db = tmp_path / "r.duckdb"
     proc = start_run(spec_path, db)
     assert wait_for_cells(proc, 2) == 2

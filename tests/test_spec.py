@@ -26,20 +26,20 @@ loss = ["0%", "1%", "2%"]
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.name)
 def test_every_preset_loads(path):
-    spec = specmod.load(path)
+    spec = specmod.read(path)
     assert spec.kex and spec.sig and spec.scenarios
     assert cellmod.expand(spec)
 
 
 def test_quick_preset_is_small():
-    spec = specmod.load(Path(__file__).resolve().parents[1] / "experiments" / "quick.toml")
+    spec = specmod.read(Path(__file__).resolve().parents[1] / "experiments" / "quick.toml")
     assert len(cellmod.expand(spec)) <= 24 and spec.samples.max <= 300
 
 
 def test_chrome_sizes_adds_rate_limited_access_links():
     """Its header promises 45 cells; access links whose queues never tail-drop a handshake flight
     (two initial windows), measured one worker at a time so no handshake queues behind another."""
-    spec = specmod.load(Path(__file__).resolve().parents[1] / "experiments" / "chrome-sizes.toml")
+    spec = specmod.read(Path(__file__).resolve().parents[1] / "experiments" / "chrome-sizes.toml")
     assert len(cellmod.expand(spec)) == 45
     limited = [s for s in spec.scenarios if s.rate_mbit]
     assert sorted(s.rate_mbit for s in limited) == [1, 10, 50]

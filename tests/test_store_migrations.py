@@ -25,7 +25,7 @@ def test_an_old_store_reads_without_being_changed(old_store):
     con = store.connect(old_store, read_only=True)
     assert store.schema_version(con) == 0
     assert "stack" not in store.columns(con, "cells")  # really the old layout
-    data = analysis.load(con, "quick-old")
+    data = analysis.read(con, "quick-old")
     con.close()
     assert [c.row["status"] for c in data.cells] == ["done", "done"]
     assert all(c.ok.sum() == 30 for c in data.cells)
@@ -45,7 +45,7 @@ def test_opening_an_old_store_read_write_applies_every_migration_once(old_store)
 
 def test_an_old_run_resumes_with_its_finished_cells_and_reports(old_store, tmp_path):
     """The run's finished cells keep their ids (the default stack is not part of a cell id)."""
-    spec = specmod.load(ROOT / "experiments" / "quick.toml")
+    spec = specmod.read(ROOT / "experiments" / "quick.toml")
     ordered = cellmod.order(cellmod.expand(spec), spec.seed)
     con = store.connect(old_store)
     assert store.finished_cells(con, "quick-old") == {c.cell_id for c in ordered[:2]}

@@ -46,7 +46,7 @@ def _manifest(tmp_path: Path, sigs=("ecdsap256", "mldsa44")) -> Path:
 def _spec(tmp_path: Path, body: str) -> specmod.Spec:
     path = tmp_path / "t.toml"
     path.write_text(body)
-    return specmod.load(path)
+    return specmod.read(path)
 
 
 def test_a_manifest_target_is_one_target_per_chain_and_the_cells_cross_it_with_the_algorithms(tmp_path):

@@ -104,7 +104,7 @@ def _compose(name: str, parts: list[Algorithm], encoding: str) -> dict:
             "ss": sum(p.ss for p in parts)}
 
 
-def load(path: Path = paths.CATALOG_FILE) -> tuple[Algorithm, ...]:
+def read(path: Path = paths.CATALOG_FILE) -> tuple[Algorithm, ...]:
     data = tomllib.loads(Path(path).read_text())
     classical = data.get("classical", {})
     by_name: dict[str, Algorithm] = {}
@@ -142,7 +142,7 @@ def load(path: Path = paths.CATALOG_FILE) -> tuple[Algorithm, ...]:
 
 @functools.lru_cache(maxsize=None)
 def catalog() -> tuple[Algorithm, ...]:
-    return load()
+    return read()
 
 
 def algorithms(kind: str | None = None) -> list[Algorithm]:

@@ -16,7 +16,7 @@ from pqbench.errors import BadInput
 
 from pqbench.experiment.condition import describe  # noqa: F401  (analysis.describe, as before)
 from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
-from pqbench.analysis.load import RunData, load
+from pqbench.analysis.data import RunData, read
 from pqbench.analysis.paired import PairedDiff, paired_differences
 from pqbench.analysis.warnings import (Warning, cell_warnings, cpu_speed_warnings, node_speed_warnings, node_speeds,
                                        run_warnings)
@@ -122,4 +122,4 @@ def _fastest(spread: dict) -> dict:
 
 
 def analyse(con, run_id: str, *, resamples: int = 1000, seed: int = 0) -> Analysis:
-    return analyse_data(load(con, run_id), resamples=resamples, seed=seed)
+    return analyse_data(read(con, run_id), resamples=resamples, seed=seed)

@@ -11,7 +11,7 @@ import numpy as np
 from pqbench import stats, units
 from pqbench.algorithms import catalog
 from pqbench.analysis import model
-from pqbench.analysis.load import CellData
+from pqbench.analysis.data import CellData
 from pqbench.errors import BadInput
 from pqbench.measure.late import RTO_MIN_MS
 from pqbench.sample import Phase, SshPhase

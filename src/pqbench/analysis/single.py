@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pqbench.analysis import cells as cellstats
-from pqbench.analysis.load import cell_data
+from pqbench.analysis.data import cell_data
 from pqbench.measure.single import HandshakeConfig, measure  # noqa: F401  (HandshakeConfig: with run, the API)
 from pqbench.sample import END_PHASE, PHASES, SSH_PHASES
 

@@ -33,7 +33,7 @@ def register(sub):
 
 
 def handle(args) -> int:
-    spec = specmod.load(args.spec)
+    spec = specmod.read(args.spec)
     shard = shardmod.parse(args.shard) if args.shard else None
     security = cluster_security.from_arguments(args)
     if security and not args.cluster:

@@ -16,7 +16,7 @@ KNOWN_SIG = {"tls": "ecdsap256", "ssh": "ssh-ed25519"}
 STACK_MODULES = ("openssl", "s2n", "rustls", "gotls", "openssh", "gossh", "quicgo")
 _STACKS: dict[str, Stack] = {}
 _TARGETS: dict[str, Stack] = {}  # servers pqbench did not start (endpoints/remote): by get(), not in names()
-_loaded = False
+_imported = False
 
 
 def register(stack: Stack) -> None:
@@ -24,12 +24,12 @@ def register(stack: Stack) -> None:
 
 
 def names() -> list[str]:
-    _load()
+    _import_stacks()
     return sorted(_STACKS)
 
 
 def get(name: str, field: str = "stack") -> Stack:
-    _load()
+    _import_stacks()
     if name in _TARGETS:
         return _TARGETS[name]
     if name not in _STACKS:
@@ -39,14 +39,14 @@ def get(name: str, field: str = "stack") -> Stack:
 
 def load_client(protocol: str) -> str:
     """The stack whose load generator offers load in protocol (pqload for TLS, sshload for SSH)."""
-    _load()
+    _import_stacks()
     return next(s.name for s in sorted(_STACKS.values(), key=lambda s: s.name != DEFAULT_PAIRS[protocol][1])
                 if s.protocol == protocol and s.load is not None)
 
 
 def target_stack(protocol: str) -> Stack:
     """The server endpoint of a target (a server pqbench did not start) speaking protocol."""
-    _load()
+    _import_stacks()
     return next(s for s in _TARGETS.values() if s.protocol == protocol)
 
 
@@ -118,11 +118,11 @@ def default_pair(protocol: str, sig: str) -> tuple[str, str]:
     return DEFAULT_PAIRS[protocol]
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
+def _import_stacks() -> None:
+    global _imported
+    if _imported:
         return
-    _loaded = True
+    _imported = True
     import importlib
     for module in STACK_MODULES:
         register(importlib.import_module(f"pqbench.endpoints.{module}").STACK)

@@ -619,7 +619,7 @@ def _parallel(data: dict) -> dict:
             "max_bias": units.fraction("max_bias", data.get("max_bias", 0.02), minimum=0.001, maximum=0.5)}
 
 
-def load(path: Path) -> Spec:
+def read(path: Path) -> Spec:
     path = Path(path)
     try:
         text = path.read_text()

@@ -107,8 +107,8 @@ class BusyMeter:
         now = self._read()
         busy, total = now[0] - self.last[0], now[1] - self.last[1]
         self.last = now
-        load = None if total <= 0 else min(1.0, max(0.0, busy / total))
-        return load, max(0, now[0] - self.first[0]) / TICKS_PER_S
+        cpu_load = None if total <= 0 else min(1.0, max(0.0, busy / total))
+        return cpu_load, max(0, now[0] - self.first[0]) / TICKS_PER_S
 
 
 class Fixed:
@@ -128,7 +128,7 @@ class Fixed:
         return {"policy": "fixed", "workers": self.peak}
 
 
-def load_target(max_bias: float, clean_ms: float, cpu_ms: float) -> float:
+def cpu_load_target(max_bias: float, clean_ms: float, cpu_ms: float) -> float:
     """The CPU load at which queueing for the CPU delays a handshake by about max_bias of its clean
     time. Waiting grows like cpu × load / (1 - load) (one queue; measured: 5 workers at load 0.45
     added 1.9 ms to a 12.9 ms handshake costing 2.2 ms of CPU), so the load may reach x / (1 + x)
@@ -194,7 +194,7 @@ def connect_excess_ms(samples: list[dict], rtt_ms: float) -> list[float]:
 @dataclass
 class Auto:
     """Adds workers while two things hold, up to `maximum`:
-    - the modelled load stays under load_target(max_bias, clean, cpu) (and the run's Budget), where
+    - the modelled load stays under cpu_load_target(max_bias, clean, cpu) (and the run's Budget), where
       clean = network_ms (round trips × RTT) + the measured CPU time of a handshake, and
     - the measured CPU wait stays under max_bias of the clean time: WAITS × the rise of the mean TCP
       connect excess (connect_excess_ms) over its lowest level in the cell (seen with few workers).
@@ -218,7 +218,7 @@ class Auto:
     start: int = 1
     meter: BusyMeter = field(default_factory=BusyMeter)
     budget: Budget | None = None
-    loads: list = field(default_factory=list)
+    cpu_loads: list = field(default_factory=list)
     targets: list = field(default_factory=list)
     peak: int = 0
     worker_s: float = 0.0
@@ -244,9 +244,9 @@ class Auto:
             self.worker_s += self._last[1] * (now - self._last[0])
         self._last = (now, running)
         self.peak = max(self.peak, running)
-        load, busy_s = self.meter.look()
-        if load is not None:
-            self.loads.append(load)
+        cpu_load, busy_s = self.meter.look()
+        if cpu_load is not None:
+            self.cpu_loads.append(cpu_load)
         finished = started - running  # ≈ samples done
         self._history.append((now, busy_s, finished, self.worker_s))
         while len(self._history) > 2 and now - self._history[1][0] >= WINDOW_S:
@@ -257,7 +257,7 @@ class Auto:
             return 0  # no handshake finished in the window yet: its CPU cost is unknown
         cpu_ms = max(busy, MIN_BUSY_S) * 1000 / done
         self.clean_ms = self.network_ms + cpu_ms
-        target = load_target(self.max_bias, self.clean_ms, cpu_ms)
+        target = cpu_load_target(self.max_bias, self.clean_ms, cpu_ms)
         if self.budget is not None:
             target = self.budget.target(self, target)
         self.targets.append(target)
@@ -312,7 +312,7 @@ class Auto:
         mean = lambda xs: round(sum(xs) / len(xs), 3) if xs else None  # noqa: E731
         rnd = lambda x: round(x, 3) if x is not None else None  # noqa: E731
         return {"policy": "auto", "max_bias": self.max_bias, "maximum": self.maximum, "workers": self.peak,
-                "load_mean": mean(self.loads), "load_max": round(max(self.loads), 3) if self.loads else None,
+                "load_mean": mean(self.cpu_loads), "load_max": round(max(self.cpu_loads), 3) if self.cpu_loads else None,
                 "load_target": mean(self.targets), "clean_ms": rnd(self.clean_ms), "cpu_wait_ms": rnd(self.wait_ms),
                 "late_connects": rnd(self.late_share), "late_handshakes": rnd(self.late_handshake_share),
                 "held": self.held}

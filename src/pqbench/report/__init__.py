@@ -64,7 +64,7 @@ def _png(fig) -> bytes:
 def build(con, run_id: str, out: Path, *, resamples: int = 1000, by_node: bool = False) -> dict:
     """Writes the report of run_id into out; returns the paths written and what it contains. by_node: also one
     report per node that measured the run, under out/nodes/NODE (each with that node's cells only)."""
-    data = analysis_mod.load(con, run_id)
+    data = analysis_mod.read(con, run_id)
     result = _write(con, run_id, analysis_mod.analyse_data(data, resamples=resamples), Path(out))
     if by_node:
         result["nodes"] = {node: _write(con, run_id, analysis_mod.analyse_data(data.of_node(node), resamples=resamples),

@@ -72,7 +72,7 @@ def _plain(column, fill):
     return np.asarray(column)
 
 
-def load(con, run_id: str) -> RunData:
+def read(con, run_id: str) -> RunData:
     run = store.run_row(con, run_id)
     if run is None:
         from pqbench.errors import BadInput
