@@ -1,4 +1,4 @@
-"""Server capacity (pqbench.load): offered rates in steps until the server saturates, both sides' CPU.
+"""Server capacity (`pqbench load`): offered rates in steps until the server saturates, both sides' CPU.
 
 In a testbed: nginx signing with RSA-2048 and with RSA-4096 (the second costs the server several times
 more per handshake, and neither costs the client much: RSA verification is cheap), load at rising rates;

@@ -37,7 +37,7 @@ class Analysis:
     # model uses the fastest)
     crypto: dict = dataclasses.field(default_factory=dict)
     nodes: list = dataclasses.field(default_factory=list)  # the run's node segments, each with its crypto speed
-    load: list = dataclasses.field(default_factory=list)  # load cells' rows, each with its steps (pqbench.load)
+    load: list = dataclasses.field(default_factory=list)  # load cells' rows, each with its steps (`pqbench load`)
 
     def label(self, c: CellStats) -> str:
         """The algorithm a cell measures, named by what varies in this run."""

@@ -1,4 +1,4 @@
-"""The report's server-capacity section (load cells, pqbench.load): handshakes per second at saturation
+"""The report's server-capacity section (load cells, `pqbench load`): handshakes per second at saturation
 and CPU per handshake per server stack × algorithm, and latency against offered load."""
 
 from __future__ import annotations
