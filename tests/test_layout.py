@@ -113,8 +113,11 @@ def test_the_rooms_read_top_down():
     assert back == [], "imports in a circle of rooms:\n" + "\n".join(back)
 
 
-# transport: protocols and transports, defined once (read by the catalog, spec, store, measure, analysis, report)
-FOUNDATIONS = {"__init__", "__main__", "cli", "errors", "paths", "sample", "stats", "transport", "units"}
+# transport: protocols and transports, defined once (read by the catalog, spec, store, measure, analysis, report);
+# axis: the axis record and its registry (filled by the features, read by spec, cells, store, endpoints, report);
+# interrupts: signals taken at a safe point while threads work (the schedule, the scan)
+FOUNDATIONS = {"__init__", "__main__", "axis", "cli", "errors", "interrupts", "paths", "sample", "stats", "transport",
+               "units"}
 
 
 def test_the_top_level_holds_only_foundations():

@@ -94,8 +94,8 @@ def test_nginx_sites_carry_their_groups_compression_and_early_data(tmp_path):
 
 def test_stacks_without_offers_skip_with_the_reason():
     assert endpoints.unsupported("openssl", "openssl", "X25519", "ecdsap256", "handshake",
-                                 offer="X25519MLKEM768+X25519", server_groups="X25519MLKEM768/X25519",
-                                 cert_compression="zlib", compress_certs=True) is None
+                                 {"offer": "X25519MLKEM768+X25519", "server_groups": "X25519MLKEM768/X25519",
+                                  "compress": "zlib"}) is None
     caps = endpoints.get("s2n").capabilities()
     assert "offer" not in caps.features and "its offer is what it is" in caps.feature_notes["offer"]
     assert "early" in endpoints.get("openssl").capabilities().modes

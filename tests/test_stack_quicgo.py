@@ -160,14 +160,14 @@ def test_capabilities_are_tried_over_quic(quicgo_built):
     ok = {g["name"] for g in caps["groups"] if g["ok"]}
     assert {"X25519MLKEM768", "x25519", "MLKEM1024"} <= ok and "MLKEM512" not in ok
     assert {s["sig"]: s.get("sigalg") for s in caps["sigs"] if s["ok"]}["mldsa44"] == "mldsa44"
-    assert endpoints.unsupported("quicgo", "quicgo", "X25519MLKEM768", "mldsa44", "handshake", transport="quic",
-                                 retry=True, initial_size=1400) is None
+    assert endpoints.unsupported("quicgo", "quicgo", "X25519MLKEM768", "mldsa44", "handshake",
+                                 {"transport": "quic", "quic_retry": True, "initial_size": 1400}) is None
     assert "frodo640aes" in endpoints.unsupported("quicgo", "quicgo", "frodo640aes", "mldsa44", "handshake",
-                                                  transport="quic")
+                                                  {"transport": "quic"})
     assert endpoints.unsupported("quicgo", "quicgo", "X25519", "ecdsap256", "handshake") == \
         "the quicgo server has no TCP (it speaks QUIC)"
     assert "no requests mode" in endpoints.unsupported("quicgo", "quicgo", "X25519", "ecdsap256", "requests",
-                                                       transport="quic")
+                                                       {"transport": "quic"})
     versions = endpoints.get("quicgo").capabilities().versions
     assert versions["quic-go"] == "v0.65.0" and "github.com/quic-go/quic-go" in versions
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from pqbench import axis
 from pqbench.errors import BadInput
 
 PROTOCOLS = ("tls", "ssh")
@@ -54,7 +55,7 @@ def get(name: str | None, field: str = "transport") -> Transport:
     """The transport called name (None: the default); exit 2 naming the field and the choices."""
     if name is None:
         return TRANSPORTS[DEFAULT]
-    if name not in TRANSPORTS:
+    if not isinstance(name, str) or name not in TRANSPORTS:
         raise BadInput(field, f"{name!r} is not a transport; choose one of {', '.join(TRANSPORTS)}")
     return TRANSPORTS[name]
 
@@ -98,3 +99,55 @@ def touched(s: dict) -> bool:
     if (tcp.get("retransmits") or 0) > 0:
         return True
     return any(w.get(k) for k in ("retrans_c2s", "retrans_s2c"))
+
+
+# --- the transport's axes (pqbench.axis) --------------------------------------------------------------
+# A cell over TCP holds None, as every cell did before the axis: its id and its store row stay as they were.
+
+def _transport_value(field: str, value) -> str | None:
+    name = get(value, field).name
+    return None if name == DEFAULT else name
+
+
+def _over_quic(values) -> bool:
+    return values.get("transport") == "quic"
+
+
+def _refused(value, protocol: str) -> str | None:
+    """Why no cell of protocol runs over the transport (SSH over QUIC), or None. A cell without the axis (None)
+    runs over its protocol's own transport."""
+    if value is None:
+        return None
+    t = TRANSPORTS[value]
+    return None if protocol in t.protocols else \
+        f"{protocol.upper()} does not run over {t.label} (over {t.label}: {', '.join(t.protocols)})"
+
+
+def _initial_size_range(value: int, caps, role: str, values) -> str | None:
+    if role == "client" and caps.initial_sizes:
+        lo, hi = caps.initial_sizes
+        if not lo <= value <= hi:
+            return f"sends Initial datagrams of {lo}..{hi} bytes, not {value}"
+    return None
+
+
+_QUIC_ONLY = 'applies to QUIC cells: add "quic" to axes.transport'
+axis.register(
+    axis.Axis("transport", _transport_value, "tcp or quic", admits=_refused, to_job=lambda v: {"transport": v or DEFAULT}, site=True, to_site=lambda v: {"transport": v or DEFAULT},
+              order=30, label=lambda v, row, short: TRANSPORTS[v].label if v != DEFAULT else None),
+    # RFC 9000 §8.1: the server validates the client's address with a Retry packet before the handshake
+    axis.Axis("quic_retry", lambda field, v: _flag(field, v), "true or false", default=False, sql="BOOLEAN",
+              applies=_over_quic, needs_text=_QUIC_ONLY, server_feature="retry", site=True,
+              to_site=lambda v: {"retry": bool(v)}, order=31, label=lambda v, row, short: "Retry" if v else None),
+    # the UDP payload of the client's Initial datagrams (None: the client's default)
+    axis.Axis("initial_size", lambda field, v: check_initial_size(v, field), "datagram sizes", sql="INTEGER",
+              applies=_over_quic, needs_text=_QUIC_ONLY, client_feature="initial_size", check=_initial_size_range,
+              to_job=lambda v: {"initial_size": v}, order=32,
+              label=lambda v, row, short: f"Initial {v}"),
+)
+
+
+def _flag(field: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise BadInput(field, f"{value!r} is not true or false")
+    return value

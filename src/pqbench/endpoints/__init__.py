@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
+from pqbench import axis
 from pqbench.endpoints.base import Stack
 from pqbench.errors import BadInput
-from pqbench.transport import TRANSPORTS
+from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT, TRANSPORTS
 
 DEFAULT_STACK = "openssl"
 # The (server, client) pair a protocol is measured with when nobody names one: for SSH, OpenSSH's sshd
@@ -50,41 +53,19 @@ def target_stack(protocol: str) -> Stack:
     return next(s for s in _TARGETS.values() if s.protocol == protocol)
 
 
-def unsupported(server: str, client: str, kex: str, sig: str, mode: str, *, offer: str | None = None,
-                server_groups: str | None = None, cert_compression: str = "none",
-                compress_certs: bool = False, transport: str = "tcp", retry: bool = False,
-                initial_size: int | None = None) -> str | None:
-    """Why the server stack and the client stack, as built here, cannot measure kex with sig in this
-    mode, or None: each stack answers for its own role. offer (pqbench.endpoints.offer's notation: the
-    client's groups and key shares), server_groups (the server's preference order), cert_compression (what
-    the client offers) and compress_certs (the server compresses) need the stacks' features, and every
-    group named needs the stack of its role. Both stacks must speak the transport (pqbench.transport), in
-    that mode; QUIC's Retry needs the server's "retry" feature, a chosen Initial size the client's
-    "initial_size"."""
+def unsupported(server: str, client: str, kex: str, sig: str, mode: str, values: Mapping | None = None) -> str | None:
+    """Why the server stack and the client stack, as built here, cannot measure kex with sig in this mode,
+    or None: each stack answers for its own role. values: the cell's registered axes (pqbench.axis; absent
+    ones at their defaults): both stacks must speak its transport (pqbench.transport) in that mode, have the
+    features its set values need (Axis.server_feature, client_feature) and pass the axes' own checks (the
+    groups of an offer, the range of Initial sizes …); then each must have kex with sig in its role."""
     if get(server).protocol != get(client).protocol:
         return f"the {server} server and the {client} client speak different protocols"
     from pqbench.endpoints.remote import UNKNOWN_SIG
     if sig == UNKNOWN_SIG:  # a target's own chain: only the key exchange can be checked, with a signature
         sig = KNOWN_SIG[get(server).protocol]  # every stack has; the chain itself is the target's business
-    from pqbench.endpoints.offer import parse_offer, parse_server_groups
-    groups = {"server": [kex], "client": [kex]}
-    needs = {"server": [], "client": []}
-    if offer is not None:
-        parsed = parse_offer(offer)
-        groups["client"] = list(parsed.groups)
-        if not parsed.single:
-            needs["client"].append("offer")
-    if server_groups is not None:
-        groups["server"] = parse_server_groups(server_groups).groups
-        needs["server"].append("offer")
-    if cert_compression != "none":
-        needs["client"].append("cert_compression")
-    if compress_certs:
-        needs["server"].append("cert_compression")
-    if retry:
-        needs["server"].append("retry")
-    if initial_size is not None:
-        needs["client"].append("initial_size")
+    values = {**(values or {}), "kex": kex, "sig": sig, "mode": mode}
+    transport = values.get("transport") or DEFAULT_TRANSPORT
     label = TRANSPORTS[transport].label
     for role, name in (("server", server), ("client", client)):
         caps = get(name, role).capabilities()
@@ -93,18 +74,12 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str, *, offe
         modes = caps.transport_modes.get(transport, caps.modes)
         if mode not in modes:
             return f"the {name} {role} has no {mode} mode" + (f" over {label}" if transport != "tcp" else "")
-        for feature in needs[role]:
+        for feature in axis.needs(values, role):
             if feature not in caps.features:
-                note = caps.feature_notes.get(feature)
-                return f"{name} {role}: no {feature.replace('_', ' ')}" + (f" ({note})" if note else "")
-        if role == "client" and initial_size is not None and caps.initial_sizes:
-            lo, hi = caps.initial_sizes
-            if not lo <= initial_size <= hi:
-                return f"{name} client: sends Initial datagrams of {lo}..{hi} bytes, not {initial_size}"
-        for group in dict.fromkeys(groups[role]):
-            why = caps.unsupported(group, sig, role)
-            if why:
-                return f"{name} {role}: {why}"
+                return f"{name} {role}: {axis.missing(feature, caps)}"
+        why = axis.problems(values, caps, role) or caps.unsupported(kex, sig, role)
+        if why:
+            return f"{name} {role}: {why}"
     return None
 
 

@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Callable, Protocol
 
+from pqbench import axis
 from pqbench.algorithms.certs import Chain
 
 # What a server serves unless a cell asks for a page: the 1 kB page that request cells fetch by default.
@@ -64,6 +65,9 @@ class Site:
     # retry: validate a QUIC client's address with a Retry packet before the handshake (RFC 9000 §8.1).
     transport: str = "tcp"
     retry: bool = False
+    # Registered axes (pqbench.axis) that make a port of their own without a field here: name -> value. A server
+    # stack reads those it has the feature for (Capabilities.features; the axis names the feature).
+    options: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -100,6 +104,8 @@ class ClientJob:
     cert_compression: str = "none"
     transport: str = "tcp"  # pqbench.transport.TRANSPORTS; "quic": HTTP/3 over QUIC to a UDP port
     initial_size: int | None = None  # QUIC: the UDP payload of the client's Initial datagrams; None: its default
+    # Registered axes (pqbench.axis) that reach the client as an option of their own: name -> the cell's value.
+    axes: dict = dataclasses.field(default_factory=dict)
 
     def tls_client_options(self, groups: list[str], count: int, worker: int, claims: Path | None) -> list[str]:
         """The options every TLS timing client takes as pqtimer defines them (pqtimer, tlsgo, pqrustls,
@@ -115,6 +121,7 @@ class ClientJob:
         argv += ["--cert-compression", self.cert_compression] if self.cert_compression != "none" else []
         argv += ["--transport", self.transport] if self.transport != "tcp" else []
         argv += ["--initial-size", str(self.initial_size)] if self.initial_size else []
+        argv += axis.client_options(self.axes)
         return argv + (["--pad", str(self.pad)] if self.pad else [])
 
     def plain_offer(self, client: str) -> None:

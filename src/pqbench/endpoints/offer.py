@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from pqbench import axis, units
 from pqbench.algorithms import catalog
 from pqbench.errors import BadInput
 
@@ -191,3 +192,63 @@ def parse_cert_compression(text: str, field: str = "cert_compression") -> str:
     if len(set(algs)) != len(algs):
         raise BadInput(field, f"{text!r} names an algorithm twice")
     return ",".join(algs)
+
+
+# --- the axes of what clients offer and servers prefer (pqbench.axis) ----------------------------------
+COMPRESSIONS = ("none", "zlib", "brotli", "zstd", "all")  # a spec's compress values
+
+
+def _groups_usable(groups, caps, role: str, values) -> str | None:
+    """Why the stack in role cannot use one of the groups with the cell's signature, or None."""
+    for group in dict.fromkeys(groups):
+        why = caps.unsupported(group, values["sig"], role)
+        if why:
+            return why
+    return None
+
+
+def _offer_check(value: str, caps, role: str, values) -> str | None:
+    if role != "client":
+        return None
+    offer = parse_offer(value)
+    if not offer.single and "offer" not in caps.features:
+        return axis.missing("offer", caps)
+    return _groups_usable(offer.groups, caps, role, values)
+
+
+def _server_groups_check(value: str, caps, role: str, values) -> str | None:
+    return _groups_usable(parse_server_groups(value).groups, caps, role, values) if role == "server" else None
+
+
+def _compress_check(value: str, caps, role: str, values) -> str | None:
+    """The client offers value; the server compresses, unless told not to (`handshake --server-compression
+    off` keeps a client's offer without the server's compression)."""
+    if role == "server" and not values.get("compress_certs", True):
+        return None
+    return axis.missing("cert_compression", caps) if "cert_compression" not in caps.features else None
+
+
+def _compression(field: str, value) -> str | None:
+    if value not in COMPRESSIONS:
+        raise BadInput(field, f"{value!r} is not one of {', '.join(COMPRESSIONS)}")
+    return None if value == "none" else value
+
+
+axis.register(
+    # the ClientHello's groups and key shares (None: one share, the cell's kex); the spec's kex follows from it
+    axis.Axis("offer", lambda field, v: parse_offer(v, field).notation(), "offers", check=_offer_check,
+              to_job=lambda v: {"offer": v}, order=40, label=lambda v, row, short: f"offer {v}"),
+    # the server's preference order (None: every group of the run, one tuple)
+    axis.Axis("server_groups", lambda field, v: parse_server_groups(v, field).openssl(), "preference orders",
+              server_feature="offer", check=_server_groups_check, site=True,
+              to_site=lambda v: {"server_groups": v}, order=41, label=lambda v, row, short: f"server prefers {v}"),
+    # certificate compression (RFC 8879) the client offers and the server uses (None: none)
+    axis.Axis("compress", _compression, "compression names", check=_compress_check,
+              to_job=lambda v: {"cert_compression": v or "none"}, site=True,
+              to_site=lambda v: {"compress_certs": v is not None}, order=42,
+              label=lambda v, row, short: f"certs {v}"),
+    # a ClientHello padding extension of this many bytes (the Chrome study's dummy extension, without crypto)
+    axis.Axis("pad", lambda field, v: units.integer(field, v, minimum=0, maximum=60000), "bytes", default=0,
+              sql="INTEGER", id_omit=axis.ALWAYS, to_job=lambda v: {"pad": v}, order=80,
+              label=lambda v, row, short: f"pad {v}" if v else None),
+)

@@ -12,16 +12,17 @@ import itertools
 import json
 import random
 
-from pqbench import endpoints
+from pqbench import axis, endpoints
 from pqbench.algorithms import catalog
 from pqbench.experiment.condition import describe
 from pqbench.endpoints import DEFAULT_STACK
 from pqbench.errors import BadInput
 from pqbench.endpoints.offer import parse_offer
+from pqbench.experiment import axes as registry
 from pqbench.experiment.spec import RESUMPTIONS, Scenario, Spec
 from pqbench.testbed import LinkSpec, Loss, TcpKnobs
 from pqbench.testbed.linkspec import Aqm
-from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT, TRANSPORTS
+from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT
 
 
 USERS_LINK_FIELDS = ("trace_up", "trace_down", "aqm", "cross")
@@ -53,39 +54,47 @@ def trace_label(up: str | None, down: str | None) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Cell:
+    """One grid point: the experiment's own axes as fields, the registered axes' values (pqbench.axis) in
+    `axes`, readable as attributes too (cell.transport, cell.mtu)."""
     kex: str
     sig: str
     scenario: Scenario
-    mtu: int
-    initcwnd: int | None
-    mode: str
-    page: str | None
-    requests: int | None
-    pad: int
+    mode: str = "handshake"
+    page: str | None = None
+    requests: int | None = None
     server: str = DEFAULT_STACK
     client: str = DEFAULT_STACK
     protocol: str = "tls"
-    congctl: str | None = None  # None: the host's default
     target: str | None = None  # a target's name: a server pqbench did not start, over a measured path
-    kind: str | None = None  # "load": server capacity (pqbench.load); None: handshake samples
-    offer: str | None = None  # the client's groups and key shares (endpoints.offer notation); None: one share, kex
-    server_groups: str | None = None  # the server's preference order (OpenSSL's tuples); None: every group
-    compress: str | None = None  # certificate compression the client offers, the server compressing; None: off
-    transport: str | None = None  # pqbench.transport.TRANSPORTS; None: TCP (cells keyed as before the axis)
-    quic_retry: bool | None = None  # QUIC: the server validates the client's address with Retry first
-    initial_size: int | None = None  # QUIC: the client's Initial datagram size; None: the client's default
+    kind: str | None = None  # "load": server capacity (pqbench.measure.capacity); None: handshake samples
+    axes: tuple = ()  # (name, value) of every registered axis, in registry order
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        a = axis.get(name)
+        if a is None:
+            raise AttributeError(f"Cell has no attribute or axis {name!r}")
+        given = dict(self.axes)
+        return given[name] if name in given else a.value_for(given, a.default)
 
     @classmethod
     def of_target(cls, target, kex: str, mode: str, page, requests, pad: int, client: str) -> "Cell":
         """A cell against a target: its path is the host's network (no link parameters), its server the
         target's endpoint, its signature algorithm the target's chain (named, or unknown until sent)."""
-        return cls(kex, target.credentials.sig, Scenario(target.name, 0.0, 0.0), None, None, mode, page, requests,
-                   pad, endpoints.target_stack(target.protocol).name, client, target.protocol, None, target.name)
+        return cls(kex, target.credentials.sig, Scenario(target.name, 0.0, 0.0), mode, page, requests,
+                   endpoints.target_stack(target.protocol).name, client, target.protocol, target.name,
+                   axes=(("mtu", None), ("initcwnd", None), ("pad", pad)))
 
     @property
     def stack(self) -> str:
         """The pair as one label: the stack's name when it measures itself, else "server/client"."""
         return self.server if self.server == self.client else f"{self.server}/{self.client}"
+
+    def values(self) -> dict:
+        """Every registered axis's value for this cell, with what its checks read of the cell itself."""
+        return {**{a.name: getattr(self, a.name) for a in axis.registered()}, "kex": self.kex, "sig": self.sig,
+                "protocol": self.protocol, "mode": self.mode}
 
     def params(self) -> dict:
         """The cell's parameters as the store's cells columns."""
@@ -94,16 +103,11 @@ class Cell:
         link = {"rtt_ms": s.rtt_ms, "loss": self.link_spec(0).client_to_server.loss.mean, "loss_model": loss_model}
         if self.target:  # nothing emulated: the path is measured per cell (cells.path)
             link = {"rtt_ms": None, "loss": None, "loss_model": None}
-        return {"kex": self.kex, "sig": self.sig, "scenario": s.name, **link,
-                "rate_mbit": s.rate_mbit, "mtu": self.mtu, "initcwnd": self.initcwnd, "mode": self.mode,
-                "page": self.page, "requests": self.requests, "pad": self.pad, "stack": self.stack,
-                "server": self.server, "client": self.client, "protocol": self.protocol, "congctl": self.congctl,
+        return {"kex": self.kex, "sig": self.sig, "scenario": s.name, **link, "rate_mbit": s.rate_mbit,
+                "mode": self.mode, "page": self.page, "requests": self.requests, "stack": self.stack,
+                "server": self.server, "client": self.client, "protocol": self.protocol,
                 **({"target": self.target} if self.target else {}), **({"kind": self.kind} if self.kind else {}),
-                **users_link_params(s),
-                **{k: v for k, v in (("offer", self.offer), ("server_groups", self.server_groups),
-                                     ("compress", self.compress), ("transport", self.transport),
-                                     ("quic_retry", self.quic_retry), ("initial_size", self.initial_size))
-                   if v is not None}}
+                **users_link_params(s), **{a.name: getattr(self, a.name) for a in axis.registered() if a.sql}}
 
     @property
     def transport_name(self) -> str:
@@ -111,16 +115,17 @@ class Cell:
 
     @property
     def cell_id(self) -> str:
-        """Stable across runs: the default stack is left out, so stores from before stacks resume, and a
-        stack against itself is keyed as before server/client axes existed (TLS, as before protocols)."""
+        """Stable across runs: the default stack is left out, so stores from before stacks resume, a stack
+        against itself is keyed as before server/client axes existed (TLS, as before protocols), and each
+        registered axis leaves out the values that keep ids as they were before it (Axis.id_omit)."""
         params = self.params()
-        del params["server"], params["client"]
+        for name in ("server", "client", *(a.name for a in axis.registered())):
+            params.pop(name, None)
         if params["protocol"] == "tls":
             del params["protocol"]
         if params["stack"] == DEFAULT_STACK:
             del params["stack"]
-        if params["congctl"] is None:  # as before the congctl axis
-            del params["congctl"]
+        params.update(axis.id_params(self.values()))
         blob = json.dumps(params, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
@@ -179,44 +184,41 @@ def expand(spec: Spec) -> list[Cell]:
     if spec.targets:
         return _expand_targets(spec)
     cells = []
-    offers = [(parse_offer(o).shares[0], o) for o in spec.offers] if spec.offers != (None,) else \
+    kexes = [(parse_offer(o).shares[0], o) for o in spec.axes["offer"]] if spec.axes["offer"] != (None,) else \
         [(k, None) for k in spec.kex]
-    for (kex, offer), sig, scen, mtu, cwnd, cc, page, req, pad, (server, client), groups, compress, resumption, \
-            (transport, retry, initial) in \
-            itertools.product(offers, spec.sig, spec.scenarios, spec.mtu, spec.initcwnd, spec.congctl, spec.page,
-                              spec.requests, spec.pad, spec.stacks, spec.server_groups, spec.compress, spec.resumption,
-                              _transports(spec)):
+    for (kex, offer), sig, scen, page, req, (server, client), resumption in \
+            itertools.product(kexes, spec.sig, spec.scenarios, spec.page, spec.requests, spec.stacks, spec.resumption):
         mode, page_, req_ = _mode(spec, page, req, resumption)
         protocol = endpoints.get(server).protocol
-        if transport is not None and protocol not in TRANSPORTS[transport].protocols:
-            continue  # SSH cells of a spec that also measures TLS over QUIC
         kex_, sig_ = _named(kex, "kem", protocol), _named(sig, "sig", protocol)
         if not spec.stacks_named:
             server, client = endpoints.default_pair(protocol, sig_)
-        cells.append(Cell(kex_, sig_, scen, mtu, cwnd, mode, page_, req_, pad, server, client, protocol, cc,
-                          kind="load" if spec.load else None, offer=offer, server_groups=groups,
-                          compress=compress if compress != "none" else None, transport=transport,
-                          quic_retry=retry, initial_size=initial))
+        for values in _crossed(spec, {"offer": offer}, protocol):
+            cells.append(Cell(kex_, sig_, scen, mode, page_, req_, server, client, protocol,
+                              kind="load" if spec.load else None, axes=tuple(values.items())))
     unique = {c.cell_id: c for c in cells}
     return list(unique.values())
 
 
-def _transports(spec: Spec) -> list[tuple]:
-    """(transport, quic_retry, initial_size) per cell: QUIC's own axes cross QUIC only (a TCP cell has neither).
-    TCP named in a spec is keyed like a spec without the axis, so adding QUIC keeps the TCP cells' ids."""
-    out = []
-    for t in spec.transports:
-        if t == "quic":
-            out += [(t, bool(r), i) for r in spec.quic_retry for i in spec.initial_size]
-        else:
-            out.append((None, None, None))
-    return list(dict.fromkeys(out))
+def _crossed(spec: Spec, fixed: dict, protocol: str) -> list[dict]:
+    """The registered axes' values of the cells at one point of the experiment's own axes: each axis crosses
+    the cells it applies to (the others hold None), and values a protocol cannot take make no cell of it
+    (SSH cells of a spec that also measures TLS over QUIC)."""
+    partial = [{}]
+    for a in registry.registered():
+        if a.name in fixed:
+            partial = [{**p, a.name: fixed[a.name]} for p in partial]
+            continue
+        partial = [{**p, a.name: a.value_for(p, v)} for p in partial
+                   for v in (spec.axes[a.name] if a.applies is None or a.applies(p) else (None,))
+                   if not (a.admits and a.admits(v, protocol))]
+    return list({tuple(p.items()): p for p in partial}.values())
 
 
 def _expand_targets(spec: Spec) -> list[Cell]:
     cells = []
     for kex, target, page, req, pad, (server, client) in itertools.product(
-            spec.kex, spec.targets, spec.page, spec.requests, spec.pad, spec.stacks):
+            spec.kex, spec.targets, spec.page, spec.requests, spec.axes["pad"], spec.stacks):
         if endpoints.get(server).protocol != target.protocol:
             continue
         mode, page_, req_ = _mode(spec, page, req)
@@ -238,7 +240,4 @@ def unavailable_reason(cell: Cell, spec: Spec | None = None) -> str | None:
         why = client_problem(next(t for t in spec.targets if t.name == cell.target), cell.client)
         if why:
             return why
-    return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode, offer=cell.offer,
-                                 server_groups=cell.server_groups, cert_compression=cell.compress or "none",
-                                 compress_certs=cell.compress is not None, transport=cell.transport_name,
-                                 retry=bool(cell.quic_retry), initial_size=cell.initial_size)
+    return endpoints.unsupported(cell.server, cell.client, cell.kex, cell.sig, cell.mode, cell.values())

@@ -3,13 +3,21 @@ store's cells row holds them: for progress lines, report tables and figure label
 
 from __future__ import annotations
 
+from pqbench import axis
 from pqbench.endpoints import DEFAULT_STACK
-from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT, TRANSPORTS
+from pqbench.experiment import axes as registry  # noqa: F401  (the labels of every registered axis)
 
 
 def condition(row: dict, *, short: bool = False) -> str:
     """The link and workload: "RTT 31.1 ms, loss 1 %, 10 Mbit/s, initcwnd 20, page 10k" (short:
-    "31.1 ms, 1 %, 10 Mbit/s, cwnd 20, page 10k", loss left out at 0)."""
+    "31.1 ms, 1 %, 10 Mbit/s, cwnd 20, page 10k", loss left out at 0). The registered axes' parts
+    (pqbench.axis: their labels) stand among the link's (order 10) and the workload's (order 70)."""
+    parts = [(10, p) for p in _link(row, short)] + [(70, p) for p in _workload(row, short)]
+    parts += axis.labels(row, short)
+    return ", ".join(text for _, text in sorted(parts, key=lambda p: p[0]))
+
+
+def _link(row: dict, short: bool) -> list[str]:
     loss = 100 * (row.get("loss") or 0)
     if row.get("scenario"):
         parts = [row["scenario"]]
@@ -27,39 +35,20 @@ def condition(row: dict, *, short: bool = False) -> str:
         flows = row["cross"].split()
         parts.append(f"+{row['cross']}" if short else
                      f"{flows[0]} competing {flows[1] if len(flows) > 1 else ''} flow{'s' if flows[0] != '1' else ''}")
-    if row.get("mtu") and row["mtu"] != 1500:
-        parts.append(f"MTU {row['mtu']}")
-    if row.get("initcwnd"):
-        parts.append(f"{'cwnd' if short else 'initcwnd'} {row['initcwnd']}")
-    if row.get("congctl"):
-        parts.append(row["congctl"])
-    parts += transport(row)
-    if row.get("offer"):
-        parts.append(f"offer {row['offer']}")
-    if row.get("server_groups"):
-        parts.append(f"server prefers {row['server_groups']}")
-    if row.get("compress"):
-        parts.append(f"certs {row['compress']}")
+    return parts
+
+
+def _workload(row: dict, short: bool) -> list[str]:
     mode = row.get("mode")
     if mode == "page":
-        parts.append(f"page {row.get('page')}")
-    elif mode in ("resume_page", "early"):
-        parts.append(f"{'resumed' if mode == 'resume_page' else '0-RTT'} page {row.get('page')}")
-    elif mode == "requests":
-        parts.append(f"{row.get('requests')} req" if short else f"{row.get('requests')} × {row.get('page') or '1k'}")
-    elif mode == "resume":
-        parts.append("resume" if short else "resumption")
-    if row.get("pad"):
-        parts.append(f"pad {row['pad']}")
-    return ", ".join(parts)
-
-
-def transport(row: dict) -> list[str]:
-    """["QUIC", "Retry", "Initial 1400"] for a QUIC cell (TCP, the default, says nothing)."""
-    if (row.get("transport") or DEFAULT_TRANSPORT) == DEFAULT_TRANSPORT:
-        return []
-    return [TRANSPORTS[row["transport"]].label] + (["Retry"] if row.get("quic_retry") else []) + \
-        ([f"Initial {row['initial_size']}"] if row.get("initial_size") else [])
+        return [f"page {row.get('page')}"]
+    if mode in ("resume_page", "early"):
+        return [f"{'resumed' if mode == 'resume_page' else '0-RTT'} page {row.get('page')}"]
+    if mode == "requests":
+        return [f"{row.get('requests')} req" if short else f"{row.get('requests')} × {row.get('page') or '1k'}"]
+    if mode == "resume":
+        return ["resume" if short else "resumption"]
+    return []
 
 
 def stacks(row: dict) -> str | None:

@@ -60,7 +60,6 @@ import difflib
 import tomllib
 from pathlib import Path
 
-from pqbench import transport as transportmod
 from pqbench import units
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
@@ -68,16 +67,17 @@ from pqbench.experiment.loadplan import plan_from
 from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, from_manifest
 from pqbench.remote.target import make as make_target
 from pqbench.testbed import cross as crossmod, traces
-from pqbench.testbed.linkspec import Aqm, congctl_name
+from pqbench.endpoints.offer import parse_offer
+from pqbench.experiment import axes as registry
+from pqbench.testbed.linkspec import Aqm
 from pqbench.transport import PROTOCOLS
 
-AXES = ("kex", "sig", "rtt", "loss", "rate", "mtu", "initcwnd", "congctl", "page", "requests", "pad", "stack", "server",
-        "client", "protocol", "trace", "trace_up", "trace_down", "queue", "cross", "offer", "server_groups", "compress",
-        "resumption", "transport", "quic_retry", "initial_size")
-# What deployed clients and servers do (pqbench.endpoints.offer): the client's groups and key shares, the
-# server's preference order, certificate compression, and full / resumed / 0-RTT connections.
-RESUMPTIONS = {"full": "page", "resumed": "resume_page", "0rtt": "early"}  # -> the mode (a page is asked)
-COMPRESSIONS = ("none", "zlib", "brotli", "zstd", "all")
+# The experiment's own axes, which shape a cell's whole meaning; every other axis is a registered one
+# (pqbench.axis, filled by pqbench.experiment.axes).
+CORE_AXES = ("kex", "sig", "rtt", "loss", "rate", "page", "requests", "stack", "server", "client", "protocol", "trace",
+             "trace_up", "trace_down", "queue", "cross", "resumption")
+# Full / resumed / 0-RTT connections, each asking a page: what deployed clients do (-> the cell's mode).
+RESUMPTIONS = {"full": "page", "resumed": "resume_page", "0rtt": "early"}
 # Link axes beside rtt/loss/rate (users' links: cellular traces, queue management, competing traffic).
 LINK_EXTRA_AXES = ("trace", "trace_up", "trace_down", "queue", "cross")
 TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias", "timeout", "samples", "axes", "scenario", "warmup",
@@ -86,8 +86,17 @@ TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias
 KINDS = ("handshake", "load")
 LOAD_KEYS = ("rates", "start", "max_rate", "step", "time_bound", "max_inflight")
 TARGET_KEYS = ("name", "address", "ca", "server_name", "sig", "manifest", "host")
-# What a target replaces: the emulated link's axes and settings (a target's path is measured instead).
-LINK_KEYS = ("rtt", "loss", "rate", "mtu", "initcwnd", "congctl") + LINK_EXTRA_AXES
+
+
+
+def axes_allowed() -> tuple[str, ...]:
+    """Every key [axes] takes: the experiment's own and the registered ones."""
+    return CORE_AXES + tuple(a.name for a in registry.registered() if a.name not in CORE_AXES)
+
+
+def link_keys() -> tuple[str, ...]:
+    """What a target replaces: the emulated link's axes (a target's path is measured instead)."""
+    return ("rtt", "loss", "rate") + tuple(a.name for a in registry.registered() if a.path) + LINK_EXTRA_AXES
 SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "trace", "trace_up", "trace_down", "aqm",
                  "cross")  # mtu, initcwnd: axes for every scenario
 DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
@@ -135,11 +144,8 @@ class Spec:
     kex: tuple[str, ...]
     sig: tuple[str, ...]
     scenarios: tuple[Scenario, ...]
-    mtu: tuple[int, ...]
-    initcwnd: tuple[int | None, ...]
     page: tuple[str | None, ...]
     requests: tuple[int | None, ...]
-    pad: tuple[int, ...]
     stacks: tuple[tuple[str, str], ...]  # (server, client) stack pairs (pqbench.endpoints); default openssl's
     protocols: tuple[str, ...]  # "tls", "ssh": the protocols of the stack pairs
     stacks_named: bool  # False: each protocol's default pair (pqbench.endpoints.default_pair)
@@ -149,18 +155,19 @@ class Spec:
     lanes: int                  # testbeds with their nginx; cells overlap only in their tails
     calibration_samples: int
     source: str  # the TOML text, stored with the run
-    congctl: tuple[str | None, ...] = (None,)  # TCP congestion control per route; None: the host's default
-    offers: tuple[str | None, ...] = (None,)  # the client's groups and key shares (endpoints.offer notation)
-    server_groups: tuple[str | None, ...] = (None,)  # the server's preference order (OpenSSL's tuples)
-    compress: tuple[str | None, ...] = (None,)  # certificate compression the client offers (the server compresses)
+    # The registered axes' values (pqbench.axis): name -> the values cells take ((default,) where not named).
+    axes: dict = dataclasses.field(default_factory=dict)
     resumption: tuple[str | None, ...] = (None,)  # full / resumed / 0rtt: each connection asks a page
-    transports: tuple[str | None, ...] = (None,)  # pqbench.transport.TRANSPORTS; None: TCP, keyed as before the axis
-    quic_retry: tuple[bool | None, ...] = (None,)  # QUIC: the server validates addresses with Retry (None: off)
-    initial_size: tuple[int | None, ...] = (None,)  # QUIC: the client's Initial datagram size (None: its default)
     targets: tuple = ()  # pqbench.remote.target.Target: when given, cells are algorithms × targets (no link axes)
     rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # targets' clients run in this existing namespace instead of the host's
     load: object = None  # kind = "load": a pqbench.experiment.loadplan.LoadPlan per cell (server capacity), else None
+
+    def __getattr__(self, name: str):
+        """A registered axis's values by its name (spec.congctl, spec.mtu)."""
+        if name.startswith("__") or name == "axes" or name not in self.axes:
+            raise AttributeError(name)
+        return self.axes[name]
 
 
 def _list(field: str, value, allowed: str) -> list:
@@ -257,7 +264,7 @@ def parse(text: str, origin: str = "spec") -> Spec:
     axes = data.get("axes", {})
     if not isinstance(axes, dict):
         raise BadInput("axes", "must be a table")
-    _unknown("axes.", axes, AXES + ("resume",))
+    _unknown("axes.", axes, axes_allowed() + ("resume",))
     if "offer" in axes and "kex" in axes:
         raise BadInput("axes.offer", "names the key exchanges (each offer's first key share): leave out kex")
     for required in ("kex",) if "target" in data else ("kex", "sig"):
@@ -267,10 +274,8 @@ def parse(text: str, origin: str = "spec") -> Spec:
     if "target" in data:
         return _with_targets(text, data, axes, Path(origin))
     stacks, protocols = _stacks(axes, _protocols(data, axes))
-    offers = _offers(axes)
-    kex = tuple(dict.fromkeys(o.shares[0] for o in offers)) if offers else \
-        tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
-              for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
+    values = registered_values(axes, protocols)
+    kex = _kex(axes, values, protocols)
     sig = tuple(_algorithm(f"axes.sig[{i}]", s, "sig", protocols)
                 for i, s in enumerate(_list("axes.sig", axes["sig"], "signature names")))
 
@@ -297,15 +302,6 @@ def parse(text: str, origin: str = "spec") -> Spec:
         scenarios = tuple(Scenario(None, r, l, b, gem, queue=queue, **x)
                           for r in rtts for l in losses for b in rates for x in extras)
 
-    mtu = tuple(units.integer(f"axes.mtu[{i}]", v, minimum=576, maximum=65535)
-                for i, v in enumerate(_list("axes.mtu", axes.get("mtu", 1500), "MTUs")))
-    initcwnd = tuple(units.integer(f"axes.initcwnd[{i}]", v, minimum=1, maximum=1000)
-                     for i, v in enumerate(_list("axes.initcwnd", axes["initcwnd"], "segments"))) \
-        if "initcwnd" in axes else (None,)
-    congctl = tuple(congctl_name(f"axes.congctl[{i}]", v)
-                    for i, v in enumerate(_list("axes.congctl", axes["congctl"], "congestion control names"))) \
-        if "congctl" in axes else (None,)
-
     backend = data.get("backend", "auto")
     if backend not in ("auto", "pqlink", "netem"):
         raise BadInput("backend", f"{backend!r} is not one of auto, pqlink, netem")
@@ -320,12 +316,11 @@ def parse(text: str, origin: str = "spec") -> Spec:
     if load is not None:  # the protocol's load generator is the client; one lane, so cells never share CPUs
         from pqbench import endpoints
         stacks = tuple(dict.fromkeys((srv, endpoints.load_client(endpoints.get(srv).protocol)) for srv, _ in stacks))
-    return Spec(**_common(text, data, Path(origin)), kex=kex, sig=sig, scenarios=scenarios, mtu=mtu, initcwnd=initcwnd,
-                **_workload(axes), **_deployment(axes, offers), **_transports(axes, protocols), stacks=stacks,
-                protocols=protocols,
+    return Spec(**_common(text, data, Path(origin)), kex=kex, sig=sig, scenarios=scenarios, **_workload(axes),
+                resumption=_resumption(axes), axes=values, stacks=stacks, protocols=protocols,
                 stacks_named=any(a in axes for a in ("stack", "server", "client")), backend=backend,
                 lanes=1 if load else units.integer("lanes", data.get("lanes", DEFAULT_LANES), minimum=1, maximum=16),
-                **parallel, congctl=congctl, load=load)
+                **parallel, load=load)
 
 
 def _load(data: dict, axes: dict):
@@ -351,79 +346,57 @@ def _load(data: dict, axes: dict):
                      seed=units.integer("seed", data.get("seed", 1), minimum=0, maximum=2**31 - 1))
 
 
-def _offers(axes: dict) -> list:
-    from pqbench.endpoints.offer import parse_offer
-    return [parse_offer(v, f"axes.offer[{i}]") for i, v in enumerate(_list("axes.offer", axes["offer"], "offers"))] \
-        if "offer" in axes else []
+def registered_values(axes: dict, protocols: tuple[str, ...]) -> dict:
+    """The registered axes' values (pqbench.axis), each checked: a value no protocol of the spec can take, and
+    an axis named where no cell could take it (QUIC's Retry without QUIC), are refused naming the field."""
+    values = {a.name: a.values(axes) for a in registry.registered()}
+    for a in registry.registered():
+        if a.admits and a.name in axes:
+            for i, v in enumerate(values[a.name]):
+                if all(a.admits(v, p) for p in protocols):
+                    raise BadInput(f"axes.{a.name}[{i}]", a.admits(v, protocols[0]))
+        if a.applies and a.name in axes:
+            others = [[(b, v) for v in values[b]] for b in values if b != a.name]
+            if not any(a.applies(dict(combo)) for combo in itertools.product(*others)):
+                raise BadInput(f"axes.{a.name}", a.needs_text or "applies to no cell of this spec")
+    return values
 
 
-def _deployment(axes: dict, offers: list) -> dict:
-    """The offer, server_groups, compress and resumption axes (canonical text; (None,) where not given)."""
-    from pqbench.endpoints.offer import parse_server_groups
-    groups = tuple(parse_server_groups(v, f"axes.server_groups[{i}]").openssl()
-                   for i, v in enumerate(_list("axes.server_groups", axes["server_groups"], "preference orders"))) \
-        if "server_groups" in axes else (None,)
-    compress = tuple(_choice(f"axes.compress[{i}]", v, COMPRESSIONS)
-                     for i, v in enumerate(_list("axes.compress", axes["compress"], "compression names"))) \
-        if "compress" in axes else (None,)
-    resumption = tuple(_choice(f"axes.resumption[{i}]", v, tuple(RESUMPTIONS))
-                       for i, v in enumerate(_list("axes.resumption", axes["resumption"], "connection kinds"))) \
-        if "resumption" in axes else (None,)
-    if resumption != (None,) and ("requests" in axes or axes.get("resume")):
+def _kex(axes: dict, values: dict, protocols: tuple[str, ...]) -> tuple[str, ...]:
+    """The key exchanges: axes.kex, or each offer's first key share."""
+    if values["offer"] != (None,):
+        return tuple(dict.fromkeys(parse_offer(o).shares[0] for o in values["offer"]))
+    return tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
+                 for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
+
+
+def _resumption(axes: dict) -> tuple:
+    """Full / resumed / 0-RTT connections, each asking a page ((None,) where not given)."""
+    if "resumption" not in axes:
+        return (None,)
+    if "requests" in axes or axes.get("resume"):
         raise BadInput("axes.resumption", "asks a page on each connection: not with requests or resume")
-    return {"offers": tuple(o.notation() for o in offers) or (None,), "server_groups": groups, "compress": compress,
-            "resumption": resumption}
-
-
-def _transports(axes: dict, protocols: tuple[str, ...]) -> dict:
-    """The transport, quic_retry and initial_size axes ((None,) where not given). Retry and the Initial size
-    are QUIC's: they apply to its cells only, so they need QUIC among the transports."""
-    names = tuple(dict.fromkeys(transportmod.get(v, f"axes.transport[{i}]").name
-                                for i, v in enumerate(_list("axes.transport", axes["transport"], "tcp or quic")))) \
-        if "transport" in axes else (None,)
-    for i, name in enumerate(names):
-        if name is not None and not any(p in transportmod.TRANSPORTS[name].protocols for p in protocols):
-            transportmod.check(protocols[0], name, f"axes.transport[{i}]")
-    quic = "quic" in names
-    for key in ("quic_retry", "initial_size"):
-        if key in axes and not quic:
-            raise BadInput(f"axes.{key}", 'applies to QUIC cells: add "quic" to axes.transport')
-    retry = tuple(_flag(f"axes.quic_retry[{i}]", v)
-                  for i, v in enumerate(_list("axes.quic_retry", axes["quic_retry"], "true or false"))) \
-        if "quic_retry" in axes else (None,)
-    sizes = tuple(transportmod.check_initial_size(v, f"axes.initial_size[{i}]")
-                  for i, v in enumerate(_list("axes.initial_size", axes["initial_size"], "datagram sizes"))) \
-        if "initial_size" in axes else (None,)
-    return {"transports": names, "quic_retry": retry, "initial_size": sizes}
-
-
-def _flag(field: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise BadInput(field, f"{value!r} is not true or false")
-    return value
-
-
-def _choice(field: str, value, allowed: tuple) -> str:
-    if value not in allowed:
-        raise BadInput(field, f"{value!r} is not one of {', '.join(allowed)}")
-    return value
+    out = []
+    for i, v in enumerate(_list("axes.resumption", axes["resumption"], "connection kinds")):
+        if v not in RESUMPTIONS:
+            raise BadInput(f"axes.resumption[{i}]", f"{v!r} is not one of {', '.join(RESUMPTIONS)}")
+        out.append(v)
+    return tuple(out)
 
 
 def _workload(axes: dict) -> dict:
-    """What each connection does, whatever the servers and the path: page, requests, pad, resume."""
+    """What each connection does, whatever the servers and the path: page, requests, resume."""
     page = tuple(units.page(f"axes.page[{i}]", v) for i, v in enumerate(_list("axes.page", axes["page"], "sizes"))) \
         if "page" in axes else (None,)
     requests = tuple(units.integer(f"axes.requests[{i}]", v, minimum=1, maximum=100000)
                      for i, v in enumerate(_list("axes.requests", axes["requests"], "counts"))) \
         if "requests" in axes else (None,)
-    pad = tuple(units.integer(f"axes.pad[{i}]", v, minimum=0, maximum=60000)
-                for i, v in enumerate(_list("axes.pad", axes.get("pad", 0), "bytes")))
     resume = axes.get("resume", False)
     if not isinstance(resume, bool):
         raise BadInput("axes.resume", "must be true or false")
     if resume and (page != (None,) or requests != (None,)):
         raise BadInput("axes.resume", "cannot be combined with page or requests")
-    return {"page": page, "requests": requests, "pad": pad, "resume": resume}
+    return {"page": page, "requests": requests, "resume": resume}
 
 
 def _common(text: str, data: dict, origin: Path) -> dict:
@@ -446,7 +419,7 @@ def _common(text: str, data: dict, origin: Path) -> dict:
 def _with_targets(text: str, data: dict, axes: dict, origin: Path) -> Spec:
     """A spec whose servers are targets: algorithms × targets × pages/requests, measured over the host's
     network one connection at a time (one lane), the client stacks from axes.client."""
-    for key in LINK_KEYS:
+    for key in link_keys():
         if key in axes:
             raise BadInput(f"axes.{key}", "targets replace the link axes: their path is measured, not emulated")
     for key in ("scenario", "gemodel", "queue", "backend", "lanes", "protocol"):
@@ -499,15 +472,13 @@ def _with_targets(text: str, data: dict, axes: dict, origin: Path) -> Spec:
         [endpoints.DEFAULT_PAIRS[p][1] for p in protocols]
     stacks = tuple((endpoints.target_stack(p).name, c) for p in protocols for c in clients
                    if endpoints.get(c).protocol == p)
-    offers = _offers(axes)
-    kex = tuple(dict.fromkeys(o.shares[0] for o in offers)) if offers else \
-        tuple(_algorithm(f"axes.kex[{i}]", k, "kem", protocols)
-              for i, k in enumerate(_list("axes.kex", axes["kex"], "key exchange names")))
+    values = registered_values(axes, protocols)
+    kex = _kex(axes, values, protocols)
     netns = data.get("netns")
     if netns is not None and (not isinstance(netns, str) or not netns):
         raise BadInput("netns", "must be the name of an existing network namespace")
     return Spec(**_common(text, data, origin), kex=kex, sig=tuple(dict.fromkeys(t.credentials.sig for t in targets)),
-                scenarios=(), mtu=(None,), initcwnd=(None,), **_workload(axes), stacks=stacks,
+                scenarios=(), **_workload(axes), axes={"pad": values["pad"]}, stacks=stacks,
                 protocols=protocols, stacks_named=True, backend="real", lanes=1, parallel=1,
                 max_bias=None, targets=tuple(targets),
                 rate=units.number("rate", data.get("rate", DEFAULT_RATE), minimum=0.01, maximum=MAX_RATE), netns=netns)

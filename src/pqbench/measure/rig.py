@@ -114,7 +114,7 @@ class Rig:
                          for kex in serving.groups if endpoints.get(client).protocol == protocol
                          and site.transport == transport
                          and not endpoints.unsupported(name, client, kex, site.chain.sig, "handshake",
-                                                       transport=transport)), None)
+                                                       {"transport": transport})), None)
             if pick is None:
                 continue
             client, kex, site = pick

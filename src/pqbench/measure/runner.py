@@ -18,7 +18,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from pqbench import paths, stats, store, units
+from pqbench import axis, paths, stats, store, units
 from pqbench.algorithms import catalog, microbench
 from pqbench.measure import concurrency
 from pqbench.endpoints import ondemand
@@ -98,6 +98,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     part k of n (pqbench.experiment.shard), under a run id all shards share. engine: measures the cells
     elsewhere (pqbench.cluster.driver.Cluster: on a cluster's nodes) instead of on this machine's lanes."""
     con = store.connect(db_path)
+    store.add_cell_columns(con, axis.columns())  # a registered axis younger than the numbered migrations
     all_cells = cellmod.order(cellmod.expand(spec), spec.seed)
     mine = {c.cell_id for c in (shardmod.part(all_cells, *shard) if shard else all_cells)}
     stacks = sorted({n for c in all_cells for n in (c.server, c.client)})
@@ -287,9 +288,8 @@ def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
              enumerate((srv, key) for srv in servers for key in serves[srv])}
 
     def site(srv: str, key: tuple) -> Site:
-        protocol, sig, groups, compress, early, transport, retry = key
-        return Site(ports[srv, key], chains[protocol, sig], server_groups=groups, compress_certs=compress,
-                    early_data=early, transport=transport, retry=retry)
+        protocol, sig, early, *axes = key
+        return Site(ports[srv, key], chains[protocol, sig], early_data=early, **axis.site_fields(tuple(axes)))
 
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
     groups = {srv: list(dict.fromkeys(g for c in cells if c.server == srv for g in _groups(c))) for srv in servers}
@@ -299,10 +299,9 @@ def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
 
 
 def _site_key(c: cellmod.Cell) -> tuple:
-    """What a cell asks of the port it connects to: (protocol, sig, server groups, compressed, 0-RTT,
-    transport, QUIC Retry)."""
-    return (c.protocol, c.sig, c.server_groups, c.compress is not None, c.mode == "early", c.transport_name,
-            bool(c.quic_retry))
+    """What a cell asks of the port it connects to: (protocol, sig, 0-RTT, and the values of the registered
+    axes that make a port of their own: server groups, compression, transport, QUIC Retry …)."""
+    return (c.protocol, c.sig, c.mode == "early", *axis.site_key(c.values()))
 
 
 def _groups(c: cellmod.Cell) -> list[str]:
@@ -312,10 +311,8 @@ def _groups(c: cellmod.Cell) -> list[str]:
 
 def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, site: Site) -> cellmeasure.Plan:
     job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
-                  requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms, pad=cell.pad,
-                  pause_ms=pause_ms(spec.rate) if cell.target else 0, offer=cell.offer,
-                  cert_compression=cell.compress or "none", transport=cell.transport_name,
-                  initial_size=cell.initial_size)
+                  requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms,
+                  pause_ms=pause_ms(spec.rate) if cell.target else 0, **axis.job_fields(cell.values()))
     return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
                             spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
                             client=cell.client, server=cell.server)

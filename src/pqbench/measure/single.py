@@ -143,11 +143,11 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
                                     f"measure {option} with --{role} {' or '.join(can)}")
     kex, sig = _names(cfg)
     offer, server_groups = _offer(cfg, kex)
-    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode,
-                                offer=offer.notation() if offer else None,
-                                server_groups=server_groups.openssl() if server_groups else None,
-                                cert_compression=cfg.cert_compression, compress_certs=cfg.compress_certs,
-                                transport=over.name, retry=cfg.quic_retry, initial_size=cfg.initial_size)
+    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode, {
+        "offer": offer.notation() if offer else None, "server_groups": server_groups.openssl() if server_groups else None,
+        "compress": None if cfg.cert_compression == "none" else cfg.cert_compression,
+        "compress_certs": cfg.compress_certs, "transport": over.name, "quic_retry": cfg.quic_retry,
+        "initial_size": cfg.initial_size})
     if why:
         raise MissingCapability(f"cannot measure {kex} with {sig} here: {why}",
                                 "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")

@@ -4,7 +4,8 @@ schema_version table) get migration 1, which is written to bring any of them up 
 
 from pqbench.sample import PHASES, PHASES_V1, SSH_ONLY_PHASES
 
-# Cell parameters: name -> SQL type. The spec's axes map onto these one to one.
+# Cell parameters: name -> SQL type, as the numbered migrations made them (a registered axis added later has
+# its column added by store.add_cell_columns; tests/test_axes.py holds these against pqbench.axis).
 CELL_PARAMS = {
     "kex": "VARCHAR", "sig": "VARCHAR", "scenario": "VARCHAR", "rtt_ms": "DOUBLE", "loss": "DOUBLE",
     "loss_model": "VARCHAR", "rate_mbit": "DOUBLE", "mtu": "INTEGER", "initcwnd": "INTEGER",

@@ -88,6 +88,16 @@ def columns(con, table: str) -> list[str]:
     return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
 
 
+def add_cell_columns(con, wanted: dict) -> list[str]:
+    """Adds the cells columns a store lacks (name -> SQL type: a registered axis's, pqbench.axis); the axes
+    that existed when a migration was numbered have theirs from it. Returns the names added."""
+    have = set(columns(con, "cells"))
+    added = [name for name in wanted if name not in have]
+    for name in added:
+        con.execute(f'ALTER TABLE cells ADD COLUMN "{name}" {wanted[name]}')
+    return added
+
+
 def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dict:
     """A client's JSON sample flattened into the samples table's columns (by name)."""
     t = s.get("t_ns") or {}

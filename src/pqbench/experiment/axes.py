@@ -1,0 +1,10 @@
+"""Every axis an experiment can sweep: the features that register theirs (pqbench.axis), one line each.
+
+Importing this module fills the registry; spec parsing, cell expansion and everything downstream then read
+the axes from it. A new feature's axes: its own module calling pqbench.axis.register, and one line here.
+"""
+
+import pqbench.endpoints.offer  # noqa: F401  offer, server_groups, compress, pad
+import pqbench.testbed.axes  # noqa: F401  mtu, initcwnd, congctl
+import pqbench.transport  # noqa: F401  transport, quic_retry, initial_size
+from pqbench.axis import registered  # noqa: F401  (the table, as filled by the imports above)
