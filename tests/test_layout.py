@@ -128,3 +128,66 @@ def test_a_path_is_asked_whether_it_is_emulated_not_compared_by_name():
     """The real path is a declared Path: code asks path.emulated instead of comparing its backend's name."""
     compares = re.compile(r"""backend_name\s*[!=]=\s*["']real["']""")
     assert [str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if compares.search(p.read_text())] == []
+
+
+# A capability's differences live in its record (issue 36): code asks the Transport (pqbench.transport) what
+# differs, a field saying why, instead of comparing a transport's name. A name may still be a value (a CLI
+# default, a registry key, a stored value); a comparison with one is what this looks for.
+TRANSPORT_NAMES = {"tcp", "quic", "udp"}
+# Files being restructured (the one cell path); their comparisons go with that change.
+COMPARES_TRANSPORT_NAMES_FOR_NOW = {"measure/runner.py", "measure/single.py", "measure/single_load.py",
+                                    "measure/serve.py", "measure/schedule.py", "cluster/node.py", "cluster/driver.py"}
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and node.value in TRANSPORT_NAMES:
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return set().union(*map(_names_in, node.elts)) if node.elts else set()
+    return set()
+
+
+def transport_name_comparisons(source: str) -> list[tuple[int, str]]:
+    """(line, name) of each comparison with a transport's name: ==, !=, in, is (against the name or a tuple
+    of names), and a match case on one."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+        elif isinstance(node, ast.MatchValue):
+            sides = [node.value]
+        else:
+            continue
+        found += [(node.lineno, n) for side in sides for n in sorted(_names_in(side))]
+    return sorted(set(found))
+
+
+def test_no_transport_is_compared_by_name_outside_its_record():
+    offenders = []
+    for p in sorted(SRC.rglob("*.py")):
+        rel = p.relative_to(SRC).as_posix()
+        if rel == "transport.py" or rel in COMPARES_TRANSPORT_NAMES_FOR_NOW:
+            continue
+        offenders += [f"src/pqbench/{rel}:{line} compares {name!r}: ask the Transport record (pqbench.transport)"
+                      for line, name in transport_name_comparisons(p.read_text())]
+    assert offenders == []
+
+
+def test_the_transport_name_search_finds_comparisons_and_passes_values():
+    compares = '''
+if t == "quic": pass
+if "tcp" != t: pass
+if "quic" in transports: pass
+if t not in ("tcp", "udp"): pass
+ok = (flow.get("proto")
+      == "udp")
+match t:
+    case "quic": pass
+'''
+    assert [n for _, n in transport_name_comparisons(compares)] == ["quic", "tcp", "quic", "tcp", "udp", "udp", "quic"]
+    values = '''
+def f(transport="tcp"): return {"quic": 1}.get(transport, "tcp")
+argv = ["--transport", "quic"] + [f"{'tls' if x else 'tcp'}://"]
+ok = s.get("quic") == other and x in TRANSPORTS
+'''
+    assert transport_name_comparisons(values) == []

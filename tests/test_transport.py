@@ -101,3 +101,12 @@ def test_an_initial_size_a_client_cannot_send_skips_the_cell_with_the_reason():
     assert "1200-byte datagrams" in reasons["openssl", 1400]  # OpenSSL's QUIC client: 1200, always
     assert reasons["quicgo", 1400] == ""
     assert reasons["quicgo", 1472] == "quicgo client: sends Initial datagrams of 1200..1452 bytes, not 1472"
+
+
+def test_the_record_says_what_differs_per_transport():
+    """What the model, the wire join, `handshake --json` and the report read of a transport (not its name)."""
+    tcp, quic = transport.get(None), transport.get("quic")
+    assert tcp.is_default and not quic.is_default
+    assert (tcp.datagram, tcp.amplification_factor, tcp.kernel_tcp) == (False, None, True)
+    assert (quic.datagram, quic.amplification_factor, quic.kernel_tcp) == (True, transport.AMPLIFICATION_FACTOR, False)
+    assert {t.ip_proto for t in transport.TRANSPORTS.values() if t.datagram} == {"udp"}

@@ -34,19 +34,34 @@ class Transport:
     label: str
     # The phase that ends the transport's own setup, where it has one (None: the handshake is the setup).
     connected_phase: str | None = None
+    # Its packets are datagrams the client pads and the server fills (RFC 9000 §14), not a byte stream cut
+    # into segments under a congestion window: the emulator's record of a connection lists its datagrams
+    # one by one and is read as such (pqbench.measure.quic_wire, not wire.summary's flights), the lower-bound
+    # model counts padded datagrams (analysis.model), and `handshake --json` has a section on them ("quic").
+    datagram: bool = False
+    # Before the client's address is validated, the server sends at most this many times the bytes it has
+    # received (RFC 9000 §8.1), so a large chain waits a round trip; None: no such limit (TCP's initcwnd is
+    # the window instead). The report's transports section sets these cells beside the default transport's.
+    amplification_factor: int | None = None
+
+    @property
+    def is_default(self) -> bool:
+        """The transport a cell without the axis runs over (its row and id hold None)."""
+        return self.name == DEFAULT
 
 
+# RFC 9000 §8.1: before the client's address is validated, a server sends at most this many times the bytes
+# it has received.
+AMPLIFICATION_FACTOR = 3
 TRANSPORTS = {
     "tcp": Transport("tcp", ip_proto="tcp", kernel_tcp=True, setup_round_trips=1, protocols=PROTOCOLS,
                      label="TCP", connected_phase="tcp_connected"),
     # RFC 9000/9001: TLS 1.3 inside QUIC's Initial and Handshake packets; HTTP/3 (RFC 9114) for pages.
     "quic": Transport("quic", ip_proto="udp", kernel_tcp=False, setup_round_trips=0, protocols=("tls",),
-                      label="QUIC"),
+                      label="QUIC", datagram=True, amplification_factor=AMPLIFICATION_FACTOR),
 }
 DEFAULT = "tcp"
-# RFC 9000 §8.1: before the client's address is validated, a server sends at most this many times the bytes
-# it has received; §14.1: a client's Initial datagrams carry at least MIN_INITIAL bytes of UDP payload.
-AMPLIFICATION_FACTOR = 3
+# RFC 9000 §14.1: a client's Initial datagrams carry at least MIN_INITIAL bytes of UDP payload.
 MIN_INITIAL = 1200
 MAX_INITIAL = 1472  # 1500-byte MTU less IPv4 (20) and UDP (8) headers
 

@@ -166,7 +166,7 @@ def cell_bound(cd: CellData, crypto: dict) -> tuple[model.Bound | None, str]:
         flights = dataclasses.replace(flights, response=response)
     costs = _crypto_costs(row.get("kex"), row.get("sig"), crypto)
     bound = model.lower_bound(lk, flights, costs, mode=mode, requests=row.get("requests") or 1,
-                              transport=row.get("transport") or "tcp", initial_size=row.get("initial_size"))
+                              transport=row.get("transport") or None, initial_size=row.get("initial_size"))
     return bound, f"flights from {flights.source} sizes, crypto {costs.source}"
 
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from pqbench import transport as transportmod
+
 IP_TCP_HEADER = 52  # IPv4 20 + TCP 20 + timestamps option 12, on every data segment
 SYN_BYTES = 60  # IPv4 20 + TCP 40 (MSS, SACK-permitted, timestamps, window scale)
 TLS_RECORD = 5  # record header of a plaintext record (ClientHello, ServerHello)
@@ -244,11 +246,13 @@ def _quic_timeline(link: Link, flights: Flights, mode: str, requests: int, clien
 
 
 def lower_bound(link: Link, flights: Flights, crypto: Crypto, mode: str = "handshake", requests: int = 1,
-                verifies: int = 2, transport: str = "tcp", initial_size: int | None = None) -> Bound:
+                verifies: int = 2, transport: str | None = None, initial_size: int | None = None) -> Bound:
     """The lower bound of the cell's metric (handshake_done, or last_byte of page/requests modes).
 
     verifies: signatures the client checks (leaf certificate + CertificateVerify = 2 for a
     root -> leaf chain; one more per intermediate). Resumption signs and verifies nothing.
+    transport: its name in pqbench.transport.TRANSPORTS (None: the default, TCP); a datagram transport
+    (QUIC) runs the datagram timeline.
     """
     if mode not in ("handshake", "resume", "page", "requests"):
         raise ValueError(f"mode {mode!r} is not handshake, resume, page or requests")
@@ -258,7 +262,7 @@ def lower_bound(link: Link, flights: Flights, crypto: Crypto, mode: str = "hands
     crypto_ms = crypto.keygen + client_ms + server_ms
     args = (link, flights, mode, requests, client_ms, server_ms, crypto.keygen)
     timeline = _timeline
-    if transport == "quic":
+    if transportmod.get(transport).datagram:
         args += (initial_size or QUIC_DATAGRAM,)
         timeline = _quic_timeline
     total = timeline(*args)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from pqbench import stats
+from pqbench import transport as transportmod
 from pqbench.algorithms import catalog
 from pqbench.endpoints import DEFAULT_STACK
 from pqbench.analysis.cells import ALG_FIELDS, CONDITION_FIELDS, CellStats
@@ -58,7 +59,7 @@ WITH_AXIS = {"transport": ("quic_retry", "initial_size")}
 
 def value(c: CellStats, axis: str):
     """The cell's value on the axis (a cell from before the transport axis ran over TCP)."""
-    return c.row.get(axis) or "tcp" if axis == "transport" else c.row[axis]
+    return c.row.get(axis) or transportmod.DEFAULT if axis == "transport" else c.row[axis]
 
 
 def _key(c: CellStats, axis: str) -> tuple:
@@ -82,7 +83,8 @@ def paired_differences(cells: list[CellStats], *, resamples: int = 1000, seed: i
             by_name = {value(c, axis): c for c in members}
             if len(by_name) < 2:
                 continue
-            base = by_name["tcp" if axis == "transport" and "tcp" in by_name else baseline_name(list(by_name), kind)]
+            base = by_name[transportmod.DEFAULT if axis == "transport" and transportmod.DEFAULT in by_name
+                           else baseline_name(list(by_name), kind)]
             for name in sorted(by_name):
                 other = by_name[name]
                 if other is base:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pqbench import transport
 from pqbench.analysis import cells as cellstats
 from pqbench.analysis.data import cell_data
 from pqbench.measure.single import HandshakeConfig, measure  # noqa: F401  (HandshakeConfig: with run, the API)
@@ -79,7 +80,7 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
         result["link"] = record["link_counters"]
     if record.get("path"):
         result["path"] = record["path"]  # a target's: TCP-connect times before and after
-    if cfg.transport != "tcp":
+    if transport.get(cfg.transport).datagram:
         result["quic"] = quic_shape(samples)
     elif record.get("cc_client"):
         result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}

@@ -73,7 +73,7 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str, values:
             return f"the {name} {role} has no {label} (it speaks {', '.join(TRANSPORTS[t].label for t in caps.transports)})"
         modes = caps.transport_modes.get(transport, caps.modes)
         if mode not in modes:
-            return f"the {name} {role} has no {mode} mode" + (f" over {label}" if transport != "tcp" else "")
+            return f"the {name} {role} has no {mode} mode" + (f" over {label}" if transport != DEFAULT_TRANSPORT else "")
         for feature in axis.needs(values, role):
             if feature not in caps.features:
                 return f"{name} {role}: {axis.missing(feature, caps)}"

@@ -19,6 +19,7 @@ from typing import Callable, Protocol
 
 from pqbench import axis
 from pqbench.algorithms.certs import Chain
+from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT
 
 # What a server serves unless a cell asks for a page: the 1 kB page that request cells fetch by default.
 # Other pages are written only for the cells that ask for them (a 1000 kB page per handshake filled
@@ -119,7 +120,7 @@ class ClientJob:
         argv += ["--requests", str(self.requests)] if self.mode == "requests" else []
         argv += ["--pause-ms", str(self.pause_ms)] if self.pause_ms else []
         argv += ["--cert-compression", self.cert_compression] if self.cert_compression != "none" else []
-        argv += ["--transport", self.transport] if self.transport != "tcp" else []
+        argv += ["--transport", self.transport] if self.transport != DEFAULT_TRANSPORT else []
         argv += ["--initial-size", str(self.initial_size)] if self.initial_size else []
         argv += axis.client_options(self.axes)
         return argv + (["--pad", str(self.pad)] if self.pad else [])

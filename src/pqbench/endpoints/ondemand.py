@@ -41,6 +41,8 @@ BUILDS = {"rustls": _RUST, "s2n": _RUST, "gotls": _GO_TLS, "gossh": _GO_SSH, "op
 _NGINX_H3 = Build(("nginx-h3",), "nginx 1.26 with HTTP/3 on our OpenSSL (Debian trixie's nginx source)",
                   "about 1 min", "cc", "apt-get install build-essential")
 QUIC_BUILDS = {"openssl": _NGINX_H3}
+# What a stack's servers need over a transport beyond the stack's own build: transport -> stack -> Build.
+TRANSPORT_BUILDS = {"quic": QUIC_BUILDS}
 
 
 def _script() -> Path:
@@ -54,8 +56,9 @@ def _done(step: str) -> bool:
 def _builds(stacks, transports=()) -> list[Build]:
     """What the stacks need, and over QUIC what their QUIC servers need beyond that."""
     out = [BUILDS[n] for n in stacks if n in BUILDS]
-    if "quic" in transports:
-        out += [QUIC_BUILDS[n] for n in stacks if n in QUIC_BUILDS]
+    for t in transports:
+        extra = TRANSPORT_BUILDS.get(t, {})
+        out += [extra[n] for n in stacks if n in extra]
     return list(dict.fromkeys(out))
 
 

@@ -130,9 +130,8 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
         lst.sort(key=lambda f: f["open_ns"])
     joined = 0
     for s in samples:
-        port, start = s.get("local_port"), s.get("start_mono_ns")
-        candidates = by_port.get((transport.of_sample(s).ip_proto, port)) if port is not None and start is not None \
-            else None
+        port, start, over = s.get("local_port"), s.get("start_mono_ns"), transport.of_sample(s)
+        candidates = by_port.get((over.ip_proto, port)) if port is not None and start is not None else None
         if not candidates:
             continue
         t = start + offset_ns
@@ -141,7 +140,7 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
         best = min((j for j in (k - 1, k) if 0 <= j < len(candidates)), key=lambda j: abs(opens[j] - t))
         if abs(opens[best] - t) <= MATCH_WINDOW_NS:
             flow = candidates.pop(best)
-            s["wire"] = quic_summary(flow, s, rtt_ns) if flow.get("proto") == "udp" else \
+            s["wire"] = quic_summary(flow, s, rtt_ns) if over.datagram else \
                 summary(flow, sample_milestone(s, flow) or milestone)
             joined += 1
     return joined

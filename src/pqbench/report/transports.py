@@ -10,7 +10,7 @@ The stall comes from the emulator's datagram record (pqbench.measure.quic_wire);
 
 from __future__ import annotations
 
-from pqbench import stats
+from pqbench import stats, transport
 from pqbench.analysis import model
 from pqbench.analysis.paired import WITH_AXIS
 from pqbench.report.tables import Table, ms, with_ci
@@ -25,8 +25,13 @@ def _key(c) -> tuple:
     return tuple(c.row.get(f) for f in SAME) + (seed,)
 
 
+def _over(c) -> transport.Transport:
+    return transport.get(c.row.get("transport") or None)
+
+
 def _quic(c) -> bool:
-    return c.row.get("transport") == "quic"
+    """A cell over a transport whose server meets an amplification limit (QUIC): one this section is about."""
+    return _over(c).amplification_factor is not None
 
 
 def _setting(c) -> str:
@@ -38,7 +43,8 @@ def table(a) -> Table | None:
     quic = [c for c in a.cells if _quic(c) and c.ok]
     if not quic:
         return None
-    tcp = {_key(c): c for c in a.cells if not _quic(c) and c.ok and not any(c.row.get(k) for k in WITH_AXIS["transport"])}
+    tcp = {_key(c): c for c in a.cells
+           if _over(c).is_default and c.ok and not any(c.row.get(k) for k in WITH_AXIS["transport"])}
     rows = []
     for c in sorted(quic, key=lambda c: (c.row.get("rtt_ms") or 0, c.row.get("loss") or 0,
                                           c.tls.get("certificate_bytes") or 0, c.row.get("sig"), _setting(c))):

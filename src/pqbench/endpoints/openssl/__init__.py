@@ -6,7 +6,7 @@ import functools
 
 from pqbench.algorithms import catalog, openssl_build
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.openssl import nginx, nginx_h3
+from pqbench.endpoints.openssl import nginx, nginx_h3, pqtimer
 from pqbench.endpoints.openssl.nginx import NginxServer
 from pqbench.endpoints.openssl.pqload import Pqload
 from pqbench.endpoints.openssl.pqtimer import Pqtimer
@@ -31,7 +31,7 @@ def capabilities() -> Capabilities:
     # and pqtimer's QUIC client does not resume (no resume modes).
     return Capabilities(stack="openssl", protocol="tls", transports=("tcp", "quic"),
                         modes=("handshake", "page", "requests", "resume", "resume_page", "early"),
-                        transport_modes={"quic": ("handshake", "page", "requests")},
+                        transport_modes={"quic": pqtimer.QUIC_MODES},
                         features=("offer", "cert_compression", "retry"),
                         feature_notes={"initial_size": "OpenSSL 3.5's QUIC client sends 1200-byte datagrams, always"},
                         versions={"openssl": openssl_build.openssl_version(), "nginx": nginx.version(),

@@ -9,6 +9,9 @@ from pathlib import Path
 from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Site
 from pqbench.errors import MissingCapability
 
+# The transports nginx serves (pqbench.transport.TRANSPORTS): TCP ports; nginx-h3 serves QUIC's (nginx_h3.SERVES).
+SERVES = ("tcp",)
+
 
 @dataclasses.dataclass
 class NginxConfig:
@@ -27,7 +30,7 @@ class NginxConfig:
     @property
     def tcp_sites(self) -> list[Site]:
         """The sites this nginx serves; the QUIC ones are nginx-h3's (pqbench.endpoints.openssl.nginx_h3)."""
-        return [s for s in self.sites if s.transport != "quic"]
+        return [s for s in self.sites if s.transport in SERVES]
 
     def first_group(self, site: Site) -> str:
         """The group a readiness handshake with site offers: the first it accepts."""

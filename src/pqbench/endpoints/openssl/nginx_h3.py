@@ -49,8 +49,12 @@ def version() -> str | None:
     return m.group(1) if m else None
 
 
+# The transports nginx-h3 serves (pqbench.transport.TRANSPORTS); nginx itself serves TCP's (nginx_config.SERVES).
+SERVES = ("quic",)
+
+
 def quic_sites(sites: list[Site]) -> list[Site]:
-    return [s for s in sites if s.transport == "quic"]
+    return [s for s in sites if s.transport in SERVES]
 
 
 @dataclasses.dataclass
@@ -60,7 +64,7 @@ class H3Config(NginxConfig):
     def check(self) -> None:
         """Refuses what this server cannot do, naming the site."""
         for s in self.sites:
-            if s.transport != "quic":
+            if s.transport not in SERVES:
                 raise ValueError(f"site {s.port}: transport {s.transport!r} is not served by nginx-h3")
             if s.early_data:
                 raise MissingCapability(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pqbench import paths
+from pqbench import paths, transport
 from pqbench.algorithms import openssl_build
 from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob
@@ -37,6 +37,10 @@ def quic_refusal(job: ClientJob) -> str | None:
     return None
 
 
+# What pqtimer cannot do over a transport that it can over TCP, by transport (pqbench.transport.TRANSPORTS).
+REFUSALS = {"quic": quic_refusal}
+
+
 class Pqtimer:
     name = "pqtimer"
     milestones = TLS_MILESTONES  # QUIC samples name their own (pqbench.sample.QUIC_MILESTONES: the same)
@@ -46,8 +50,10 @@ class Pqtimer:
         b = binary()
         if not b.exists():
             raise MissingCapability(f"{b} is missing", "run `make` in the project root")
-        if job.transport == "quic" and (why := quic_refusal(job)):
-            raise MissingCapability(f"pqtimer over QUIC: {why}", "measure it over TCP or with the quicgo client")
+        refusal = REFUSALS.get(job.transport)
+        if refusal and (why := refusal(job)):
+            raise MissingCapability(f"pqtimer over {transport.get(job.transport).label}: {why}",
+                                    "measure it over TCP or with the quicgo client")
         # An offer is OpenSSL's groups list with its key shares marked (pqbench.endpoints.offer)
         groups = [parse_offer(job.offer).openssl()] if job.offer else job.groups
         return [str(b), *job.tls_client_options(groups, count, worker, claims)]

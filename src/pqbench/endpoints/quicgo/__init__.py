@@ -53,8 +53,8 @@ def capabilities() -> Capabilities:
     caps = build.capabilities() or {}
     versions = gostack.versions(caps, build.provenance(), **{"quic-go": caps.get("quic_go")})
     modes = tuple(caps.get("modes", client.MODES))
-    return Capabilities(stack="quicgo", protocol="tls", transports=("quic",), modes=modes,
-                        transport_modes={"quic": modes}, versions=versions, unsupported=unsupported,
+    return Capabilities(stack="quicgo", protocol="tls", transports=client.SPEAKS, modes=modes,
+                        transport_modes={t: modes for t in client.SPEAKS}, versions=versions, unsupported=unsupported,
                         features=("retry", "initial_size"), initial_sizes=(transport.MIN_INITIAL, client.MAX_INITIAL),
                         feature_notes={"offer": "crypto/tls chooses its key shares from its curve preferences",
                                        "cert_compression": "crypto/tls has no certificate compression"})

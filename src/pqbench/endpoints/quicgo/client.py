@@ -11,6 +11,8 @@ from pqbench.endpoints.quicgo import build
 from pqbench.errors import MissingCapability
 from pqbench.sample import QUIC_MILESTONES
 
+# The transports the quicgo client and server speak (its capabilities say so; pqbench.transport.TRANSPORTS).
+SPEAKS = ("quic",)
 # quic-go's largest packet (its packet buffer): it would silently clamp a larger Initial size.
 MAX_INITIAL = 1452
 # The quicgo client's modes (the stack's capabilities say so too unless the binary names others).
@@ -26,7 +28,7 @@ class QuicGoClient:
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a single probe)."""
         b = build.require()
-        if job.transport != "quic":
+        if job.transport not in SPEAKS:
             raise MissingCapability(f"the quicgo client speaks only QUIC, not {job.transport}", "use transport = quic")
         if job.mode not in MODES:
             raise MissingCapability(f"the quicgo client has no {job.mode} mode", "use handshake or page")

@@ -14,7 +14,7 @@ from pathlib import Path
 from pqbench.endpoints import gostack
 from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group
 from pqbench.endpoints.quicgo import build
-from pqbench.endpoints.quicgo.client import ENV, QuicGoClient
+from pqbench.endpoints.quicgo.client import ENV, SPEAKS, QuicGoClient
 from pqbench.endpoints.ready import Starting
 from pqbench.errors import MeasurementFailed
 
@@ -46,7 +46,7 @@ class QuicGoServer:
         self.serving, self.addr = serving, place.addr
         run_dir = Path(serving.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        tcp = [s.port for s in serving.sites if s.transport != "quic"]
+        tcp = [s.port for s in serving.sites if s.transport not in SPEAKS]
         if tcp:
             raise MeasurementFailed(f"the quicgo server serves only QUIC sites, not TCP ports {tcp}")
         # Only the run's groups this build has (a cell with another one is skipped before it gets here).
