@@ -8,7 +8,7 @@ from pqbench import axis, store
 from pqbench.endpoints.base import ClientJob
 from pqbench.errors import BadInput
 from pqbench.experiment import axes as registry, cells as cellmod, spec as specmod
-from pqbench.measure import runner
+from pqbench.measure import session
 from pqbench.store import schema
 
 BASE = """
@@ -103,7 +103,7 @@ def test_a_toy_axis_reaches_every_hub_from_its_record_alone(toy, tmp_path):
     con = store.connect(tmp_path / "toy.duckdb")  # the store: a column of its own, added by the runner's call
     assert store.add_cell_columns(con, axis.columns()) == ["toy_knob"]
     store.create_run(con, "r", name="toy")
-    store.save_cell(con, "r", runner.record(cell, 0, {"status": "skipped", "reason": "test"}))
+    store.save_cell(con, "r", session.record(cell, 0, {"status": "skipped", "reason": "test"}))
     assert [r["toy_knob"] for r in store.cell_rows(con, "r")] == [7]
     con.close()
 
@@ -111,7 +111,7 @@ def test_a_toy_axis_reaches_every_hub_from_its_record_alone(toy, tmp_path):
     assert cellmod.unavailable_reason(cell) == "openssl client: no toy knob"
 
     # the server's site and the client's arguments
-    site_of, _ = runner.servers(spec, cells, tmp_path, {("tls", "ecdsap256"): None})
+    site_of, _ = session.servers(spec, cells, tmp_path, {("tls", "ecdsap256"): None})
     other = next(c for c in cells if c.toy_knob == 2)
     assert site_of(cell).options == {"toy_knob": 7} and site_of(cell).port != site_of(other).port
     job = ClientJob(host="10.0.0.2", port=4433, groups=["X25519"], cafile=None, servername="x",

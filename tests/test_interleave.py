@@ -208,3 +208,17 @@ def test_ctrl_c_inside_the_futures_locks_ends_the_schedule():
     except subprocess.TimeoutExpired:
         pytest.fail("run_interleaved deadlocked after Ctrl-C (no end within 30 s)")
     assert cp.stdout.strip() == "interrupted [1] [] []", cp.stdout + cp.stderr
+
+
+def test_the_gate_lets_a_cell_start_beside_others_only_in_their_long_tails():
+    """What the local schedule and a cluster node's slots ask before a cell starts beside others."""
+    from pqbench.measure.schedule import TailGate
+    gate, first, second = TailGate(), threading.Event(), threading.Event()
+    assert gate.try_enter("a", first)  # nothing in progress
+    assert not gate.try_enter("b", second)  # a is in its body
+    first.set()
+    assert not gate.try_enter("b", second)  # a's tail has only begun
+    time.sleep(TAIL_GRACE_S + 0.05)
+    assert gate.try_enter("b", second) and not gate.may_start()  # b in its body now holds the next back
+    gate.leave("b")
+    assert gate.may_start()

@@ -206,12 +206,12 @@ def test_a_server_stack_without_the_algorithm_skips_the_load_cell_with_the_reaso
 
 def test_each_server_serves_only_the_credentials_of_its_runnable_cells(built_stack, tmp_path):
     """sshd cannot load an ML-DSA host key: its cells are skipped, and it must not be handed the key."""
-    from pqbench.measure import runner
+    from pqbench.measure import session
     s = _spec(tmp_path, 'kind = "load"\nprotocol = "ssh"\n[axes]\nkex = ["X25519"]\nsig = ["ed25519", "mldsa44"]\n'
                         'server = ["openssh", "gossh"]\n')
     runnable = [c for c in cellmod.expand(s) if cellmod.unavailable_reason(c, s) is None]
     assert {(c.server, c.sig) for c in runnable} == {("openssh", "ssh-ed25519"), ("gossh", "ssh-ed25519"),
                                                       ("gossh", "ssh-mldsa-44")}
-    _, servings = runner.servers(s, runnable, tmp_path / "run", runner.make_credentials(runnable, tmp_path / "run"))
+    _, servings = session.servers(s, runnable, tmp_path / "run", session.make_credentials(runnable, tmp_path / "run"))
     served = {srv: sorted(site.chain.sig for site in serving.sites) for srv, serving in servings(0).items()}
     assert served == {"openssh": ["ssh-ed25519"], "gossh": ["ssh-ed25519", "ssh-mldsa-44"]}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pqbench import store
+from pqbench import paths, store
 from pqbench.experiment import cells as cellmod
 from pqbench.measure import runner
 from pqbench.experiment import spec as specmod
@@ -74,17 +74,26 @@ def run_segments(db) -> list[dict]:
         con.close()
 
 
+def run_id(db) -> str:
+    con = store.connect(db, read_only=True)
+    try:
+        return con.execute("SELECT run_id FROM runs").fetchone()[0]
+    finally:
+        con.close()
+
+
 def run_testbeds(db) -> list[str]:
     """The names of the testbeds (lanes) of the run's latest start."""
     return run_segments(db)[-1]["testbeds"]
 
 
-def leftovers(names: list[str]):
-    """Namespaces and live processes of the run's testbeds still there (other runs on the machine aside).
-    A zombie is not one: it is dead, holds nothing, and waits only for PID 1 (here a slow reaper) to
-    collect it after its killed parent."""
+def leftovers(names: list[str], db=None):
+    """Namespaces and live processes of the run's testbeds still there (other runs on the machine aside: its
+    emulators name its testbeds, its servers and clients its run folder). A zombie is not one: it is dead,
+    holds nothing, and waits only for PID 1 (here a slow reaper) to collect it after its killed parent."""
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    procs = subprocess.run(["pgrep", "-f", "|".join(names + ["pqtimer"])], capture_output=True, text=True).stdout
+    mine = names + ([str(paths.BUILD / "runs" / run_id(db))] if db else [])
+    procs = subprocess.run(["pgrep", "-f", "|".join(mine)], capture_output=True, text=True).stdout
     return [line.split()[0] for line in ns.splitlines() if line.startswith(tuple(names))], \
         [pid for pid in procs.split() if not _zombie(pid)]
 
@@ -120,7 +129,7 @@ def test_killed_run_resumes_without_duplicates_or_gaps(built_stack, tmp_path):
                    capture_output=True, timeout=60)
     first = run_testbeds(db)
     assert len(first) == 4  # default lanes
-    assert leftovers(first) == ([], [])
+    assert leftovers(first, db) == ([], [])
     cells, per_cell, runs = db_state(db)
     assert 2 <= len(cells) < len(expected)
     assert all(per_cell[c] == 8 for c, _ in cells)
@@ -146,7 +155,7 @@ def test_ctrl_c_keeps_finished_cells_and_cleans_up(built_stack, tmp_path):
     proc.send_signal(signal.SIGINT)
     ended_within(proc, 120)
     assert proc.returncode != 0
-    assert leftovers(run_testbeds(db)) == ([], [])  # the run tore every testbed down itself
+    assert leftovers(run_testbeds(db), db) == ([], [])  # the run tore every testbed down itself
     cells, per_cell, runs = db_state(db)
     assert runs[0][1] == "interrupted"
     assert cells and all(per_cell[c] == 8 for c, _ in cells)

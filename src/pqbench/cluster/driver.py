@@ -19,7 +19,7 @@ from pqbench import paths, store
 from pqbench.cluster import node as nodemod
 from pqbench.cluster.security import engine
 from pqbench.errors import BadInput, MissingCapability
-from pqbench.measure import identity, provenance, runner
+from pqbench.measure import identity, provenance, runner, session
 
 CONNECT_TIMEOUT_S = 30
 CLOSE_TIMEOUT_S = 600  # the end's crypto rounds and calibration, after the last cell finished
@@ -77,7 +77,7 @@ class Cluster:
     def _context(self, run_id: str, spec, todo: list, keep_files: bool) -> nodemod.RunContext:
         run_dir = paths.BUILD / "runs" / run_id / "driver"
         cells = [c for _, c in todo]
-        chains = runner.make_credentials(cells, run_dir)
+        chains = session.make_credentials(cells, run_dir)
         stacks = sorted({n for c in cells for n in (c.server, c.client)})
         return nodemod.RunContext(run_id, spec, list(todo), chains, nodemod.pack_files(chains, run_dir), str(run_dir),
                                   provenance.of_node(stacks), stacks, keep_files, identity.new_segment())

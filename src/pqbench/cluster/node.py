@@ -2,9 +2,11 @@
 sends it.
 
 A run opens on a node with its first task there: the node checks that its versions are the driver's,
-reaps testbeds of dead processes, writes the run's credentials (the driver's very files), opens one lane
-(rig) per slot, and measures the emulator's floor and the crypto rounds of the run's algorithms; the first
-task's result carries that start report to the driver. Each cell then takes a free lane. Closing the run
+reaps testbeds of dead processes, writes the run's credentials (the driver's very files), opens a session
+(pqbench.measure.session: one lane per slot), and measures the emulator's floor and the crypto rounds of the
+run's algorithms; the first task's result carries that start report to the driver. Each cell then takes a
+free lane once the cells in progress on the node are in their tails (schedule.TailGate, as on a local run:
+the slots share one CPU budget and overlap only in their tails). Closing the run
 measures the floor and the crypto again, tears the lanes down and reaps again (a node killed mid-cell
 leaves its testbeds to the others' reaper).
 
@@ -30,8 +32,11 @@ from distributed import WorkerPlugin, get_worker
 from pqbench import paths
 from pqbench.endpoints import ondemand
 from pqbench.experiment.spec import Spec
-from pqbench.measure import identity, provenance, runner
+from pqbench.measure import identity, provenance
+from pqbench.measure.concurrency import LOOK_S
 from pqbench.measure.sampler import Cancelled
+from pqbench.measure.schedule import TailGate
+from pqbench.measure.session import Session
 from pqbench.testbed import LinkSpec, registry
 
 PLUGIN_NAME = "pqbench-node"
@@ -153,13 +158,10 @@ class OpenRun:
     ctx: RunContext
     segment: str
     directory: Path
-    opened: contextlib.ExitStack
-    lanes: list
+    session: Session  # its servers and lanes (one per slot), open
     free: queue.Queue
-    sites: object  # cell -> Site
-    algs: list
     start: dict | None  # the start report, until a task delivers it
-    budget: object = dataclasses.field(default_factory=lambda: runner.concurrency.Budget())
+    gate: TailGate = dataclasses.field(default_factory=TailGate)  # cells start beside others only in their tails
     stop: threading.Event = dataclasses.field(default_factory=threading.Event)
     measured: int = 0
 
@@ -198,24 +200,19 @@ class NodeState:
         directory = paths.BUILD / "runs" / ctx.run_id / f"node-{segment}"
         unpack_files(ctx.files, directory)
         chains = relocate(ctx.chains, Path(ctx.driver_dir), directory)
-        sites, servings = runner.servers(ctx.spec, [c for _, c in ctx.cells], directory, chains)
-        opened = contextlib.ExitStack()
-        try:
-            lanes = runner.open_lanes(opened, ctx.spec, ctx.cells, servings, directory, self.slots)
-            tb = lanes[0].rig.tb
-            calibration = runner.calibrate_floor(tb, ctx.spec)
-            algs = runner.crypto_algorithms([n for _, c in ctx.cells for n in (c.kex, c.sig)])
-            crypto = runner.crypto_rounds(algs)
-        except BaseException:
-            opened.close()
-            raise
+        session = Session(ctx.spec, [c for _, c in ctx.cells], directory, lanes=self.slots, chains=chains)
+        with contextlib.ExitStack() as opening:
+            opening.enter_context(session)
+            calibration, crypto = session.calibrate(), session.crypto()
+            opening.pop_all()  # open: closed by close()
         free: queue.Queue = queue.Queue()
-        for lane in lanes:
+        for lane in session.lanes:
             free.put(lane)
         start = {"node": self.node, "segment": segment, "calibration_start": calibration, "crypto": crypto,
                  "provenance": {**mine, "slots": self.slots, "engine_idle_cpu": self.idle.fraction(),
-                                "backend": tb.backend_name, "testbeds": [lane.rig.tb.info()["name"] for lane in lanes]}}
-        return OpenRun(ctx, segment, directory, opened, lanes, free, sites, algs, start)
+                                "backend": session.path.backend_name,
+                                "testbeds": [lane.rig.tb.info()["name"] for lane in session.lanes]}}
+        return OpenRun(ctx, segment, directory, session, free, start)
 
     def measure(self, ctx: RunContext, pos: int, cell) -> dict:
         self.idle.enter()
@@ -223,12 +220,17 @@ class NodeState:
             start = self.open(ctx)
             run = self.runs[ctx.attempt]
             lane = run.free.get()
+            tail = threading.Event()
             try:
+                # as on a local run: a cell starts beside others only once each is in its tail
+                while not run.gate.try_enter(lane.index, tail):
+                    if run.stop.wait(LOOK_S):
+                        break
                 if run.stop.is_set():
                     raise Cancelled("the run was stopped")
-                record, samples, why = runner.measure_on_lane(ctx.spec, lane, pos, cell, run.sites(cell), run.budget,
-                                                              threading.Event(), run.stop)
+                record, samples, why = run.session.measure(lane, pos, cell, tail, run.stop)
             finally:
+                run.gate.leave(lane.index)
                 run.free.put(lane)
             run.measured += 1
             return {"node": self.node, "segment": run.segment, "record": record, "samples": samples, "why": why,
@@ -244,14 +246,14 @@ class NodeState:
             return None
         report = {"node": self.node, "segment": run.segment, "cells": run.measured}
         try:
-            lanes = [run.free.get(timeout=CLOSE_WAIT_S) for _ in run.lanes]  # a cell still running hands its back
+            for _ in run.session.lanes:  # a cell still running hands its lane back
+                run.free.get(timeout=CLOSE_WAIT_S)
             if measure_end:
-                tb = lanes[0].rig.tb
-                tb.reconfigure(LinkSpec())
-                report.update(calibration_end=runner.calibrate_floor(tb, run.ctx.spec),
-                              crypto=runner.crypto_rounds(run.algs), engine_idle_cpu=self.idle.fraction())
+                run.session.path.reconfigure(LinkSpec())
+                report.update(calibration_end=run.session.calibrate(), crypto=run.session.crypto(),
+                              engine_idle_cpu=self.idle.fraction())
         finally:
-            run.opened.close()
+            run.session.__exit__(None, None, None)
             if not run.ctx.keep_files:
                 shutil.rmtree(run.directory, ignore_errors=True)
             registry.reap_stale()

@@ -11,50 +11,23 @@ loses at most the cells in progress, and `--resume` continues with the cells not
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import datetime
 import hashlib
 import shutil
 from pathlib import Path
 
-from pqbench import axis, paths, stats, store, units
-from pqbench.algorithms import catalog, microbench
-from pqbench.measure import concurrency
+from pqbench import axis, paths, stats, store
 from pqbench.endpoints import ondemand
-from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
-from pqbench.endpoints.offer import parse_offer
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment import shard as shardmod
 from pqbench.experiment.spec import Spec
-from pqbench.measure import cell as cellmeasure
 from pqbench.measure import identity, provenance
 from pqbench.measure.progress import Progress
-from pqbench.measure.rig import Rig, credentials
-from pqbench.measure.schedule import run_interleaved
-from pqbench.endpoints.remote import UNKNOWN_SIG
-from pqbench.testbed.realpath import RealPath
-from pqbench.remote.target import pause_ms
-from pqbench.measure.capacity import measure_cell as measure_load
-from pqbench.testbed import LinkSpec, cross
-from pqbench.testbed.calibrate import measure_floor
+from pqbench.measure.session import CRYPTO_ROUNDS, Session, record
+from pqbench.testbed import LinkSpec
 
-# Crypto microbenchmarks at the start and end of each segment: rounds seconds apart, each
-# algorithm CRYPTO_SECONDS per round (a third per operation).
-CRYPTO_ROUNDS = 3
-CRYPTO_SECONDS = 0.3
 FLOOR_DRIFT_MS = 0.1  # floor changes larger than this and 20 % are reported
-FIRST_PORT = 4433
-DEFAULT_MAX_BIAS = 0.02  # the detector's margin for fixed-parallel specs
-
-
-@dataclasses.dataclass
-class Lane:
-    """A rig that measures one cell at a time."""
-    index: int
-    rig: Rig
-    scratch: Path
 
 
 def find_resumable(con, spec: Spec, run: str | None) -> str:
@@ -178,187 +151,45 @@ def save_measured(con, run_id: str, cell: cellmod.Cell, record: dict, samples: l
                                      f"{f', {late} late' if late else ''} ({why})")
 
 
-def open_lanes(opened: contextlib.ExitStack, spec: Spec, todo: list, servings, run_dir: Path, count: int) -> list:
-    """count lanes (rigs) for the cells to measure, each with its scratch folder under run_dir."""
-    first = todo[0][1]
-    clients = sorted({c.client for _, c in todo})
-    lanes = []
-    for k in range(min(count, len(todo))):
-        path = RealPath(netns={"client": spec.netns} if spec.netns else None) if spec.targets else None
-        rig = opened.enter_context(Rig.pairs(servings(k), clients, first.link_spec(spec.seed), first.tcp(),
-                                             backend=spec.backend, index=k, path=path))
-        scratch = run_dir / f"lane-{k}"
-        scratch.mkdir(parents=True, exist_ok=True)
-        lanes.append(Lane(k, rig, scratch))
-    return lanes
-
-
-def measure_on_lane(spec: Spec, lane: Lane, pos: int, cell: cellmod.Cell, site: Site, budget, tail, stop):
-    """One cell on one lane: (record, samples, why); competing flows (the cross axis) run through it."""
-    flows = cross.parse("cross", cell.scenario.cross) if cell.scenario.cross else None
-    if flows:
-        lane.rig.tb.reconfigure(cell.link_spec(spec.seed))  # the flows meet the cell's link from their start
-    with cross.running(lane.rig.tb, flows) as moved:
-        record_, samples, why = _measure_on_lane(spec, lane, pos, cell, site, budget, tail, stop)
-    if flows:
-        record_["cross_traffic"] = moved
-    return record_, samples, why
-
-
-def _measure_on_lane(spec: Spec, lane: Lane, pos: int, cell: cellmod.Cell, site: Site, budget, tail, stop):
-    plan = _plan(cell, spec, lane.rig, site)
-    if cell.kind == "load":
-        result, why = measure_load(lane.rig, spec.load, plan.link, plan.tcp, plan.job, cell.server, cell.client,
-                                   stop=stop)
-        return record(cell, pos, result), [], why
-    control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
-                                 max_bias=spec.max_bias, maximum=spec.parallel,
-                                 rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
-                                 budget=budget, transport=cell.transport)
-    result, samples, why = cellmeasure.measure(lane.rig, plan, control, lane.scratch, tail=tail, stop=stop)
-    result["concurrency"] = {**result["concurrency"], "lane": lane.index}
-    return record(cell, pos, result), samples, why
-
-
 def _measure_all(con, run_id: str, spec: Spec, todo: list, progress, prov: dict, keep_files: bool,
                  here: Here, run_dir: Path) -> str:
-    """Measures the cells over this machine's lanes (their files under run_dir); the run's final status."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    algs = crypto_algorithms([n for _, c in todo for n in (c.kex, c.sig)])
-    save_crypto(con, run_id, here, progress, algs, "start")
-    sites, servings = servers(spec, [c for _, c in todo], run_dir, make_credentials([c for _, c in todo], run_dir))
-    budget = concurrency.Budget()
-    with contextlib.ExitStack() as opened:
-        lanes = open_lanes(opened, spec, todo, servings, run_dir, spec.lanes)
-        tb = lanes[0].rig.tb
+    """Measures the cells in a session on this machine's lanes (their files under run_dir); the run's status."""
+    session = Session(spec, [c for _, c in todo], run_dir, lanes=spec.lanes)
+    save_crypto(con, run_id, here, progress, session, "start")
+    with session:
+        tb = session.path
         store.update_run(con, run_id, provenance={
             **prov, "backend": tb.backend_name, "testbed": tb.info(),
-            "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in lanes])})
-        calib_start = calibrate_floor(tb, spec)
+            "segments": provenance.segments(con, run_id, [lane.rig.tb.info()["name"] for lane in session.lanes])})
+        calib_start = session.calibrate()
         store.update_run(con, run_id, calibration_start=calib_start)
         store.update_node(con, run_id, here.segment, calibration_start=calib_start)
-        progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; {len(lanes)} testbed(s)"
-                     if calib_start else f"{len(spec.targets)} target(s) over the host's network: each cell measures "
-                                         "its path (TCP connect) before and after")
-
-        def measure(lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
-            return measure_on_lane(spec, lane, pos, cell, sites(cell), budget, tail, stop)
+        progress.say(f"emulator floor (TCP connect at 0 ms): p50 {calib_start['p50_ms']:.3f} ms; "
+                     f"{len(session.lanes)} testbed(s)" if calib_start else
+                     f"{len(spec.targets)} target(s) over the host's network: each cell measures its path (TCP "
+                     "connect) before and after")
 
         def save(cell, record, samples, why):
             save_measured(con, run_id, cell, record, samples, why, progress, here.node)
 
-        run_interleaved(lanes, todo, measure, save)
+        session.run(todo, save)
         tb.reconfigure(LinkSpec())
-        calib_end = calibrate_floor(tb, spec)
+        calib_end = session.calibrate()
         warnings = floor_drift_warnings(calib_start or {}, calib_end or {})
         for w in warnings:
             progress.say(f"warning: {w}")
         store.update_run(con, run_id, calibration_end=calib_end, warnings=warnings)
         store.update_node(con, run_id, here.segment, calibration_end=calib_end)
-        save_crypto(con, run_id, here, progress, algs, "end")
+        save_crypto(con, run_id, here, progress, session, "end")
     if not keep_files:
         shutil.rmtree(run_dir, ignore_errors=True)  # the results are in the store
     return "done"
 
 
-def make_credentials(cells: list[cellmod.Cell], run_dir: Path) -> dict:
-    """(protocol, sig) -> what the servers prove themselves with, made once per run under run_dir (a
-    cluster's driver ships these very files to its nodes). None for targets: they bring their own."""
-    return {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s)
-            for p, s in sorted({(c.protocol, c.sig) for c in cells if not c.target})}
-
-
-def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
-    """(site_of(cell), servings(lane)): where each cell's server answers, and what each lane's servers
-    serve. Servers pqbench starts serve a port per credentials (certificate chain, SSH host keys) with
-    every key exchange of the run; a target is one site that is already there."""
-    if spec.targets:
-        targets = {t.name: t for t in spec.targets}
-        by_server = {srv: [targets[n].site() for n in dict.fromkeys(c.target for c in cells if c.server == srv)]
-                     for srv in {c.server for c in cells}}
-        return (lambda cell: targets[cell.target].site(),
-                lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, sites, [], {}, 0)
-                           for srv, sites in by_server.items()})
-    servers = sorted({c.server for c in cells})
-    # each server serves the credentials of its own cells only: one it cannot load (an ML-DSA host key in
-    # sshd) would stop it from starting, and its cells were skipped with the reason already; a port per
-    # chain and per way of serving it (preference order, compressed, accepting 0-RTT) its cells ask for
-    serves = {srv: sorted({_site_key(c) for c in cells if c.server == srv}, key=str) for srv in servers}
-    ports = {(srv, key): FIRST_PORT + i for i, (srv, key) in
-             enumerate((srv, key) for srv in servers for key in serves[srv])}
-
-    def site(srv: str, key: tuple) -> Site:
-        protocol, sig, early, *axes = key
-        return Site(ports[srv, key], chains[protocol, sig], early_data=early, **axis.site_fields(tuple(axes)))
-
-    pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
-    groups = {srv: list(dict.fromkeys(g for c in cells if c.server == srv for g in _groups(c))) for srv in servers}
-    return (lambda cell: site(cell.server, _site_key(cell)),
-            lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, [site(srv, key) for key in serves[srv]],
-                                    groups[srv], pages, spec.workers) for srv in servers})
-
-
-def _site_key(c: cellmod.Cell) -> tuple:
-    """What a cell asks of the port it connects to: (protocol, sig, 0-RTT, and the values of the registered
-    axes that make a port of their own: server groups, compression, transport, QUIC Retry …)."""
-    return (c.protocol, c.sig, c.mode == "early", *axis.site_key(c.values()))
-
-
-def _groups(c: cellmod.Cell) -> list[str]:
-    """The groups a cell's server must accept: its key exchange and every group its client's offer lists."""
-    return [c.kex, *(parse_offer(c.offer).groups if c.offer else ())]
-
-
-def _plan(cell: cellmod.Cell, spec: Spec, rig: Rig, site: Site) -> cellmeasure.Plan:
-    job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
-                  requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms,
-                  pause_ms=pause_ms(spec.rate) if cell.target else 0, **axis.job_fields(cell.values()))
-    return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
-                            spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
-                            client=cell.client, server=cell.server)
-
-
-def crypto_algorithms(names: list[str]) -> list:
-    """The catalog algorithms behind a run's names that this build can benchmark (not SSH's own
-    groups, not a size-only host key's stand-in: its cells never compute that algorithm)."""
-    algs = {}
-    for name in dict.fromkeys(names):
-        if catalog.is_size_only(name) or name == UNKNOWN_SIG:  # a target's chain: its algorithm is the server's
-            continue
-        alg = catalog.find(name)
-        if catalog.availability(alg).available:
-            algs.setdefault(alg.name, alg)
-    return sorted(algs.values(), key=lambda a: (a.kind, a.name))
-
-
-def record(cell: cellmod.Cell, position: int, fields: dict) -> dict:
-    return {"cell_id": cell.cell_id, "position": position, **cell.params(), **fields}
-
-
-def crypto_rounds(algs: list) -> list:
-    """The crypto microbenchmark rounds of one start or end of a segment (input of the lower-bound model)."""
-    return microbench.rounds(algs, CRYPTO_ROUNDS, CRYPTO_SECONDS)
-
-
-def save_crypto(con, run_id: str, here: Here, progress, algs: list, when: str) -> None:
-    progress.say(f"crypto microbenchmarks of {len(algs)} algorithms at the {when}, {CRYPTO_ROUNDS} rounds "
+def save_crypto(con, run_id: str, here: Here, progress, session: Session, when: str) -> None:
+    progress.say(f"crypto microbenchmarks of {len(session.algs)} algorithms at the {when}, {CRYPTO_ROUNDS} rounds "
                  "(input of the lower-bound model)")
-    store.save_crypto(con, run_id, crypto_rounds(algs), node=here.node, segment=here.segment)
-
-
-def calibrate_floor(tb, spec: Spec) -> dict | None:
-    """TCP-connect RTT through the link configured to 0 ms: the emulator's floor. None on a real path:
-    no emulator, and each cell measures its path instead."""
-    if not tb.emulated:
-        return None
-    saved = tb.spec
-    tb.reconfigure(LinkSpec())
-    try:
-        floor = measure_floor(tb, spec.calibration_samples)
-    finally:
-        tb.reconfigure(saved)
-    return {**{f"{k}_ms": floor.get(k) for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean")},
-            "n": floor.get("n"), "when": datetime.datetime.now().isoformat(timespec="seconds")}
+    store.save_crypto(con, run_id, session.crypto(), node=here.node, segment=here.segment)
 
 
 def floor_drift_warnings(start: dict, end: dict) -> list[str]:

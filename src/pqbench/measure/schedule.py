@@ -19,6 +19,46 @@ from pqbench.measure.sampler import Cancelled
 TAIL_GRACE_S = 1.0
 
 
+class TailGate:
+    """Which cells are in progress, and whether another may start beside them: only once each of them has
+    been in its tail (its `tail` event set) for TAIL_GRACE_S. The local schedule below and a cluster node's
+    slots (pqbench.cluster.node) ask the same gate. Thread-safe."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._running: dict = {}  # key -> [tail event, when its tail was first seen]
+
+    def _open(self) -> bool:
+        now = time.monotonic()
+        for entry in self._running.values():
+            if not entry[0].is_set():
+                return False
+            entry[1] = entry[1] or now
+            if now - entry[1] < TAIL_GRACE_S:
+                return False
+        return True
+
+    def may_start(self) -> bool:
+        with self._lock:
+            return self._open()
+
+    def enter(self, key, tail: threading.Event) -> None:
+        with self._lock:
+            self._running[key] = [tail, None]
+
+    def try_enter(self, key, tail: threading.Event) -> bool:
+        """Enters if a cell may start now (checked and entered at once, for callers in several threads)."""
+        with self._lock:
+            if not self._open():
+                return False
+            self._running[key] = [tail, None]
+            return True
+
+    def leave(self, key) -> None:
+        with self._lock:
+            self._running.pop(key, None)
+
+
 def run_interleaved(lanes: list, todo: list, measure, save) -> None:
     """Measures the cells in their order, one per lane, and saves each as it finishes.
 
@@ -32,15 +72,8 @@ def run_interleaved(lanes: list, todo: list, measure, save) -> None:
     measure(lane, pos, cell, tail, stop) -> (record, samples, why); save(cell, record, samples, why)."""
     pending = collections.deque(todo)
     free = list(lanes)
-    running: dict = {}  # future -> (lane, cell, tail event)
-    tail_since: dict = {}  # future -> when its tail was first seen
-
-    def in_long_tail(future, tail) -> bool:
-        if not tail.is_set():
-            return False
-        since = tail_since.setdefault(future, time.monotonic())
-        return time.monotonic() - since >= TAIL_GRACE_S
-
+    running: dict = {}  # future -> (lane, cell)
+    gate = TailGate()
     stop = threading.Event()
     error: BaseException | None = None
     pool = concurrent.futures.ThreadPoolExecutor(len(lanes), thread_name_prefix="lane")
@@ -49,18 +82,19 @@ def run_interleaved(lanes: list, todo: list, measure, save) -> None:
             while (pending and error is None and not interrupt.arrived) or running:
                 if interrupt.arrived:
                     stop.set()  # the cells in progress end as Cancelled; what finished meanwhile is saved
-                if pending and error is None and not interrupt.arrived and free and \
-                        all(in_long_tail(f, tail) for f, (_, _, tail) in running.items()):
+                if pending and error is None and not interrupt.arrived and free and gate.may_start():
                     pos, cell = pending.popleft()
                     free.sort(key=lanes.index)
                     lane, tail = free.pop(0), threading.Event()
-                    running[pool.submit(measure, lane, pos, cell, tail, stop)] = (lane, cell, tail)
+                    future = pool.submit(measure, lane, pos, cell, tail, stop)
+                    running[future] = (lane, cell)
+                    gate.enter(future, tail)
                     continue
                 finished, _ = concurrent.futures.wait(running, timeout=concurrency.LOOK_S,
                                                       return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in finished:
-                    lane, cell, _ = running.pop(future)
-                    tail_since.pop(future, None)
+                    lane, cell = running.pop(future)
+                    gate.leave(future)
                     free.append(lane)
                     failure = future.exception()
                     if failure is None:

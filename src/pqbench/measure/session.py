@@ -1,0 +1,240 @@
+"""A session: one machine's part of a run, from its servers to its last cell. The local runner (`pqbench run`) and
+a cluster's node both drive one; `pqbench serve` is the server half of the same thing.
+
+    with Session(spec, cells, run_dir, lanes=4) as session:     # servers and lanes (rigs) come up
+        start = session.calibrate(), session.crypto()           # the emulator's floor; crypto rounds
+        session.run(todo, save)                                 # each cell measured, saved as it ends
+        end = session.calibrate(), session.crypto()             # the same at the end
+                                                                # leaving: every lane and server goes
+
+A cell's kind picks its measurement from one table (MEASURES): handshake samples (measure.cell) or a server's
+capacity (measure.capacity). Servers pqbench starts serve a port per certificate chain (SSH: host key set) and
+per way of serving it that the cells ask for (pqbench.axis: Site fields), with every key exchange of the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+from pathlib import Path
+
+from pqbench import axis, units
+from pqbench.algorithms import catalog, microbench
+from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
+from pqbench.endpoints.offer import parse_offer
+from pqbench.endpoints.remote import UNKNOWN_SIG
+from pqbench.experiment import cells as cellmod
+from pqbench.experiment.spec import Spec
+from pqbench.measure import cell as cellmeasure
+from pqbench.measure import concurrency
+from pqbench.measure.capacity import measure_cell as measure_capacity
+from pqbench.measure.rig import Rig, credentials
+from pqbench.measure.schedule import run_interleaved
+from pqbench.remote.target import pause_ms
+from pqbench.testbed import LinkSpec, cross
+from pqbench.testbed.calibrate import measure_floor
+from pqbench.testbed.realpath import RealPath
+
+# Crypto microbenchmarks at the start and end of each segment: rounds seconds apart, each
+# algorithm CRYPTO_SECONDS per round (a third per operation).
+CRYPTO_ROUNDS = 3
+CRYPTO_SECONDS = 0.3
+FIRST_PORT = 4433
+DEFAULT_MAX_BIAS = 0.02  # the detector's margin for fixed-parallel specs
+
+
+@dataclasses.dataclass
+class Lane:
+    """A rig that measures one cell at a time."""
+    index: int
+    rig: Rig
+    scratch: Path
+
+
+class Session:
+    """Servers and lanes for a set of cells on this machine, and what is measured with them."""
+
+    def __init__(self, spec: Spec, cells: list[cellmod.Cell], run_dir: Path, *, lanes: int,
+                 chains: dict | None = None):
+        """cells: those this session may measure (their servers serve them all); chains: the credentials
+        ((protocol, sig) -> chain) when made elsewhere (a cluster's driver ships its own), else made here."""
+        self.spec, self.cells, self.run_dir, self.count = spec, list(cells), Path(run_dir), lanes
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.chains = chains if chains is not None else make_credentials(self.cells, self.run_dir)
+        self.site_of, self._servings = servers(spec, self.cells, self.run_dir, self.chains)
+        self.algs = crypto_algorithms([n for c in self.cells for n in (c.kex, c.sig)])
+        self.budget = concurrency.Budget()  # every lane's workers draw from one CPU budget
+        self.lanes: list[Lane] = []
+        self._opened = contextlib.ExitStack()
+
+    def __enter__(self) -> "Session":
+        try:
+            self._open_lanes()
+        except BaseException:
+            self._opened.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self._opened.close()
+        return False
+
+    def _open_lanes(self) -> None:
+        first = self.cells[0]
+        clients = sorted({c.client for c in self.cells})
+        for k in range(min(self.count, len(self.cells))):
+            path = RealPath(netns={"client": self.spec.netns} if self.spec.netns else None) \
+                if self.spec.targets else None
+            rig = self._opened.enter_context(Rig.pairs(self._servings(k), clients, first.link_spec(self.spec.seed),
+                                                       first.tcp(), backend=self.spec.backend, index=k, path=path))
+            scratch = self.run_dir / f"lane-{k}"
+            scratch.mkdir(parents=True, exist_ok=True)
+            self.lanes.append(Lane(k, rig, scratch))
+
+    @property
+    def path(self):
+        """The first lane's path (a Testbed, or the real path to targets)."""
+        return self.lanes[0].rig.tb
+
+    def calibrate(self) -> dict | None:
+        """The emulator's floor, the link at 0 ms (None on a real path)."""
+        return calibrate_floor(self.path, self.spec)
+
+    def crypto(self) -> list:
+        """One start's or end's crypto microbenchmark rounds (input of the lower-bound model)."""
+        return microbench.rounds(self.algs, CRYPTO_ROUNDS, CRYPTO_SECONDS)
+
+    def measure(self, lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
+        """One cell on one lane: (record, samples, why); competing flows (the cross axis) run through it."""
+        flows = cross.parse("cross", cell.scenario.cross) if cell.scenario.cross else None
+        if flows:
+            lane.rig.tb.reconfigure(cell.link_spec(self.spec.seed))  # the flows meet the cell's link from their start
+        with cross.running(lane.rig.tb, flows) as moved:
+            fields, samples, why = MEASURES[cell.kind](self, lane, cell, tail, stop)
+        if flows:
+            fields["cross_traffic"] = moved
+        return record(cell, pos, fields), samples, why
+
+    def run(self, todo: list, save) -> None:
+        """The (position, cell) pairs in their order over the lanes (schedule.run_interleaved); save(cell,
+        record, samples, why) as each ends."""
+        run_interleaved(self.lanes, todo, self.measure, save)
+
+    def plan(self, cell: cellmod.Cell, rig: Rig) -> cellmeasure.Plan:
+        """What a cell asks of its lane: its link, TCP knobs, and the client's job at its site."""
+        site = self.site_of(cell)
+        spec = self.spec
+        job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
+                      requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms,
+                      pause_ms=pause_ms(spec.rate) if cell.target else 0, **axis.job_fields(cell.values()))
+        return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
+                                spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
+                                client=cell.client, server=cell.server)
+
+
+def _handshakes(session: Session, lane: Lane, cell: cellmod.Cell, tail, stop):
+    """Handshake samples until the cell's stopping rule says enough (measure.cell)."""
+    spec = session.spec
+    control = concurrency.policy("auto" if spec.max_bias is not None else spec.parallel,
+                                 max_bias=spec.max_bias, maximum=spec.parallel,
+                                 rtt_ms=cell.scenario.rtt_ms, mode=cell.mode, requests=cell.requests,
+                                 budget=session.budget, transport=cell.transport)
+    fields, samples, why = cellmeasure.measure(lane.rig, session.plan(cell, lane.rig), control, lane.scratch,
+                                               tail=tail, stop=stop)
+    fields["concurrency"] = {**fields["concurrency"], "lane": lane.index}
+    return fields, samples, why
+
+
+def _capacity(session: Session, lane: Lane, cell: cellmod.Cell, tail, stop):
+    """A server's capacity: offered rates in steps until it saturates (measure.capacity)."""
+    plan = session.plan(cell, lane.rig)
+    fields, why = measure_capacity(lane.rig, session.spec.load, plan.link, plan.tcp, plan.job, cell.server,
+                                   cell.client, stop=stop)
+    return fields, [], why
+
+
+# A cell's kind (Cell.kind; None: handshake samples) -> its measurement: (session, lane, cell, tail, stop) ->
+# (record fields, samples, why it stopped).
+MEASURES = {None: _handshakes, "load": _capacity}
+
+
+def make_credentials(cells: list[cellmod.Cell], run_dir: Path) -> dict:
+    """(protocol, sig) -> what the servers prove themselves with, made once per run under run_dir (a
+    cluster's driver ships these very files to its nodes). None for targets: they bring their own."""
+    return {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s)
+            for p, s in sorted({(c.protocol, c.sig) for c in cells if not c.target})}
+
+
+def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
+    """(site_of(cell), servings(lane)): where each cell's server answers, and what each lane's servers
+    serve. Servers pqbench starts serve a port per credentials (certificate chain, SSH host keys) with
+    every key exchange of the run; a target is one site that is already there."""
+    if spec.targets:
+        targets = {t.name: t for t in spec.targets}
+        by_server = {srv: [targets[n].site() for n in dict.fromkeys(c.target for c in cells if c.server == srv)]
+                     for srv in {c.server for c in cells}}
+        return (lambda cell: targets[cell.target].site(),
+                lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, sites, [], {}, 0)
+                           for srv, sites in by_server.items()})
+    servers = sorted({c.server for c in cells})
+    # each server serves the credentials of its own cells only: one it cannot load (an ML-DSA host key in
+    # sshd) would stop it from starting, and its cells were skipped with the reason already; a port per
+    # chain and per way of serving it (preference order, compressed, accepting 0-RTT) its cells ask for
+    serves = {srv: sorted({_site_key(c) for c in cells if c.server == srv}, key=str) for srv in servers}
+    ports = {(srv, key): FIRST_PORT + i for i, (srv, key) in
+             enumerate((srv, key) for srv in servers for key in serves[srv])}
+
+    def site(srv: str, key: tuple) -> Site:
+        protocol, sig, early, *axes = key
+        return Site(ports[srv, key], chains[protocol, sig], early_data=early, **axis.site_fields(tuple(axes)))
+
+    pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
+    groups = {srv: list(dict.fromkeys(g for c in cells if c.server == srv for g in _groups(c))) for srv in servers}
+    return (lambda cell: site(cell.server, _site_key(cell)),
+            lambda k: {srv: Serving(run_dir / f"server-{k}" / srv, [site(srv, key) for key in serves[srv]],
+                                    groups[srv], pages, spec.workers) for srv in servers})
+
+
+def _site_key(c: cellmod.Cell) -> tuple:
+    """What a cell asks of the port it connects to: (protocol, sig, 0-RTT, and the values of the registered
+    axes that make a port of their own: server groups, compression, transport, QUIC Retry …)."""
+    return (c.protocol, c.sig, c.mode == "early", *axis.site_key(c.values()))
+
+
+def _groups(c: cellmod.Cell) -> list[str]:
+    """The groups a cell's server must accept: its key exchange and every group its client's offer lists."""
+    return [c.kex, *(parse_offer(c.offer).groups if c.offer else ())]
+
+
+def crypto_algorithms(names: list[str]) -> list:
+    """The catalog algorithms behind a run's names that this build can benchmark (not SSH's own
+    groups, not a size-only host key's stand-in: its cells never compute that algorithm)."""
+    algs = {}
+    for name in dict.fromkeys(names):
+        if catalog.is_size_only(name) or name == UNKNOWN_SIG:  # a target's chain: its algorithm is the server's
+            continue
+        alg = catalog.find(name)
+        if catalog.availability(alg).available:
+            algs.setdefault(alg.name, alg)
+    return sorted(algs.values(), key=lambda a: (a.kind, a.name))
+
+
+def record(cell: cellmod.Cell, position: int, fields: dict) -> dict:
+    """A cell's row for the store: its id, its place in the run's order, its parameters and what was measured."""
+    return {"cell_id": cell.cell_id, "position": position, **cell.params(), **fields}
+
+
+def calibrate_floor(tb, spec: Spec) -> dict | None:
+    """TCP-connect RTT through the link configured to 0 ms: the emulator's floor. None on a real path:
+    no emulator, and each cell measures its path instead."""
+    if not tb.emulated:
+        return None
+    saved = tb.spec
+    tb.reconfigure(LinkSpec())
+    try:
+        floor = measure_floor(tb, spec.calibration_samples)
+    finally:
+        tb.reconfigure(saved)
+    return {**{f"{k}_ms": floor.get(k) for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean")},
+            "n": floor.get("n"), "when": datetime.datetime.now().isoformat(timespec="seconds")}
