@@ -135,8 +135,6 @@ def test_a_path_is_asked_whether_it_is_emulated_not_compared_by_name():
 # default, a registry key, a stored value); a comparison with one is what this looks for.
 TRANSPORT_NAMES = {"tcp", "quic", "udp"}
 # Files being restructured (the one cell path); their comparisons go with that change.
-COMPARES_TRANSPORT_NAMES_FOR_NOW = {"measure/runner.py", "measure/single.py", "measure/single_load.py",
-                                    "measure/serve.py", "measure/schedule.py", "cluster/node.py", "cluster/driver.py"}
 
 
 def _names_in(node: ast.AST) -> set[str]:
@@ -166,7 +164,7 @@ def test_no_transport_is_compared_by_name_outside_its_record():
     offenders = []
     for p in sorted(SRC.rglob("*.py")):
         rel = p.relative_to(SRC).as_posix()
-        if rel == "transport.py" or rel in COMPARES_TRANSPORT_NAMES_FOR_NOW:
+        if rel == "transport.py":
             continue
         offenders += [f"src/pqbench/{rel}:{line} compares {name!r}: ask the Transport record (pqbench.transport)"
                       for line, name in transport_name_comparisons(p.read_text())]

@@ -27,8 +27,8 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
 def interrupted(cfg: HandshakeConfig, run_dir: Path) -> dict:
     """The summary of the samples a Ctrl-C'd measurement finished: its client workers wrote them,
     one JSON line each, into the run folder (a line cut short by the interrupt is left out)."""
-    samples = []
-    for out in sorted(run_dir.glob("*-[0-9]*.jsonl")):
+    samples, files = [], sorted(run_dir.rglob("*-[0-9]*.jsonl"))  # in its lane's folder
+    for out in files:
         for line in out.read_text(errors="replace").splitlines():
             try:
                 samples.append(json.loads(line))
@@ -38,6 +38,7 @@ def interrupted(cfg: HandshakeConfig, run_dir: Path) -> dict:
     result["config"]["backend"] = cfg.backend
     result["interrupted"] = True
     result["run_dir"] = str(run_dir)
+    result["samples_dir"] = str(files[0].parent if files else run_dir)
     return result
 
 
@@ -188,7 +189,7 @@ def format_summary(result: dict) -> str:
         lines.append(f"  late samples (no retransmission, beyond {d['threshold_ms']} ms): {d['late']} of {d['untouched']}")
     if result.get("interrupted"):
         lines.insert(0, f"interrupted: the {s['n']} samples finished so far")
-        lines.append(f"  raw samples: {result['run_dir']} (one JSON line per sample in each *.jsonl)")
+        lines.append(f"  raw samples: {result['samples_dir']} (one JSON line per sample in each *.jsonl)")
     elif result.get("run_dir"):
         lines.append(f"  raw samples: {result['run_dir']}/samples.jsonl")
     else:

@@ -32,7 +32,7 @@ from pqbench.measure.capacity import measure_cell as measure_capacity
 from pqbench.measure.rig import Rig, credentials
 from pqbench.measure.schedule import run_interleaved
 from pqbench.remote.target import pause_ms
-from pqbench.testbed import LinkSpec, cross
+from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, cross
 from pqbench.testbed.calibrate import measure_floor
 from pqbench.testbed.realpath import RealPath
 
@@ -56,13 +56,19 @@ class Session:
     """Servers and lanes for a set of cells on this machine, and what is measured with them."""
 
     def __init__(self, spec: Spec, cells: list[cellmod.Cell], run_dir: Path, *, lanes: int,
-                 chains: dict | None = None):
+                 chains: dict | None = None, link: LinkSpec | None = None, tcp: TcpKnobs | None = None,
+                 emulator: EmulatorOptions | None = None, site_fields: dict | None = None):
         """cells: those this session may measure (their servers serve them all); chains: the credentials
-        ((protocol, sig) -> chain) when made elsewhere (a cluster's driver ships its own), else made here."""
+        ((protocol, sig) -> chain) when made elsewhere (a cluster's driver ships its own), else made here.
+        A one-cell spec from the command line (`pqbench handshake`, `pqbench ssh`) brings what its options say
+        beyond a spec's axes: the link and TCP knobs (per direction, queue bytes …), the emulator's options and
+        what its servers do beyond the cell (site_fields: Site fields, e.g. no compression for a client that
+        offers it)."""
         self.spec, self.cells, self.run_dir, self.count = spec, list(cells), Path(run_dir), lanes
+        self.link, self.tcp, self.emulator, self.site_fields = link, tcp, emulator, site_fields or {}
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.chains = chains if chains is not None else make_credentials(self.cells, self.run_dir)
-        self.site_of, self._servings = servers(spec, self.cells, self.run_dir, self.chains)
+        self.site_of, self._servings = servers(spec, self.cells, self.run_dir, self.chains, self.site_fields)
         self.algs = crypto_algorithms([n for c in self.cells for n in (c.kex, c.sig)])
         self.budget = concurrency.Budget()  # every lane's workers draw from one CPU budget
         self.lanes: list[Lane] = []
@@ -86,11 +92,18 @@ class Session:
         for k in range(min(self.count, len(self.cells))):
             path = RealPath(netns={"client": self.spec.netns} if self.spec.netns else None) \
                 if self.spec.targets else None
-            rig = self._opened.enter_context(Rig.pairs(self._servings(k), clients, first.link_spec(self.spec.seed),
-                                                       first.tcp(), backend=self.spec.backend, index=k, path=path))
+            rig = self._opened.enter_context(Rig.pairs(self._servings(k), clients, self._link(first), self._tcp(first),
+                                                       backend=self.spec.backend, emulator=self.emulator, index=k,
+                                                       path=path))
             scratch = self.run_dir / f"lane-{k}"
             scratch.mkdir(parents=True, exist_ok=True)
             self.lanes.append(Lane(k, rig, scratch))
+
+    def _link(self, cell: cellmod.Cell) -> LinkSpec:
+        return self.link or cell.link_spec(self.spec.seed)
+
+    def _tcp(self, cell: cellmod.Cell) -> TcpKnobs:
+        return self.tcp or cell.tcp()
 
     @property
     def path(self):
@@ -106,7 +119,13 @@ class Session:
         return microbench.rounds(self.algs, CRYPTO_ROUNDS, CRYPTO_SECONDS)
 
     def measure(self, lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
-        """One cell on one lane: (record, samples, why); competing flows (the cross axis) run through it."""
+        """One cell on one lane: (its store record, samples, why it stopped)."""
+        fields, samples, why = self.measure_fields(lane, cell, tail, stop)
+        return record(cell, pos, fields), samples, why
+
+    def measure_fields(self, lane: Lane, cell: cellmod.Cell, tail=None, stop=None):
+        """What was measured of one cell on one lane, by its kind: (fields, samples, why); competing flows
+        (the cross axis) run through it."""
         flows = cross.parse("cross", cell.scenario.cross) if cell.scenario.cross else None
         if flows:
             lane.rig.tb.reconfigure(cell.link_spec(self.spec.seed))  # the flows meet the cell's link from their start
@@ -114,7 +133,7 @@ class Session:
             fields, samples, why = MEASURES[cell.kind](self, lane, cell, tail, stop)
         if flows:
             fields["cross_traffic"] = moved
-        return record(cell, pos, fields), samples, why
+        return fields, samples, why
 
     def run(self, todo: list, save) -> None:
         """The (position, cell) pairs in their order over the lanes (schedule.run_interleaved); save(cell,
@@ -128,7 +147,7 @@ class Session:
         job = rig.job(site.port, cell.kex, site.chain, host=site.host, mode=cell.mode, path=f"/{cell.page or '1k'}",
                       requests=cell.requests or 1, warmup=spec.warmup, timeout_ms=spec.timeout_ms,
                       pause_ms=pause_ms(spec.rate) if cell.target else 0, **axis.job_fields(cell.values()))
-        return cellmeasure.Plan(cell.link_spec(spec.seed), cell.tcp(), job, spec.samples,
+        return cellmeasure.Plan(self._link(cell), self._tcp(cell), job, spec.samples,
                                 spec.max_bias if spec.max_bias is not None else DEFAULT_MAX_BIAS,
                                 client=cell.client, server=cell.server)
 
@@ -166,10 +185,11 @@ def make_credentials(cells: list[cellmod.Cell], run_dir: Path) -> dict:
             for p, s in sorted({(c.protocol, c.sig) for c in cells if not c.target})}
 
 
-def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
+def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict, fields: dict | None = None):
     """(site_of(cell), servings(lane)): where each cell's server answers, and what each lane's servers
     serve. Servers pqbench starts serve a port per credentials (certificate chain, SSH host keys) with
-    every key exchange of the run; a target is one site that is already there."""
+    every key exchange of the run (fields: Site fields set for every site); a target is one site that is
+    already there."""
     if spec.targets:
         targets = {t.name: t for t in spec.targets}
         by_server = {srv: [targets[n].site() for n in dict.fromkeys(c.target for c in cells if c.server == srv)]
@@ -187,7 +207,8 @@ def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict):
 
     def site(srv: str, key: tuple) -> Site:
         protocol, sig, early, *axes = key
-        return Site(ports[srv, key], chains[protocol, sig], early_data=early, **axis.site_fields(tuple(axes)))
+        return Site(ports[srv, key], chains[protocol, sig], early_data=early,
+                    **{**axis.site_fields(tuple(axes)), **(fields or {})})
 
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}
     groups = {srv: list(dict.fromkeys(g for c in cells if c.server == srv for g in _groups(c))) for srv in servers}

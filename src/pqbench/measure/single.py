@@ -1,6 +1,7 @@
-"""`pqbench handshake` and `pqbench ssh`: one measurement point as a one-cell run — a rig with a
-LinkSpec, the stack's server serving the chain for the signature algorithm, its client making n
-connections in total. analysis.single summarises it with the same cell statistics as a run's cells.
+"""`pqbench handshake` and `pqbench ssh`: one measurement point as a one-cell run, through the same session
+as a run's cells (pqbench.measure.session): the stack's server serving the chain for the signature algorithm,
+its client making n connections in total, on the link the command line describes. analysis.single
+summarises it with the same cell statistics as a run's cells.
 """
 
 import dataclasses
@@ -9,20 +10,19 @@ import json
 import os
 from pathlib import Path
 
-from pqbench import endpoints, paths, units
+from pqbench import axis, endpoints, paths, units
 from pqbench import transport as transportmod
 from pqbench.algorithms import catalog
-from pqbench.measure import concurrency
 from pqbench.endpoints import ondemand, sshkeys
-from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
+from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.endpoints.offer import parse_cert_compression, parse_offer, parse_server_groups
 from pqbench.errors import BadInput, MissingCapability
-from pqbench.experiment.spec import Samples
-from pqbench.measure import cell as cellmeasure
-from pqbench.measure.rig import Rig, credentials
+from pqbench.experiment.cells import Cell
+from pqbench.experiment.spec import Samples, Scenario, Spec
+from pqbench.measure.session import Session
 from pqbench.sample import END_PHASE
-from pqbench.remote.target import DEFAULT_RATE, Target, client_problem, pause_ms
-from pqbench.testbed import EmulatorOptions, LinkSpec, RealPath, TcpKnobs
+from pqbench.remote.target import DEFAULT_RATE, Target, client_problem
+from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
 PORT = 4433
 MODE_OPTIONS = {"resume": "--resume", "page": "--page", "requests": "--requests", "resume_page": "--resume --page",
@@ -128,10 +128,12 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
             raise BadInput(role, f"{st.name} speaks {st.protocol}, not {cfg.protocol} (stacks: "
                                  f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol)})")
     over = transportmod.check(cfg.protocol, cfg.transport, "--transport")
-    if over.name != "quic" and (cfg.quic_retry or cfg.initial_size is not None):
-        raise BadInput("--quic-retry" if cfg.quic_retry else "--initial-size", "applies with --transport quic")
+    for name, option, given in (("quic_retry", "--quic-retry", cfg.quic_retry),
+                                ("initial_size", "--initial-size", cfg.initial_size is not None)):
+        if given and not axis.get(name).applies({"transport": over.name}):  # the axis's own rule
+            raise BadInput(option, "applies with --transport quic")
     if cfg.initial_size is not None:
-        transportmod.check_initial_size(cfg.initial_size, "--initial-size")
+        axis.get("initial_size").parse("--initial-size", cfg.initial_size)
     # built the first time they are named
     ondemand.ensure([server.name, client.name], progress, transports=[over.name])
     for role, st in (("server", server), ("client", client)):
@@ -143,47 +145,54 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
                                     f"measure {option} with --{role} {' or '.join(can)}")
     kex, sig = _names(cfg)
     offer, server_groups = _offer(cfg, kex)
-    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode, {
-        "offer": offer.notation() if offer else None, "server_groups": server_groups.openssl() if server_groups else None,
-        "compress": None if cfg.cert_compression == "none" else cfg.cert_compression,
-        "compress_certs": cfg.compress_certs, "transport": over.name, "quic_retry": cfg.quic_retry,
-        "initial_size": cfg.initial_size})
+    values = _axis_values(cfg, over, offer, server_groups)
+    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode,
+                                {**values, "compress_certs": cfg.compress_certs})
     if why:
         raise MissingCapability(f"cannot measure {kex} with {sig} here: {why}",
                                 "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")
     run_dir = run_dir or new_run_dir()
     say = progress or (lambda msg: None)
     say(f"{'host key' if cfg.protocol == 'ssh' else 'certificates'}: {sig}")
-    if cfg.target:
-        site, path = cfg.target.site(), RealPath(netns={"client": cfg.netns} if cfg.netns else None)
-        chain = site.chain
-    else:
-        chain = credentials(cfg.protocol, sig, run_dir / ("keys" if cfg.protocol == "ssh" else "certs"))
-        site, path = Site(PORT, chain, server_groups=server_groups.openssl() if server_groups else None,
-                          compress_certs=cfg.compress_certs, early_data=cfg.mode == "early", transport=over.name,
-                          retry=cfg.quic_retry), None
-    pages = {cfg.page: units.size_bytes("--page", cfg.page, minimum=1)} if cfg.page else {}
-    accepted = server_groups.groups if server_groups else list(offer.groups) if offer else [kex]
-    serving = Serving(run_dir / "server", [site], accepted, {**DEFAULT_PAGES, **pages}, cfg.workers)
-    with Rig.pairs({server.name: serving}, [client.name], cfg.spec, cfg.tcp, backend=cfg.backend,
-                   emulator=cfg.emulator, path=path) as rig:
+    cell = Cell(kex, sig, Scenario(cfg.target.name if cfg.target else None, cfg.spec.rtt_ms,
+                                   cfg.spec.client_to_server.loss.mean), cfg.mode, cfg.page,
+                cfg.requests if cfg.mode == "requests" else None, server.name, client.name, cfg.protocol,
+                cfg.target.name if cfg.target else None, axes=tuple(values.items()))
+    # the one cell as a run's would be, on the command line's link (its options reach further than a spec's)
+    with Session(_one_cell_spec(cfg, cell), [cell], run_dir, lanes=1, link=cfg.spec, tcp=cfg.tcp,
+                 emulator=cfg.emulator, site_fields={"compress_certs": cfg.compress_certs}) as session:
+        tb = session.path
         say(f"target {cfg.target.name}, over the host's network" if cfg.target else
-            f"testbed {rig.tb.name} up ({rig.tb.backend_name}): {cfg.spec.describe()}")
-        job = rig.job(site.port, kex, chain, host=site.host, mode=cfg.mode,
-                      path=f"/{cfg.page}" if cfg.page else "/1k", requests=cfg.requests, warmup=cfg.warmup,
-                      timeout_ms=cfg.timeout_ms, pad=cfg.pad, pause_ms=pause_ms(cfg.rate) if cfg.target else 0,
-                      offer=offer.notation() if offer and not offer.single else None,
-                      cert_compression=cfg.cert_compression, transport=over.name, initial_size=cfg.initial_size)
-        control = concurrency.policy(cfg.parallel, max_bias=cfg.max_bias, maximum=cfg.max_parallel,
-                                     rtt_ms=cfg.spec.rtt_ms, mode=cfg.mode, requests=cfg.requests,
-                                     transport=over.name)
-        say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {rig.client.name} worker(s)")
-        plan = cellmeasure.Plan(cfg.spec, cfg.tcp, job, Samples(cfg.n, cfg.n, None), cfg.max_bias,
-                                client=client.name, server=server.name)
-        record, samples, _ = cellmeasure.measure(rig, plan, control, run_dir)
-        backend = rig.tb.backend_name
+            f"testbed {tb.name} up ({tb.backend_name}): {cfg.spec.describe()}")
+        say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {client.name} worker(s)")
+        record, samples, _ = session.measure_fields(session.lanes[0], cell)
+        backend, chain = tb.backend_name, session.site_of(cell).chain
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     return Measured(samples, record, chain, backend, run_dir)
+
+
+def _axis_values(cfg: HandshakeConfig, over, offer, server_groups) -> dict:
+    """The registered axes' values of the command line's one cell (pqbench.axis)."""
+    return {"offer": offer.notation() if offer else None,
+            "server_groups": server_groups.openssl() if server_groups else None,
+            "compress": None if cfg.cert_compression == "none" else cfg.cert_compression,
+            "transport": None if over.is_default else over.name,
+            "quic_retry": axis.get("quic_retry").value_for({"transport": over.name}, cfg.quic_retry),
+            "initial_size": cfg.initial_size, "pad": cfg.pad, "mtu": cfg.spec.mtu,
+            "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl}
+
+
+def _one_cell_spec(cfg: HandshakeConfig, cell: Cell) -> Spec:
+    """The configuration as a spec of one cell: what the session reads of a run's spec."""
+    auto = cfg.parallel == "auto"
+    return Spec(name=f"{cfg.protocol}-handshake", description="", seed=cfg.spec.seed or 0,
+                parallel=cfg.max_parallel if auto else cfg.parallel, max_bias=cfg.max_bias if auto else None,
+                timeout_ms=cfg.timeout_ms, warmup=cfg.warmup, samples=Samples(cfg.n, cfg.n, None),
+                kex=(cell.kex,), sig=(cell.sig,), scenarios=(cell.scenario,), page=(cell.page,),
+                requests=(cell.requests,), stacks=((cell.server, cell.client),), protocols=(cfg.protocol,),
+                stacks_named=True, resume=cfg.mode == "resume", backend=cfg.backend, workers=cfg.workers, lanes=1,
+                calibration_samples=0, source="", axes={k: (v,) for k, v in cell.axes},
+                targets=(cfg.target,) if cfg.target else (), rate=cfg.rate, netns=cfg.netns)
 
 
 def _offer(cfg: HandshakeConfig, kex: str):

@@ -1,6 +1,6 @@
-"""`pqbench load`: one load cell from the command line, on a testbed of its own (as `pqbench handshake`
-is one handshake cell): the server stack serving the chain (SSH: host key) asked, its protocol's load
-generator in the client namespace."""
+"""`pqbench load`: one load cell from the command line, measured through a run's session on a testbed of its
+own (as `pqbench handshake` is one handshake cell): the server stack serving the chain (SSH: host key) asked,
+its protocol's load generator in the client namespace."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import dataclasses
 
 from pqbench import endpoints
 from pqbench.endpoints import ondemand
-from pqbench.endpoints.base import DEFAULT_PAGES, DEFAULT_WORKERS, Serving, Site
+from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import MissingCapability
+from pqbench.experiment.cells import Cell
 from pqbench.experiment.loadplan import LoadPlan
-from pqbench.measure.capacity import measure_cell
-from pqbench.measure.rig import Rig, credentials
+from pqbench.experiment.spec import Samples, Scenario, Spec
+from pqbench.measure.session import Session
 from pqbench.measure.single import new_run_dir
 from pqbench.testbed import LinkSpec, TcpKnobs
-
-PORT = 4433
 
 
 @dataclasses.dataclass
@@ -32,7 +31,8 @@ class LoadConfig:
 
 
 def run(cfg: LoadConfig, progress=None) -> dict:
-    """Measures the load cell; the record's fields with its steps."""
+    """Measures the load cell, through the same session as a run's load cells; the record's fields with its
+    steps."""
     say = progress or (lambda msg: None)
     server = endpoints.get(cfg.server, "--server")
     client = endpoints.load_client(server.protocol)
@@ -42,12 +42,17 @@ def run(cfg: LoadConfig, progress=None) -> dict:
         raise MissingCapability(f"cannot load {cfg.kex} with {cfg.sig} here: {why}",
                                 "pick another server stack or algorithm (`pqbench algorithms`)")
     run_dir = new_run_dir("load")
-    chain = credentials(server.protocol, cfg.sig, run_dir / "credentials")
-    serving = Serving(run_dir / "server", [Site(PORT, chain)], [cfg.kex], dict(DEFAULT_PAGES), cfg.workers)
-    with Rig.pairs({server.name: serving}, [client], cfg.link, cfg.tcp) as rig:
-        say(f"testbed {rig.tb.name} up: {cfg.link.describe()}; {server.name} serving {cfg.kex} + {cfg.sig}")
-        job = rig.job(PORT, cfg.kex, chain, timeout_ms=cfg.timeout_ms)
-        record, _ = measure_cell(rig, cfg.plan, cfg.link, cfg.tcp, job, server.name, client)
+    values = {"mtu": cfg.link.mtu, "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl}
+    cell = Cell(cfg.kex, cfg.sig, Scenario(None, cfg.link.rtt_ms, cfg.link.client_to_server.loss.mean),
+                server=server.name, client=client, protocol=server.protocol, kind="load", axes=tuple(values.items()))
+    spec = Spec(name="load", description="", seed=cfg.link.seed or 0, parallel=1, max_bias=None,
+                timeout_ms=cfg.timeout_ms, warmup=0, samples=Samples(1, 1, None), kex=(cfg.kex,), sig=(cfg.sig,),
+                scenarios=(cell.scenario,), page=(None,), requests=(None,), stacks=((server.name, client),),
+                protocols=(server.protocol,), stacks_named=True, resume=False, backend="auto", workers=cfg.workers,
+                lanes=1, calibration_samples=0, source="", axes={k: (v,) for k, v in values.items()}, load=cfg.plan)
+    with Session(spec, [cell], run_dir, lanes=1, link=cfg.link, tcp=cfg.tcp) as session:
+        say(f"testbed {session.path.name} up: {cfg.link.describe()}; {server.name} serving {cfg.kex} + {cfg.sig}")
+        record, _, _ = session.measure_fields(session.lanes[0], cell)
     record["run_dir"] = str(run_dir)
     for when in ("started", "finished"):
         record[when] = record[when].isoformat(timespec="seconds")
