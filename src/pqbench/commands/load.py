@@ -7,7 +7,7 @@ from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.experiment.loadplan import plan_from
-from pqbench.measure import single_load
+from pqbench.measure import capacity, single_load
 
 
 def register(sub):
@@ -43,7 +43,16 @@ def handle(args) -> int:
     cfg = single_load.LoadConfig(kex=args.kex, sig=args.sig, server=args.server, plan=plan, link=link, tcp=tcp,
                          workers=units.integer("--workers", args.workers, minimum=1, maximum=256))
     progress = None if args.json else (lambda msg: print(f"[load] {msg}", file=sys.stderr, flush=True))
-    record = single_load.run(cfg, progress)
+    try:
+        record = single_load.run(cfg, progress)
+    except capacity.Interrupted as e:  # Ctrl-C: the steps that finished, as a shorter ramp would show them
+        partial = {"interrupted": True, "steps": e.steps, "load": e.verdict, "ok": False,
+                   "stop_reason": f"interrupted after {len(e.steps)} step(s)"}
+        if args.json:
+            print_json(partial)
+        elif e.steps:
+            print(summary(partial))
+        raise
     if args.json:
         print_json(record)
     else:

@@ -42,6 +42,14 @@ def client_bound(step: dict) -> str | None:
     return None
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a load cell: the steps it finished (each whole), and the verdict they give."""
+
+    def __init__(self, steps: list[dict], verdict: dict):
+        super().__init__(f"interrupted after {len(steps)} steps")
+        self.steps, self.verdict = steps, verdict
+
+
 def measure(rig, server: str, gen, job, plan: LoadPlan, *, stop=None) -> tuple[list[dict], dict]:
     """(steps, verdict) for one load cell on a rig. verdict: saturated_by (server | client | None), the
     capacity (handshakes/s; None unless the server saturated), CPU per handshake at the last step."""
@@ -52,25 +60,28 @@ def measure(rig, server: str, gen, job, plan: LoadPlan, *, stop=None) -> tuple[l
     place = rig.place("client")
     steps: list[dict] = []
     started = time.monotonic()
-    for rate in plan.schedule():
-        if stop is not None and stop.is_set():
-            break
-        before = cpu.seconds(roots)
-        r = loadgen.run(gen, place, job, rate, plan.step_ms, max_inflight=plan.max_inflight, seed=plan.seed,
-                          cpus=halves[1] if halves else None)
-        r["server_cpu_s"] = cpu.seconds(roots) - before
-        wall = max(r.get("wall_s") or 0, r["duration_s"])  # the step's handshakes ran until the last completed
-        # what the Poisson draw really offered (a short step's draw can be 30 % off the rate), and what was
-        # served per second of the step's whole span (late completions stretch it: a saturated server shows)
-        r["drawn_rate"] = (r.get("scheduled") or 0) / r["duration_s"]
-        r["throughput"] = (r.get("completed") or 0) / wall
-        r["server_util"] = r["server_cpu_s"] / wall
-        r["client_util"] = (r.get("client_cpu_s") or 0) / wall
-        r["client_bound"] = client_bound(r)
-        r["saturated"] = saturated(r, steps[0] if steps else None)
-        steps.append(r)
-        if r["saturated"] or r["client_bound"] or time.monotonic() - started > plan.time_bound_s:
-            break
+    try:
+        for rate in plan.schedule():
+            if stop is not None and stop.is_set():
+                break
+            before = cpu.seconds(roots)
+            r = loadgen.run(gen, place, job, rate, plan.step_ms, max_inflight=plan.max_inflight, seed=plan.seed,
+                            cpus=halves[1] if halves else None)
+            r["server_cpu_s"] = cpu.seconds(roots) - before
+            wall = max(r.get("wall_s") or 0, r["duration_s"])  # the step's handshakes ran until the last completed
+            # what the Poisson draw really offered (a short step's draw can be 30 % off the rate), and what was
+            # served per second of the step's whole span (late completions stretch it: a saturated server shows)
+            r["drawn_rate"] = (r.get("scheduled") or 0) / r["duration_s"]
+            r["throughput"] = (r.get("completed") or 0) / wall
+            r["server_util"] = r["server_cpu_s"] / wall
+            r["client_util"] = (r.get("client_cpu_s") or 0) / wall
+            r["client_bound"] = client_bound(r)
+            r["saturated"] = saturated(r, steps[0] if steps else None)
+            steps.append(r)
+            if r["saturated"] or r["client_bound"] or time.monotonic() - started > plan.time_bound_s:
+                break
+    except KeyboardInterrupt:  # Ctrl-C: the steps that finished are kept (`pqbench load` prints them)
+        raise Interrupted(steps, verdict(steps, halves)) from None
     return steps, verdict(steps, halves)
 
 

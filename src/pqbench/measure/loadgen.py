@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 
 from pqbench.endpoints.base import ClientJob, LoadGenerator, Place
@@ -27,6 +28,12 @@ def run(gen: LoadGenerator, place: Place, job: ClientJob, rate: float, duration_
         proc.kill()
         proc.communicate()
         raise MeasurementFailed(f"{gen.name} did not finish a {duration_ms} ms step at {rate:g}/s") from None
+    except BaseException:  # Ctrl-C: the generator ends here, not against the servers as they stop
+        proc.kill()
+        proc.wait()
+        raise
+    if proc.returncode == -signal.SIGINT:  # a terminal's Ctrl-C reached the generator first: the step is cut short
+        raise KeyboardInterrupt
     try:
         return json.loads(out.decode().strip().splitlines()[-1])
     except (ValueError, IndexError):

@@ -157,5 +157,11 @@ def run(client: Client, job: ClientJob, n: int, parallel, place: Place, out_dir,
                 if r.alive() <= TAIL_WORKERS or waited >= max(TAIL_MIN_S, TAIL_AFTER * median / 1000):
                     tail.set()
         return r.finish()
+    except BaseException:
+        # Ctrl-C (or any error) ends the workers here, before the caller stops the servers: left running,
+        # they met a stopped server and wrote failures (refused, closed) that the interrupt made, not the link
+        r.kill()
+        r.close()
+        raise
     finally:
         control.finish()
