@@ -3,6 +3,9 @@
 import concurrent.futures
 import os
 import platform
+import shlex
+import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -65,31 +68,74 @@ def handle(args) -> int:
         raise BadInput("--ca", f"{args.ca} is not a file (a PEM file of CA certificates)")
     if args.netns and os.geteuid() != 0:
         raise MissingCapability("--netns needs root (entering a network namespace)", "run as root, or scan without --netns")
-    from pqbench import scan
+    from pqbench import interrupts, scan
     from pqbench.measure.rig import place_on
     from pqbench.testbed import RealPath
 
-    with RealPath(netns={"client": args.netns} if args.netns else None) as path:
-        place = place_on(path, "client")
+    # The main thread waits on the scanning threads: a Ctrl-C is noted, not raised in the middle of the wait
+    # (pqbench.interrupts), the scans in progress stop, what finished is stored and printed, and the signal
+    # is raised again when the block ends (exit 130).
+    with interrupts.deferred() as interrupt:
+        stop = threading.Event()
+        with RealPath(netns={"client": args.netns} if args.netns else None) as path:
+            place = place_on(path, "client")
 
-        def one(a):
-            return scan.scan(a, place, n=n, timeout_s=timeout_s, cafile=str(args.ca) if args.ca else None,
-                             servername=args.servername)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
-            results = list(pool.map(one, found))
-    con = store.connect(args.db)
+            def one(a):
+                return scan.scan(a, place, n=n, timeout_s=timeout_s, cafile=str(args.ca) if args.ca else None,
+                                 servername=args.servername, stop=stop)
+            with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
+                futures = [pool.submit(one, a) for a in found]
+                while not all(f.done() for f in futures):
+                    if interrupt.arrived and not stop.is_set():
+                        stop.set()  # the scans in progress end (Stopped), those not begun never start
+                    concurrent.futures.wait(futures, timeout=0.1, return_when=concurrent.futures.FIRST_COMPLETED)
+            results = [f.result() for f in futures if f.exception() is None or not _stopped(f.exception())]
+        _store(args.db, results, args.netns)
+        if results:
+            _print(results, args)
+        if interrupt.arrived:
+            left = [str(a) for a, f in zip(found, futures) if f.exception() is not None]
+            print(f"interrupted: {len(results)} of {len(found)} target(s) scanned"
+                  + (f" and stored in {args.db}" if results else "")
+                  + (f"; scan the others with: {shlex.join(again(args, left))}" if left else ""), file=sys.stderr)
+    answered = [r for r in results if not r.get("failure") or r.get("readiness")]
+    return 0 if answered else 1
+
+
+def _stopped(error: BaseException) -> bool:
+    from pqbench.scan import Stopped
+    if isinstance(error, Stopped):
+        return True
+    raise error
+
+
+def _store(db: Path, results: list, netns: str | None) -> None:
+    if not results:
+        return
+    con = store.connect(db)
     try:
-        prov = provenance(args.netns)
+        prov = provenance(netns)
         for r in results:
             r["scan_id"] = uuid.uuid4().hex[:12]
             store.save_scan(con, r["scan_id"], target=r["target"], address=r["address"], protocol=r["protocol"],
                             summary=r["summary"], result=r, provenance=prov)
     finally:
         con.close()
+
+
+def _print(results: list, args) -> None:
     if args.json:
         print_json(results if len(results) > 1 or args.file else results[0])
     else:
         from pqbench.scan import render
         print("\n".join(render.lines(results)).rstrip())
-    answered = [r for r in results if not r.get("failure") or r.get("readiness")]
-    return 0 if answered else 1
+    sys.stdout.flush()
+
+
+def again(args, targets: list[str]) -> list[str]:
+    """The command that scans these targets with the same options (what an interrupted scan did not finish)."""
+    argv = ["pqbench", "scan", *targets, "--concurrency", args.concurrency, "-n", args.n, "--timeout", args.timeout]
+    for option, value in (("--ca", args.ca), ("--servername", args.servername), ("--netns", args.netns)):
+        if value is not None:
+            argv += [option, str(value)]
+    return argv + ["--db", str(args.db)] + (["--json"] if args.json else [])

@@ -13,15 +13,21 @@ from pqbench.remote.address import Address
 from pqbench.scan import pq, ssh, tls
 
 
+Stopped = tls.Stopped
+
+
 def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0, cafile: str | None = None,
-         servername: str | None = None, pause_s: float = tls.PAUSE_S) -> dict:
+         servername: str | None = None, pause_s: float = tls.PAUSE_S, stop=None) -> dict:
     """One target, from place (the client side of a path). Never raises for what the server does: a
-    failure is in result["failure"] ({"class", "error"})."""
+    failure is in result["failure"] ({"class", "error"}). stop (a threading.Event): once set, a scan in
+    progress raises Stopped instead of returning what it found so far (Ctrl-C)."""
+    if stop is not None and stop.is_set():
+        raise Stopped("the scan was stopped")
     if address.protocol == "ssh":
-        result = ssh.scan(address, place, timeout_s=timeout_s)
+        result = ssh.scan(address, place, timeout_s=timeout_s)  # one connection, within timeout_s
     else:
         result = tls.scan(address, place, n=n, timeout_s=timeout_s, cafile=cafile, servername=servername,
-                          pause_s=pause_s)
+                          pause_s=pause_s, stop=stop)
     result["readiness"] = readiness(result)
     result["summary"] = summary(result)
     return result

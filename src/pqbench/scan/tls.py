@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
 import subprocess
+import threading
 import time
 from typing import Callable
 
@@ -32,6 +34,11 @@ SCAN_CLIENT = "openssl"  # pqtimer: it can offer any key-share list and record v
 PAUSE_S = 0.05  # between connections to one target
 MAX_RUNS = 400  # pqtimer runs per target: the catalog's groups and a few per accepted group
 DEAD_AFTER = 2  # consecutive connection failures after which a target is taken for unreachable
+LOOK_S = 0.1  # how often a pqtimer run looks whether the scan was stopped
+
+
+class Stopped(Exception):
+    """The scan was stopped (Ctrl-C): what it found so far is incomplete and is not a result."""
 
 
 @dataclasses.dataclass
@@ -44,6 +51,7 @@ class TlsProber:
     timeout_ms: int = 5000
     pause_s: float = PAUSE_S
     runs: int = 0
+    stop: threading.Event | None = None  # set: the run in progress is killed and Stopped raised
 
     def argv(self, groups: str, count: int, warmup: int) -> list[str]:
         """The openssl stack's client (pqtimer), through the endpoint seam, recording verification."""
@@ -58,15 +66,29 @@ class TlsProber:
             raise RuntimeError(f"more than {MAX_RUNS} pqtimer runs against one target")
         if self.runs:
             time.sleep(self.pause_s)
+        self._check_stop()
         self.runs += 1
         proc = self.place.popen(self.argv(groups, count, warmup), env=endpoints.get(SCAN_CLIENT, "client").client().env(),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        limit = (count + warmup) * self.timeout_ms / 1000 + 10
+        deadline = time.monotonic() + (count + warmup) * self.timeout_ms / 1000 + 10
         try:
-            out, err = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
+            while True:  # in short waits, so a stop ends the run at once (a scan's runs take up to seconds each)
+                try:
+                    out, err = proc.communicate(timeout=max(0.0, min(LOOK_S, deadline - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    self._check_stop()
+                    if time.monotonic() >= deadline:
+                        proc.kill()
+                        out, err = proc.communicate()
+                        break
+        except BaseException:
             proc.kill()
-            out, err = proc.communicate()
+            proc.wait()
+            raise
+        if proc.returncode == -signal.SIGINT:  # a terminal's Ctrl-C reached pqtimer: no answer of the server's
+            raise Stopped("pqtimer was interrupted")
+        self._check_stop()
         samples = []
         for line in out.decode(errors="replace").splitlines():
             try:
@@ -80,6 +102,10 @@ class TlsProber:
 
     def one(self, groups: str) -> dict:
         return self.run(groups)[0]
+
+    def _check_stop(self) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped("the scan was stopped")
 
 
 def tls_groups() -> tuple[list[catalog.Algorithm], list[catalog.Algorithm]]:
@@ -239,12 +265,13 @@ def timing(prober: TlsProber, accepted: list[str], n: int) -> dict:
 
 
 def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0, cafile: str | None = None,
-         servername: str | None = None, pause_s: float = PAUSE_S, groups: list[str] | None = None) -> dict:
+         servername: str | None = None, pause_s: float = PAUSE_S, groups: list[str] | None = None,
+         stop: threading.Event | None = None) -> dict:
     """Everything above for one target; never raises for what the server does. groups: only these
-    (default: every TLS group this build has)."""
+    (default: every TLS group this build has). stop: when set, the scan ends with Stopped."""
     have, lack = tls_groups()
     names = [a.name for a in have] if groups is None else list(groups)
-    prober = TlsProber(address, place, servername or address.host, cafile, int(timeout_s * 1000), pause_s)
+    prober = TlsProber(address, place, servername or address.host, cafile, int(timeout_s * 1000), pause_s, stop=stop)
     result = {"protocol": "tls", "target": str(address), "address": address.endpoint,
               "servername": prober.servername, "ca": cafile, "failure": None,
               "not_tried": {a.name: "not in this build" for a in lack} if groups is None else {}}
