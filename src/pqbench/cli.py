@@ -73,7 +73,11 @@ def print_json(obj) -> None:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)  # imports every command's module: a Ctrl-C may come meanwhile
+    except KeyboardInterrupt:
+        print("pqbench: interrupted", file=sys.stderr)
+        return 130
     # `kill -USR1 <pid>` prints every thread's stack to stderr: where a run that seems stuck waits.
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
