@@ -51,6 +51,11 @@ def handle(args) -> int:
               f"  report what is done: {shlex.join(['pqbench', 'report', e.run_id, '--db', str(args.db)])}",
               file=sys.stderr)
         return 130
+    except store.Unwritable as e:  # a full disk: the cells stored before are kept, the rest is measured again
+        again = ["pqbench", "run", str(args.spec), "--db", str(args.db), "--resume"]
+        print(f"pqbench run: error: {e}\n  once it can write, continue the run with: {shlex.join(again)}",
+              file=sys.stderr)
+        return e.exit_code
     print(run_id)
     return 0
 

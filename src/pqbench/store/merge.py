@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pqbench.errors import BadInput
 from pqbench.store import schema
-from pqbench.store.store import _dicts, _has_table, _quote, connect, schema_version
+from pqbench.store.store import _dicts, _has_table, _quote, _rollback, connect, schema_version
 
 # How good a cell's copy is: a done cell beats a skipped one beats a failed one (anything else: worst).
 RANK = {"done": 3, "skipped": 2, "failed": 1}
@@ -103,7 +103,7 @@ def _merge_part(con, copy: Path, path: Path, check) -> dict:
             merged = _merge_tables(con, path, check)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            _rollback(con)
             raise
     finally:
         con.execute("DETACH incoming")

@@ -17,6 +17,7 @@ progress and a resumed run finds every finished cell.
 
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -33,7 +34,61 @@ except ImportError:  # pragma: no cover - the build installs it
 DEFAULT_DB = Path("results.duckdb")
 
 
-def connect(path: Path | str = DEFAULT_DB, read_only: bool = False):
+# What the operating system says when a store cannot be written (DuckDB passes its strerror on)
+_UNWRITABLE = ("No space left on device", "Disk quota exceeded", "Read-only file system", "Input/output error")
+
+
+class Unwritable(MissingCapability):
+    """The store's disk refused a write (full, read-only …): what was committed before stays, the statement
+    that failed is rolled back whole."""
+
+    def __init__(self, path: Path, detail: str):
+        self.path = path
+        super().__init__(f"cannot write to the store {path}: {detail}",
+                         f"free space on its disk (or give another --db); the cells stored before are kept")
+
+
+class Connection:
+    """A DuckDB connection (every method passes through) whose failures say what happened.
+
+    - Ctrl-C: DuckDB's Python module runs the signal's handler itself while a statement runs, swallows the
+      KeyboardInterrupt it raises (the testbed's TestbedInterrupted too) and raises RuntimeError('Query
+      interrupted') instead, so a command interrupted while it wrote ended with a traceback (exit 1) instead
+      of its next step (exit 130). Raised here as the KeyboardInterrupt it was.
+    - A full (or read-only) disk: Unwritable, naming the store and the fix, instead of a DuckDB traceback."""
+
+    def __init__(self, con, path: Path):
+        self._con, self.path = con, path
+
+    def __getattr__(self, name):
+        attr = getattr(self._con, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            try:
+                result = attr(*args, **kwargs)
+            except (RuntimeError, duckdb.Error) as e:
+                raise self._translated(e) from None
+            return self if result is self._con else result  # execute() returns the connection: keep this one
+        return call
+
+    def _translated(self, e: Exception) -> BaseException:
+        text = str(e)
+        if isinstance(e, duckdb.InterruptException) or (type(e) is RuntimeError and "interrupted" in text.lower()):
+            return KeyboardInterrupt()
+        if isinstance(e, duckdb.Error) and (any(w in text for w in _UNWRITABLE) or "invalidated" in text):
+            return Unwritable(self.path, text.splitlines()[0])
+        return e
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def connect(path: Path | str = DEFAULT_DB, read_only: bool = False) -> Connection:
     """Opens a store; read-write brings its schema up to date first (old stores open and resume)."""
     if duckdb is None:
         raise MissingCapability("the Python package duckdb is missing", "run `make` (it installs pqbench's deps)")
@@ -41,9 +96,11 @@ def connect(path: Path | str = DEFAULT_DB, read_only: bool = False):
     if read_only and not path.exists():
         raise BadInput("--db", f"{path} does not exist")
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = Connection(duckdb.connect(str(path), read_only=read_only), path)
     except duckdb.Error as e:
-        raise BadInput("--db", f"{path} cannot be opened as a DuckDB store ({str(e).splitlines()[0]})") from None
+        raise BadInput("--db", _open_failure(path, str(e))) from None
+    except RuntimeError as e:
+        raise Connection(None, path)._translated(e) from None
     if not read_only:
         migrate(con)
     elif not _has_table(con, "runs"):
@@ -51,6 +108,31 @@ def connect(path: Path | str = DEFAULT_DB, read_only: bool = False):
         raise BadInput("--db", f"{path} is a DuckDB file without pqbench's tables: it holds no pqbench run "
                                "(give the file `pqbench run --db` wrote)")
     return con
+
+
+def _open_failure(path: Path, error: str) -> str:
+    """Why a store would not open. DuckDB lets one process at a time write a store, and says which holds it."""
+    held = re.search(r"Conflicting lock is held in (.*?) \(PID (\d+)\)", error)
+    if held:
+        pid = int(held.group(2))
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            command = held.group(1)
+        command = " ".join(command.split())[:200]
+        return (f"{path} is open in another process (PID {pid}: {command}), and a store has one writer at a time: "
+                f"wait for that process to end, or give another --db (`pqbench merge` joins stores later)")
+    return f"{path} cannot be opened as a DuckDB store ({error.splitlines()[0]})"
+
+
+def _rollback(con) -> None:
+    """Rolls back the transaction in progress, if there still is one: DuckDB ends a transaction whose COMMIT
+    failed (a full disk) or was interrupted itself, and a ROLLBACK then fails and would hide why."""
+    try:
+        con.execute("ROLLBACK")
+    except (KeyboardInterrupt, Exception) as e:
+        if "no transaction is active" not in str(e):
+            raise
 
 
 def _has_table(con, name: str) -> bool:
@@ -78,7 +160,7 @@ def migrate(con) -> list[int]:
             con.execute("INSERT INTO schema_version VALUES (?, now(), ?)", [version, what])
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            _rollback(con)
             raise
         applied.append(version)
     return applied
@@ -191,7 +273,7 @@ def save_cell(con, run_id: str, cell: dict, samples: list[dict] = (), metric: st
                                           for k, s in enumerate(samples)])
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        _rollback(con)
         raise
 
 
