@@ -116,7 +116,10 @@ def measure_cell(rig, plan: LoadPlan, link, tcp, job, server: str, client: str, 
         for k, n in (s.get("failures") or {}).items():
             classes[k] = classes.get(k, 0) + n
     scheduled = sum(s.get("scheduled") or 0 for s in steps)
-    return {"status": "done" if completed else "failed", "reason": None if completed else why,
+    died = rig.server_died(server)
+    if died:  # a crashed server's steps measure the crash: failed, so --resume measures the cell again
+        why = f"the {server} server died during the cell ({died}): measured again by --resume"
+    return {"status": "done" if completed and not died else "failed", "reason": None if completed and not died else why,
             "link": link.to_dict(), "metric": "load", "n": scheduled, "ok": completed,
             "failures": scheduled - completed, "failure_classes": classes, "started": began,
             "finished": datetime.datetime.now(), "stop_reason": why, "kind": "load", "load": v, "steps": steps}, why

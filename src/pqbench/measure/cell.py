@@ -88,14 +88,19 @@ def collect(rig, plan: Plan, control, scratch: Path, *, tail: threading.Event | 
 def measure(rig, plan: Plan, control, scratch: Path, *, tail=None, stop=None) -> tuple[dict, list, str]:
     """Measures one cell on a rig: (record fields, samples, why it stopped)."""
     started = datetime.datetime.now()
-    rig.begin_cell(plan.link, plan.tcp)
+    rig.begin_cell(plan.link, plan.tcp)  # a server that died in an earlier cell is started again
     cc = rig.tb.congestion_control()  # what both ends' connections use, not only what was asked
     before = rig.path_rtt(plan.job)
     samples, why = collect(rig, plan, control, scratch, tail=tail, stop=stop)
     counters = rig.end_cell(samples, plan.job.mode, scratch, client=plan.client, server=plan.server)
     path = {"before": before, "after": rig.path_rtt(plan.job)} if before else None
     ok = sum(1 for s in samples if s.get("ok"))
-    record = {"status": "done" if ok else "failed", "reason": None if ok else why,
+    # a server that died while samples failed: their failures are the crash's, not the link's or the algorithm's,
+    # so the cell is failed and --resume measures it again (died after its last handshake: nothing was touched)
+    died = rig.server_died(plan.server) if ok < len(samples) else None
+    if died:
+        why = f"the {plan.server or 'first'} server died during the cell ({died}): measured again by --resume"
+    record = {"status": "done" if ok and not died else "failed", "reason": None if ok and not died else why,
               "link": plan.link.to_dict(), "metric": plan.metric, "n": len(samples), "ok": ok,
               "failures": len(samples) - ok, "failure_classes": failure_classes(samples), "link_counters": counters,
               "concurrency": control.summary(), "started": started, "finished": datetime.datetime.now(),

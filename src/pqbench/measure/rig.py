@@ -25,7 +25,7 @@ from pqbench import endpoints
 from pqbench.measure import wire
 from pqbench.measure import sampler
 from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
-from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed
+from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs, Testbed, registry
 from pqbench.testbed.path import Path as NetPath
 from pqbench.testbed.realpath import connect_rtt
 
@@ -81,6 +81,7 @@ class Rig:
         self.tb: NetPath | None = None  # the path: a Testbed or the one given
         self.clients: dict = {}
         self.server_pids: dict[str, list[int]] = {}  # what each server started (load's CPU accounting)
+        self._servers: dict[str, tuple] = {}  # name -> (server, its processes as started: pid and start time)
         self._offset_ns = 0
 
     def __enter__(self) -> "Rig":
@@ -89,17 +90,42 @@ class Rig:
                                                                        emulator=self._emulator))
             self.clients = {name: endpoints.get(name, "client").client() for name in self.client_names}
             for name, serving in self.servings.items():
-                server = endpoints.get(name, "server").server()
-                self._opened.callback(server.stop)
-                self.server_pids[name] = []
-                server.start(self.place("server", started=self.server_pids[name]), serving)
-                server.ready(self.place("client"))
-                if getattr(server, "warm_up", True):
-                    self._warm(name, serving)
+                self._start_server(name, serving)
         except BaseException:
             self._opened.close()
             raise
         return self
+
+    def _start_server(self, name: str, serving: Serving) -> None:
+        server = endpoints.get(name, "server").server()
+        self._opened.callback(server.stop)
+        self.server_pids[name] = []
+        server.start(self.place("server", started=self.server_pids[name]), serving)
+        self._servers[name] = (server, [registry.proc_ref(pid) for pid in self.server_pids[name]])
+        server.ready(self.place("client"))
+        if getattr(server, "warm_up", True):
+            self._warm(name, serving)
+
+    def server_died(self, name: str | None = None) -> str | None:
+        """How a server of this rig (default: its first) died since it started, or None while it runs. The
+        processes a server starts through its place serve until it stops (nginx's master, sshd or a Go
+        server per port): one of them ended means the server is gone, or part of it."""
+        name = name or next(iter(self.servings))
+        _, refs = self._servers.get(name, (None, []))
+        gone = [r["pid"] for r in refs if not registry.is_alive(r)]
+        return f"its process {', '.join(map(str, gone))} ended" if gone else None
+
+    def revive(self) -> dict[str, str]:
+        """Starts again each server that died (stopped first, so nothing of it is left): a crashed server
+        costs the cell it crashed in, not every cell after it on this lane. Returns {name: how it had died}."""
+        revived = {}
+        for name, serving in self.servings.items():
+            how = self.server_died(name)
+            if how:
+                self._servers[name][0].stop()
+                self._start_server(name, serving)
+                revived[name] = how
+        return revived
 
     def _warm(self, name: str, serving: Serving) -> None:
         """Handshakes, not recorded, that every worker process of the server answers before anything is
@@ -152,9 +178,11 @@ class Rig:
             return None
         return connect_rtt(lambda: self.tb.socket("client"), job.host, job.port).to_dict()
 
-    def begin_cell(self, link: LinkSpec, tcp: TcpKnobs | None = None) -> None:
-        """Sets the link (and TCP knobs when they differ) and zeroes counters and the wire record;
-        the loss pattern restarts from the link's seed (paired comparisons)."""
+    def begin_cell(self, link: LinkSpec, tcp: TcpKnobs | None = None) -> dict[str, str]:
+        """Starts again the servers that died (revive: {name: how it had died}), sets the link (and TCP knobs
+        when they differ) and zeroes counters and the wire record; the loss pattern restarts from the link's
+        seed (paired comparisons)."""
+        revived = self.revive()
         self.tb.reconfigure(link)
         self.link = link
         if tcp is not None and tcp != self.tcp:
@@ -162,6 +190,7 @@ class Rig:
             self.tcp = tcp
         self.tb.reset_counters()
         self._offset_ns = wire.clock_offset_ns()
+        return revived
 
     def sample(self, job: ClientJob, n: int, parallel, scratch: Path, *, tail=None, stop=None,
                client: str | None = None) -> list[dict]:
