@@ -5,7 +5,7 @@ from pathlib import Path
 
 from pqbench import store
 from pqbench.cluster import security as cluster_security
-from pqbench.errors import BadInput
+from pqbench.errors import BadInput, MeasurementFailed
 from pqbench.experiment import shard as shardmod
 from pqbench.experiment import spec as specmod
 from pqbench.measure import runner
@@ -51,10 +51,13 @@ def handle(args) -> int:
               f"  report what is done: {shlex.join(['pqbench', 'report', e.run_id, '--db', str(args.db)])}",
               file=sys.stderr)
         return 130
-    except store.Unwritable as e:  # a full disk: the cells stored before are kept, the rest is measured again
+    except (store.Unwritable, MeasurementFailed) as e:
+        # a full disk, or a measurement that could not go on (the emulator died …): the cells stored before are
+        # kept, and --resume (the newest run of this very spec) measures the others
         again = ["pqbench", "run", str(args.spec), "--db", str(args.db), "--resume"]
-        print(f"pqbench run: error: {e}\n  once it can write, continue the run with: {shlex.join(again)}",
-              file=sys.stderr)
+        when = "once it can write, " if isinstance(e, store.Unwritable) else ""
+        print(f"pqbench run: error: {e}\n  the cells finished before are stored; {when}continue the run with: "
+              f"{shlex.join(again)}", file=sys.stderr)
         return e.exit_code
     print(run_id)
     return 0

@@ -44,8 +44,7 @@ class Unwritable(MissingCapability):
 
     def __init__(self, path: Path, detail: str):
         self.path = path
-        super().__init__(f"cannot write to the store {path}: {detail}",
-                         f"free space on its disk (or give another --db); the cells stored before are kept")
+        super().__init__(f"cannot write to the store {path}: {detail}", "free space on its disk, or give another --db")
 
 
 class Connection:

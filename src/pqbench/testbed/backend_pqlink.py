@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -149,6 +150,14 @@ def end_at_once(pid: int) -> None:
         pass
 
 
+def _ended(code: int) -> str:
+    """A process's end as its exit code says: killed by SIGKILL, or exit status 1."""
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(-code).name}"
+    return f"exit status {code}"
+
+
 class PqlinkBackend:
     name = "pqlink"
 
@@ -245,25 +254,46 @@ class PqlinkBackend:
         b.ready = b.pid is not None  # its record outlived the start (a failed start removes it)
         return b
 
+    def _control(self, command: str) -> dict:
+        """control(), and when pqlink cannot answer because it has died, an error that says so (a crashed
+        emulator takes its devices, so the link is gone: nothing more can be measured on this testbed)."""
+        try:
+            return control(self.control_path, command)
+        except MeasurementFailed:
+            died = self.died()
+            if died:
+                raise MeasurementFailed(f"the emulator of testbed {self.testbed} died ({died}): its link is gone") \
+                    from None
+            raise
+
+    def died(self) -> str | None:
+        """How pqlink ended, if it did while it should be running (None: it runs, or never started)."""
+        if self.proc is not None:
+            code = self.proc.poll()
+            return None if code is None else f"pqlink {_ended(code)}"
+        if self._ref is not None and self.pid is not None and not registry.is_alive(self._ref):
+            return "pqlink ended"
+        return None
+
     def reconfigure(self, spec: LinkSpec) -> None:
-        control(self.control_path, "set " + " ".join(link_params(spec)))
+        self._control("set " + " ".join(link_params(spec)))
 
     def counters(self) -> dict:
-        stats = control(self.control_path, "stats")["stats"]
+        stats = self._control("stats")["stats"]
         return {"client_to_server": normalise(stats["c2s"]), "server_to_client": normalise(stats["s2c"]),
                 "emulator": {"pid": stats["pid"], "sched_fifo": stats["sched_fifo"], "spin_us": stats["spin_us"],
                              "keep_awake": stats.get("keep_awake", 0)}}
 
     def reset_counters(self) -> None:
         """Zeroes the counters and empties the wire recorder's table."""
-        control(self.control_path, "reset")
+        self._control("reset")
 
     def flows(self, path: str | Path) -> list[dict]:
         """The wire recorder's connections since the last reset (native/pqlink/README.md, "Wire
         recorder"): pqlink writes them to path (JSON lines, mode 0600), read back here. Times are
         pqlink's CLOCK_MONOTONIC ns."""
         path = Path(path).resolve()  # pqlink's working directory is not ours
-        control(self.control_path, f"flows {path}")
+        self._control(f"flows {path}")
         try:
             lines = path.read_text().splitlines()
         except OSError as e:
@@ -280,6 +310,7 @@ class PqlinkBackend:
         after everything has stopped: a lost record of what the link did is an error, never None."""
         if self.pid is None:
             return self.final
+        died = self.died()
         pid, self.pid = self.pid, None
         how = self._stop(pid)
         self._end_helpers()
@@ -290,6 +321,9 @@ class PqlinkBackend:
             self.final = {"client_to_server": normalise(stats["c2s"]),
                           "server_to_client": normalise(stats["s2c"])}
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+            if died:  # what the user must hear first: the emulator crashed (the counters went with it)
+                raise MeasurementFailed(f"the emulator of testbed {self.testbed} died ({died}): its link and its "
+                                        "final counters are gone") from None
             raise MeasurementFailed(f"the link of testbed {self.testbed}: pqlink {how} without its final counters "
                                     f"({self.stats_path}: {getattr(e, 'strerror', None) or e})") from None
         return self.final
@@ -298,7 +332,7 @@ class PqlinkBackend:
         """SIGTERM, STOP_TIMEOUT_S for pqlink to exit, then SIGKILL; waits until it has ended and says how."""
         if self.proc is not None:
             if self.proc.poll() is not None:
-                return f"had already ended (exit status {self.proc.returncode})"
+                return f"had died before ({_ended(self.proc.returncode)})"
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=STOP_TIMEOUT_S)
