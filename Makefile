@@ -36,8 +36,13 @@ native-asan: build-all
 test-native: native-asan
 	@cd build/native-asan && ctest --output-on-failure
 
+# The tests in parallel (pytest-xdist: most wait on the network, not the CPU; the SSH tests on one worker), then
+# the `solo` ones alone: they load the machine themselves or judge its load. Both passes always run.
+PYTEST_WORKERS ?= 3
 test-python: build-all
-	@$(PY) -m pytest -q -rs tests
+	@$(PY) -m pytest -q -rs -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup -m "not solo" tests; a=$$?; \
+	  $(PY) -m pytest -q -rs -p no:cacheprovider -m solo tests; b=$$?; \
+	  [ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 test: test-native test-python
 

@@ -65,7 +65,17 @@ def chains(built_stack, tmp_path_factory):
     return get
 
 
+# Files whose tests start SSH servers or clients: run on one worker of a parallel suite (pytest-xdist's
+# loadgroup), one after another, since the SSH tests judge leftovers by the SSH stacks' programs, which do not
+# name the test that started them.
+SSH_FILES = {"test_build_on_demand.py", "test_ctrl_c_stress.py", "test_load.py", "test_phase_names.py",
+             "test_protocols.py", "test_scan.py", "test_sshload.py", "test_stack_ssh.py", "test_targets.py"}
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SSH_FILES:
+            item.add_marker(pytest.mark.xdist_group("ssh"))
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root (network namespaces, TUN devices)")

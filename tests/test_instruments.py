@@ -153,10 +153,21 @@ def test_a_killed_worker_leaves_its_sample_as_client_lost(bed):
     tb = bed["tb"]
     tb.reconfigure(LinkSpec.symmetric(rtt_ms=200))
 
+    claims = bed["dir"] / "pqtimer-claims"
+
+    def kill_in_first_handshake(proc):
+        # once both workers have claimed their first index (a loaded machine starts them late), worker 1 is
+        # 0.1 s into a handshake that takes 400 ms
+        deadline = time.monotonic() + 30
+        while int.from_bytes(claims.read_bytes()[:8], "little") < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)
+        proc.kill()
+
     def popen(argv, **kw):
         proc = tb.popen("client", argv, **kw)
         if argv[argv.index("--worker") + 1] == "1":
-            threading.Timer(0.3, proc.kill).start()  # its first handshake takes 400 ms
+            threading.Thread(target=kill_in_first_handshake, args=(proc,), daemon=True).start()
         return proc
 
     place = Place(tb.server_addr, popen, lambda: tb.socket("client"))
@@ -203,7 +214,8 @@ def test_stop_kills_the_workers_and_cancels_the_run(bed):
     with pytest.raises(sampler.Cancelled):
         sampler.run(Pqtimer(), _job(bed), 1000, 4, bed["rig"].place("client"), bed["dir"], stop=stop)
     assert time.monotonic() - t0 < 3  # not the 100 s the 1000 samples would take
-    assert subprocess.run(["pgrep", "-f", "pqtimer/pqtimer"], capture_output=True).returncode == 1  # none left
+    # none of its workers is left (they name their claims file in this test's folder)
+    assert subprocess.run(["pgrep", "-f", str(bed["dir"])], capture_output=True).returncode == 1
 
 
 def test_stopped_server_gives_failure_samples_and_exit_1(bed):

@@ -219,6 +219,7 @@ def detectors(db) -> dict:
         con.close()
 
 
+@pytest.mark.solo  # its CPU hog would slow the suite's other tests
 def test_a_lossy_run_stores_each_cells_late_count_and_a_cpu_hog_raises_it(built_stack, tmp_path, monkeypatch):
     """Two lossy cells on two lanes: each stores its detector (how many samples no retransmission
     touched, how many of those came late) and its client-vs-wire comparison. Then one cell under a

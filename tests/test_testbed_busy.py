@@ -21,6 +21,7 @@ import pytest
 
 pytestmark = [
     pytest.mark.root,
+    pytest.mark.solo,  # its busy loops would slow the suite's other tests
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces, TUN devices)"),
 ]
 
