@@ -92,13 +92,12 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                                        "or give another --run-id")
         store.create_run(con, run_id, name=spec.name, spec_toml=spec.source, seed=spec.seed,
                          provenance=prov, cell_order=[c.cell_id for c in all_cells])
-    done = store.finished_cells(con, run_id) & mine
-    progress = Progress(len(mine), len(done), quiet)
-    part = f" (shard {prov['shard']}: {len(mine)} of {len(all_cells)})" if shard else ""
-    progress.say(f"run {run_id}: {len(mine)} cells{part}, {len(done)} already done, database {db_path}")
-
     status = "interrupted"
-    try:
+    try:  # from here the run's row exists: a Ctrl-C ends it as interrupted, with the command that resumes it
+        done = store.finished_cells(con, run_id) & mine
+        progress = Progress(len(mine), len(done), quiet)
+        part = f" (shard {prov['shard']}: {len(mine)} of {len(all_cells)})" if shard else ""
+        progress.say(f"run {run_id}: {len(mine)} cells{part}, {len(done)} already done, database {db_path}")
         todo = _skip_unavailable(con, run_id, spec, [(pos, c) for pos, c in enumerate(all_cells)
                                                      if c.cell_id in mine and c.cell_id not in done], progress)
         if engine is not None:
