@@ -13,6 +13,7 @@ rest of pqbench needs to know of it, so that adding an axis is its own module an
   its value is set, and any check beyond (check);
 - how it reaches them: the timing client's option (client_option, option_value) through the ClientJob, and the
   server's site (site: a port per value, the value in Site.options);
+- how it reaches the path: TCP's per-route knobs (to_tcp);
 - its label in progress lines and the report (label, with its place among the other parts: order).
 
 Spec, Cell, cell ids, store columns, condition labels, capability checks and client arguments are derived from
@@ -47,6 +48,7 @@ class Axis:
     # (value, protocol) -> why no cell of that protocol can have the value (such cells are not made), or None
     admits: Callable[[Any, str], str | None] | None = None
     path: bool = False  # a knob of the emulated path: a spec whose servers are targets (a real path) refuses it
+    to_tcp: Callable[[Any], dict] | None = None  # how it reaches TCP's per-route knobs (TcpKnobs keyword arguments)
     server_feature: str | None = None  # Capabilities.features entry the server stack needs when the value is set
     client_feature: str | None = None  # … the client stack
     # (value, Capabilities, role, the cell's values) -> why the stack in role cannot, or None
@@ -165,6 +167,15 @@ def job_fields(values: Mapping) -> dict:
         elif a.client_option and a.name in values:
             options[a.name] = values[a.name]
     return {**out, "axes": options} if options else out
+
+
+def tcp_fields(values: Mapping) -> dict:
+    """The TcpKnobs keyword arguments of a cell's values (the axes that are TCP's per-route knobs)."""
+    out = {}
+    for a in registered():
+        if a.to_tcp and values.get(a.name) is not None:
+            out.update(a.to_tcp(values[a.name]))
+    return out
 
 
 def site_key(values: Mapping) -> tuple:

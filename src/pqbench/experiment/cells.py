@@ -153,7 +153,8 @@ class Cell:
             server_to_client=dataclasses.replace(link.server_to_client, aqm=aqm, trace=s.trace_down))
 
     def tcp(self) -> TcpKnobs:
-        return TcpKnobs(initcwnd=self.initcwnd, congctl=self.congctl)
+        """TCP's per-route knobs, from the axes that are (Axis.to_tcp)."""
+        return TcpKnobs(**axis.tcp_fields(self.values()))
 
     def label(self) -> str:
         return describe(self.params())
