@@ -72,6 +72,29 @@ SSH_FILES = {"test_build_on_demand.py", "test_ctrl_c_stress.py", "test_load.py",
              "test_protocols.py", "test_scan.py", "test_sshload.py", "test_stack_ssh.py", "test_targets.py"}
 
 
+@pytest.fixture
+def cluster(tmp_path):
+    """A Dask scheduler on loopback; the test adds workers (pqbench.cluster.local). Stopped afterwards, and the
+    testbeds of workers that died are reaped."""
+    from pqbench.cluster.local import LocalCluster
+    from pqbench.testbed import registry
+    c = LocalCluster(tmp_path / "logs")
+    try:
+        yield c
+    finally:
+        c.stop()
+        registry.reap_stale()
+
+
+def unpacked_store(gz: Path, path: Path) -> Path:
+    """A store checked in gzipped (tests/data), unpacked to path."""
+    import gzip
+    import shutil
+    with gzip.open(gz) as src, open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    return path
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SSH_FILES:

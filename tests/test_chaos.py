@@ -284,16 +284,6 @@ def test_the_disk_full_while_saving_stops_the_run_and_resume_completes_it(built_
     resume_completes(spec, db, before)
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    from pqbench.cluster.local import LocalCluster
-    c = LocalCluster(tmp_path / "logs")
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
 def test_a_cluster_worker_killed_mid_cell_loses_nothing(built_stack, cluster, tmp_path):
     """A node's worker killed (SIGKILL) while it measures a cell: the engine measures that cell again on the
     other node, the driver stores it once, the dead node's segment is marked lost and nothing of it is left."""

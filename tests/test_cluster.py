@@ -35,16 +35,6 @@ loss = ["0%"]
 """
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = LocalCluster(tmp_path / "logs")
-    try:
-        yield c
-    finally:
-        c.stop()
-        registry.reap_stale()
-
-
 def spec_file(tmp_path: Path, n: int) -> Path:
     path = tmp_path / "clustered.toml"
     path.write_text(SPEC.format(n=n))

@@ -2,15 +2,13 @@
 name every axis, as main wrote them at 32be4d3 (before the axis registry); a store written then opens, resumes
 and reports the same."""
 
-import gzip
 import hashlib
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_pqbench
+from conftest import unpacked_store, ROOT, run_pqbench
 from pqbench import store
 from pqbench.experiment import cells as cellmod, spec as specmod
 
@@ -44,10 +42,7 @@ def test_cell_ids_labels_and_columns_are_as_before_the_registry(name, tmp_path):
 
 @pytest.fixture
 def old_store(tmp_path) -> Path:
-    path = tmp_path / "old.duckdb"
-    with gzip.open(STORE) as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
+    return unpacked_store(STORE, tmp_path / "old.duckdb")
 
 
 def test_a_store_from_before_reports_the_same(old_store, tmp_path):

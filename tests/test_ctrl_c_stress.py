@@ -375,16 +375,6 @@ def test_ctrl_c_a_run_on_local_lanes(built_stack, tmp_path, rng):
         resume_completes(spec, last[0], last[1])
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    from pqbench.cluster.local import LocalCluster
-    c = LocalCluster(tmp_path / "logs")
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
 def test_ctrl_c_a_cluster_run(built_stack, cluster, tmp_path, rng):
     """The driver of `run --cluster` interrupted: it ends within 10 s, the node (still running) closes the
     run's testbeds, and --resume completes the run on the cluster."""

@@ -1,10 +1,10 @@
 """The store's numbered migrations, on a store written by the main branch before them (commit 2b3eaa1)."""
 
-import gzip
-import shutil
 from pathlib import Path
 
 import pytest
+
+from conftest import unpacked_store
 
 from pqbench import analysis, store
 from pqbench.experiment import cells as cellmod, spec as specmod
@@ -15,10 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def old_store(tmp_path) -> Path:
-    path = tmp_path / "old.duckdb"
-    with gzip.open(OLD) as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
+    return unpacked_store(OLD, tmp_path / "old.duckdb")
 
 
 def test_an_old_store_reads_without_being_changed(old_store):
