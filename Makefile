@@ -42,7 +42,7 @@ test-native: native-asan
 # packet processing on 2 cores (a quic-go client spun at 95 % CPU for minutes; see the README).
 PYTEST_WORKERS ?= 0
 test-python: build-all
-	@$(PY) -m pytest -q -rs -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup -m "not solo" tests; a=$$?; \
+	@$(PY) -m pytest -q -rs -p no:cacheprovider --durations=20 -n $(PYTEST_WORKERS) --dist loadgroup -m "not solo" tests; a=$$?; \
 	  $(PY) -m pytest -q -rs -p no:cacheprovider -m solo tests; b=$$?; \
 	  [ $$a -eq 0 ] && [ $$b -eq 0 ]
 
