@@ -101,7 +101,9 @@ class Rig:
         self._opened.callback(server.stop)
         self.server_pids[name] = []
         server.start(self.place("server", started=self.server_pids[name]), serving)
-        self._servers[name] = (server, [registry.proc_ref(pid) for pid in self.server_pids[name]])
+        # the processes that run as it serves (one already ended was a helper of its start, not the server)
+        refs = [registry.proc_ref(pid) for pid in self.server_pids[name]]
+        self._servers[name] = (server, [r for r in refs if r["start"] is not None])
         server.ready(self.place("client"))
         if getattr(server, "warm_up", True):
             self._warm(name, serving)
