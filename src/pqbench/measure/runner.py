@@ -117,8 +117,10 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     except KeyboardInterrupt:
         raise Interrupted(run_id) from None
     finally:
-        store.finish_run(con, run_id, status)
-        con.close()
+        try:
+            store.finish_run(con, run_id, status)
+        finally:
+            con.close()  # also when the disk is full
     return run_id
 
 
