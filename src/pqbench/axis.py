@@ -1,13 +1,14 @@
 """Axes of an experiment, each one registered record (as liboqs keeps one struct per algorithm).
 
 An axis is a knob a spec sweeps: `[axes] NAME = [values]`, one value per cell. Its record says everything the
-rest of pqbench needs to know of it, so that adding an axis is its own module and one line in AXIS_MODULES:
+rest of pqbench needs to know of it, so that adding an axis is its own module and one line in
+pqbench.experiment.axes:
 
 - how a value is read (parse, with errors naming the field) and what is allowed (allowed);
 - the cell's value where the spec does not name the axis (default), and which cells it crosses at all
   (applies: the other axes' values of a cell; a cell it does not apply to holds None) - with the error
   (needs_text) when a spec names it but no cell could take it;
-- the store's cells column (sql; the store adds a column of a new axis by itself) and how it enters the cell
+- the store's cells column (sql; the runner adds a younger axis's column to a store) and how it enters the cell
   id (id_omit: the values left out of the id, so cells from before the axis keep their ids);
 - what it asks of the stacks: a feature of the server or the client stack (server_feature, client_feature) when
   its value is set, and any check beyond (check);
@@ -40,7 +41,6 @@ class Axis:
     parse: Callable[[str, Any], Any]  # (field, one value from the spec) -> the cell's value; BadInput naming field
     allowed: str  # what its values are ("segments", "congestion control names"), for errors
     default: Any = None  # a cell's value where the spec does not name the axis
-    unset: tuple | None = None  # values that ask nothing of the stacks (None: (None, default))
     sql: str | None = "VARCHAR"  # the store's cells column type; None: no column
     id_omit: tuple = (None,)  # values left out of the cell id (ids stay as before the axis existed)
     applies: Callable[[Mapping], bool] | None = None  # the cells it crosses, by their other values (None: all)
@@ -66,7 +66,7 @@ class Axis:
 
     def is_set(self, value) -> bool:
         """A value that asks something of the stacks: neither absent nor the axis's default."""
-        return value not in (self.unset if self.unset is not None else (None, self.default))
+        return value not in (None, self.default)
 
     def values(self, axes: Mapping) -> tuple:
         """The axis's values from a spec's [axes] table: parsed, each error naming axes.NAME[i]; (default,)
