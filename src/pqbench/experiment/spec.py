@@ -86,7 +86,9 @@ TOP_KEYS = ("name", "description", "seed", "parallel", "max_parallel", "max_bias
 KINDS = ("handshake", "load")
 LOAD_KEYS = ("rates", "start", "max_rate", "step", "time_bound", "max_inflight")
 TARGET_KEYS = ("name", "address", "ca", "server_name", "sig", "manifest", "host")
-
+SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "trace", "trace_up", "trace_down", "aqm",
+                 "cross")  # mtu, initcwnd: axes for every scenario
+DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
 
 
 def axes_allowed() -> tuple[str, ...]:
@@ -97,9 +99,6 @@ def axes_allowed() -> tuple[str, ...]:
 def link_keys() -> tuple[str, ...]:
     """What a target replaces: the emulated link's axes (a target's path is measured instead)."""
     return ("rtt", "loss", "rate") + tuple(a.name for a in registry.registered() if a.path) + LINK_EXTRA_AXES
-SCENARIO_KEYS = ("name", "rtt", "loss", "rate", "gemodel", "jitter", "queue", "trace", "trace_up", "trace_down", "aqm",
-                 "cross")  # mtu, initcwnd: axes for every scenario
-DEFAULT_LANES = 4  # enough to hide the 30-60 s tails of lossy cells behind the next cells' work
 
 
 @dataclasses.dataclass(frozen=True)
