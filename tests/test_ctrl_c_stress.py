@@ -138,7 +138,10 @@ def interrupt(argv: list, delay: float, rng: random.Random, *, until: str | None
             proc.wait()
             pytest.fail(f"{how}: still running {ENDS_WITHIN_S} s after the signal\n{err_path.read_text()[-8000:]}")
         took = round(time.monotonic() - sent, 2)
-    left = watch.left()
+    left, deadline = watch.left(), time.monotonic() + 1
+    while left and time.monotonic() < deadline:  # a child caught in its exit (its memory gone, no zombie yet)
+        time.sleep(0.05)
+        left = watch.left()
     deadline = time.monotonic() + 5  # the guardian sees its owner gone and ends, having nothing to do
     while guardian_of(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pqbench.errors import BadInput
 from pqbench.store import schema
-from pqbench.store.store import _dicts, _has_table, _quote, _rollback, connect, schema_version
+from pqbench.store.store import _dicts, _has_table, _quote, _rollback, add_cell_columns, connect, schema_version
 
 # How good a cell's copy is: a done cell beats a skipped one beats a failed one (anything else: worst).
 RANK = {"done": 3, "skipped": 2, "failed": 1}
@@ -127,6 +127,8 @@ def _merge_tables(con, path: Path, check) -> dict:
                                    f"--db store with {here}: results of different builds do not merge into one run")
     con.execute("INSERT INTO runs BY NAME SELECT * FROM incoming.runs WHERE run_id NOT IN (SELECT run_id FROM runs)")
 
+    # a part measured with an axis younger than the numbered migrations has its column: so has the destination
+    add_cell_columns(con, {name: sqltype for name, sqltype, *_ in con.execute("DESCRIBE incoming.cells").fetchall()})
     outcomes = _merge_cells(con)
     crypto = _replace_crypto(con)
     nodes = _upsert(con, "nodes", ("run_id", "segment"))
