@@ -210,7 +210,7 @@ def _crossed(spec: Spec, fixed: dict, protocol: str) -> list[dict]:
         if a.name in fixed:
             partial = [{**p, a.name: fixed[a.name]} for p in partial]
             continue
-        partial = [{**p, a.name: a.value_for(p, v)} for p in partial
+        partial = [{**p, a.name: v} for p in partial
                    for v in (spec.axes[a.name] if a.applies is None or a.applies(p) else (None,))
                    if not (a.admits and a.admits(v, protocol))]
     return list({tuple(p.items()): p for p in partial}.values())
