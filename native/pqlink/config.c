@@ -25,6 +25,7 @@ void config_defaults(struct dir_config *c)
     c->pie_max_burst_ns = 150000000;
     c->pie_alpha = 0.125;
     c->pie_beta = 1.25;
+    c->middlebox_split = true;
 }
 
 static int parse_prob(const char *v, double *out)
@@ -173,6 +174,25 @@ static int set_key(struct dir_config *c, const char *key, const char *v, char *e
         if (strcmp(v, "0") && strcmp(v, "1"))
             return -1;
         c->reorder = v[0] == '1';
+    } else if (!strcmp(key, "middlebox")) {
+        if (!strcmp(v, "off"))
+            c->middlebox = MBOX_OFF;
+        else if (!strcmp(v, "drop"))
+            c->middlebox = MBOX_DROP;
+        else if (!strcmp(v, "reset"))
+            c->middlebox = MBOX_RESET;
+        else {
+            snprintf(err, errlen, "unknown middlebox '%s' (allowed: off drop reset)", v);
+            return -3;
+        }
+    } else if (!strcmp(key, "middlebox_split")) {
+        if (strcmp(v, "0") && strcmp(v, "1"))
+            return -1;
+        c->middlebox_split = v[0] == '1';
+    } else if (!strcmp(key, "middlebox_max")) {
+        if (parse_u64(v, 65535, &n))
+            return -1;
+        c->middlebox_max = (uint32_t)n;
     } else if (!strcmp(key, "seed")) {
         if (parse_u64(v, UINT64_MAX, &n))
             return -1;
@@ -212,7 +232,7 @@ int config_apply(struct dir_config cfg[2], bool changed[2], const char *kv, char
                      "unknown key '%s' (allowed: loss loss_model ge_p ge_r ge_1h ge_1k rate_bps overhead "
                      "trace trace_bytes queue_packets queue_bytes aqm codel_target_ns codel_interval_ns "
                      "pie_target_ns pie_tupdate_ns pie_max_burst_ns pie_alpha pie_beta ecn "
-                     "delay_ns jitter_ns reorder seed, optionally prefixed c2s. or s2c.)",
+                     "delay_ns jitter_ns reorder seed middlebox middlebox_split middlebox_max, optionally prefixed c2s. or s2c.)",
                      k);
             return -1;
         }
@@ -258,6 +278,7 @@ int config_json(const struct dir_config *c, char *buf, size_t len)
 {
     static const char *const models[] = {"none", "bernoulli", "gemodel"};
     static const char *const aqms[] = {"droptail", "codel", "pie"};
+    static const char *const boxes[] = {"off", "drop", "reset"};
     char trace[2 * TRACE_PATH_MAX + 8] = "null";
     if (c->trace)
         config_json_string(c->trace->path, trace, sizeof(trace));
@@ -267,12 +288,14 @@ int config_json(const struct dir_config *c, char *buf, size_t len)
                     "\"queue_packets\":%u,\"queue_bytes\":%llu,\"aqm\":\"%s\",\"codel_target_ns\":%lld,"
                     "\"codel_interval_ns\":%lld,\"pie_target_ns\":%lld,\"pie_tupdate_ns\":%lld,"
                     "\"pie_max_burst_ns\":%lld,\"pie_alpha\":%.9g,\"pie_beta\":%.9g,\"ecn\":%s,"
-                    "\"delay_ns\":%lld,\"jitter_ns\":%lld,\"reorder\":%s,\"seed\":%llu}",
+                    "\"delay_ns\":%lld,\"jitter_ns\":%lld,\"reorder\":%s,\"seed\":%llu,"
+                    "\"middlebox\":\"%s\",\"middlebox_split\":%s,\"middlebox_max\":%u}",
                     models[c->loss_model], c->loss, c->ge_p, c->ge_r, c->ge_1h, c->ge_1k,
                     (unsigned long long)c->rate_bps, c->overhead, trace, c->trace_bytes, c->queue_packets,
                     (unsigned long long)c->queue_bytes, aqms[c->aqm], (long long)c->codel_target_ns,
                     (long long)c->codel_interval_ns, (long long)c->pie_target_ns, (long long)c->pie_tupdate_ns,
                     (long long)c->pie_max_burst_ns, c->pie_alpha, c->pie_beta, c->ecn ? "true" : "false",
                     (long long)c->delay_ns, (long long)c->jitter_ns, c->reorder ? "true" : "false",
-                    (unsigned long long)c->seed);
+                    (unsigned long long)c->seed, boxes[c->middlebox], c->middlebox_split ? "true" : "false",
+                    c->middlebox_max);
 }

@@ -10,6 +10,7 @@
 
 enum loss_model { LOSS_NONE, LOSS_BERNOULLI, LOSS_GEMODEL };
 enum aqm_kind { AQM_DROPTAIL, AQM_CODEL, AQM_PIE };
+enum middlebox_action { MBOX_OFF, MBOX_DROP, MBOX_RESET };
 
 struct dir_config {
     /* loss; Gilbert-Elliott with netem's meaning: p = P(good->bad), r = P(bad->good),
@@ -35,6 +36,11 @@ struct dir_config {
     int64_t jitter_ns;
     bool reorder; /* jitter may reorder packets (otherwise FIFO) */
     uint64_t seed;
+    /* an ossified middlebox in front of the link (middlebox.h): what it does to a ClientHello that spans
+     * more than one segment (middlebox_split) or whose record is longer than middlebox_max (0 = no limit) */
+    enum middlebox_action middlebox;
+    bool middlebox_split;
+    uint32_t middlebox_max;
 };
 
 #define DIR_C2S 0

@@ -5,12 +5,14 @@
 /* The only place that knows which stages there are: every other step walks pl->stages. */
 static void bind_stages(struct pipeline *pl)
 {
+    pl->middlebox.base.ops = &middlebox_stage_ops;
     pl->loss.base.ops = &loss_stage_ops;
     pl->rate.base.ops = &rate_stage_ops;
     pl->delay.base.ops = &delay_stage_ops;
-    pl->stages[0] = &pl->loss.base;
-    pl->stages[1] = &pl->rate.base;
-    pl->stages[2] = &pl->delay.base;
+    pl->stages[0] = &pl->middlebox.base;
+    pl->stages[1] = &pl->loss.base;
+    pl->stages[2] = &pl->rate.base;
+    pl->stages[3] = &pl->delay.base;
 }
 
 int pipeline_init(struct pipeline *pl, int dir, const struct dir_config *c, struct dir_counters *cnt)

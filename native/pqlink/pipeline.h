@@ -1,4 +1,4 @@
-/* One direction of the link: loss -> bottleneck (queue + fixed rate or trace, rate.h) -> delay ->
+/* One direction of the link: middlebox (off by default) -> loss -> bottleneck (queue + fixed rate or trace, rate.h) -> delay ->
  * output, with its counters and, optionally, the wire recorder (flows.h) told about every arrival,
  * delivery and drop, and the trace phase (phase.h) shared with the other direction. Time is passed
  * in, so the whole pipeline runs on a virtual clock in tests. */
@@ -10,6 +10,7 @@
 #include "flows.h"
 #include "hist.h"
 #include "loss.h"
+#include "middlebox.h"
 #include "phase.h"
 #include "rate.h"
 
@@ -27,16 +28,17 @@ struct dir_counters {
     counter_t sojourn_sum_ns;              /* for the mean */
 };
 
-#define PIPELINE_STAGES 3
+#define PIPELINE_STAGES 4
 
 struct pipeline {
     int dir;
     uint64_t next_seq; /* never reset, so drop logs stay comparable */
     struct dir_config cfg;
+    struct middlebox_stage middlebox;
     struct loss_stage loss;
     struct rate_stage rate;
     struct delay_stage delay;
-    struct stage *stages[PIPELINE_STAGES]; /* the three above, in packet order */
+    struct stage *stages[PIPELINE_STAGES]; /* the four above, in packet order */
     struct pkt_pool pool;
     struct dir_counters *cnt;
     /* Writes a packet that is due; returns 0, or -1 when the write failed. */

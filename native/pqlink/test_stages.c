@@ -8,6 +8,7 @@
 #include "delay.h"
 #include "hist.h"
 #include "loss.h"
+#include "middlebox.h"
 #include "pipeline.h"
 #include "rate.h"
 
@@ -394,6 +395,168 @@ static void test_destroy(void)
     pipeline_destroy(&pl);
 }
 
+/* ---- the ossified middlebox ---------------------------------------------------------------- */
+
+/* An IPv4 TCP segment (ACK|PSH, one 12-byte option) from 10.0.0.1:40000 to 10.0.0.2:443 whose payload
+ * opens a TLS handshake record of record_len bytes with a ClientHello, payload bytes of it carried. */
+static struct pkt *mk_hello(uint32_t record_len, uint32_t payload, uint16_t sport)
+{
+    uint32_t len = 20 + 32 + payload;
+    struct pkt *p = mkpkt(len, 0, 0);
+    p->data = calloc(1, len);
+    p->cap = len;
+    uint8_t *d = p->data, *t = d + 20, *x = t + 32;
+    d[0] = 0x45;
+    d[2] = (uint8_t)(len >> 8);
+    d[3] = (uint8_t)len;
+    d[6] = 0x40; /* don't fragment */
+    d[8] = 64;
+    d[9] = 6;
+    memcpy(d + 12, (uint8_t[]){10, 0, 0, 1, 10, 0, 0, 2}, 8);
+    t[0] = (uint8_t)(sport >> 8);
+    t[1] = (uint8_t)sport;
+    t[2] = 443 >> 8;
+    t[3] = 443 & 255;
+    memcpy(t + 4, (uint8_t[]){0, 0, 0x30, 0x39}, 4); /* seq 12345 */
+    t[12] = 8 << 4;
+    t[13] = 0x18;
+    t[14] = 0xff;
+    for (uint32_t i = 0; i < payload; i++)
+        x[i] = (uint8_t)i;
+    if (payload >= 6) {
+        x[0] = 22;
+        x[1] = 3;
+        x[2] = 1;
+        x[3] = (uint8_t)(record_len >> 8);
+        x[4] = (uint8_t)record_len;
+        x[5] = 1;
+    }
+    return p;
+}
+
+static void free_pkt(struct pkt *p)
+{
+    free(p->data);
+    free(p);
+}
+
+/* The ones' complement sum over a header and its pseudo-header is 0xffff when the checksum is right. */
+static uint16_t csum(const uint8_t *p, uint32_t n, uint32_t sum)
+{
+    for (; n > 1; p += 2, n -= 2)
+        sum += (uint32_t)p[0] << 8 | p[1];
+    if (n)
+        sum += (uint32_t)p[0] << 8;
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    return (uint16_t)sum;
+}
+
+static enum verdict through(struct middlebox_stage *s, struct pkt *p, struct pkt **out)
+{
+    enum verdict v = stage_enqueue(&s->base, p);
+    *out = v == V_ACCEPT ? stage_dequeue(&s->base, 0) : NULL;
+    return v;
+}
+
+static void test_middlebox(void)
+{
+    uint32_t rec, pay;
+    struct pkt *p = mk_hello(1800, 1400, 40000), *out;
+    CHECK(middlebox_client_hello(p->data, p->len, &rec, &pay) && rec == 1800 && pay == 1400, "read %u %u", rec, pay);
+
+    /* off (the default): everything passes untouched */
+    struct dir_config c = cfg_with(NULL);
+    struct middlebox_stage s;
+    middlebox_stage_ops.init(&s.base, &c, 0);
+    CHECK(through(&s, p, &out) == V_ACCEPT && out == p && p->len == 1452, "off changed a packet");
+    free_pkt(p);
+
+    /* reset: a ClientHello spanning segments becomes a RST with valid checksums */
+    c = cfg_with((const char *[]){"middlebox=reset", NULL});
+    middlebox_stage_ops.init(&s.base, &c, 0);
+    struct pkt *whole = mk_hello(500, 505, 40001);
+    CHECK(through(&s, whole, &out) == V_ACCEPT && out->len == 557 && out->data[52] == 22, "a whole ClientHello was touched");
+    free_pkt(whole);
+    struct pkt *other = mk_hello(0, 700, 40002); /* not a TLS record */
+    other->data[52] = 23;
+    CHECK(through(&s, other, &out) == V_ACCEPT && out->len == 752, "a non-handshake record was touched");
+    free_pkt(other);
+    struct pkt *nodata = mkpkt(1500, 0, 0); /* the other tests' packets have no bytes */
+    CHECK(through(&s, nodata, &out) == V_ACCEPT && out == nodata, "a packet without data");
+    free(nodata);
+    p = mk_hello(1800, 1400, 40000);
+    CHECK(through(&s, p, &out) == V_ACCEPT && out == p, "reset dropped the packet");
+    uint8_t *d = p->data, *t = d + 20;
+    CHECK(p->len == 40 && d[2] == 0 && d[3] == 40, "RST length %u", p->len);
+    CHECK((t[13] & 0x04) && (t[13] & 0x10) && !(t[13] & 0x08) && t[12] == 0x50, "RST flags %02x doff %02x", t[13], t[12]);
+    CHECK(t[4] == 0 && t[5] == 0 && t[6] == 0x30 && t[7] == 0x39 && t[2] == 1 && t[3] == 0xbb, "seq or ports changed");
+    CHECK(csum(d, 20, 0) == 0xffff, "IP checksum");
+    CHECK(csum(t, 20, csum(d + 12, 8, 0) + 6 + 20) == 0xffff, "TCP checksum");
+    CHECK(s.acted == 1, "acted %llu", (unsigned long long)s.acted);
+    free_pkt(p);
+    /* its retransmit passes: the server, having forgotten the connection, answers it with a RST */
+    p = mk_hello(1800, 1400, 40000);
+    CHECK(through(&s, p, &out) == V_ACCEPT && out->len == 1452 && s.acted == 1, "the retransmit was reset again");
+    free_pkt(p);
+    middlebox_stage_ops.restart(&s.base, &c, 0);
+    p = mk_hello(1800, 1400, 40000);
+    CHECK(through(&s, p, &out) == V_ACCEPT && out->len == 40, "a restart forgets the connections it reset");
+    free_pkt(p);
+
+    /* drop: the segment is gone (counted as lost by the pipeline) */
+    c = cfg_with((const char *[]){"middlebox=drop", NULL});
+    middlebox_stage_ops.init(&s.base, &c, 0);
+    p = mk_hello(1800, 1400, 40003);
+    CHECK(through(&s, p, &out) == V_DROP_LOSS && s.acted == 1, "drop did not drop");
+    free_pkt(p);
+    p = mk_hello(1800, 1400, 40003); /* and every retransmit of it */
+    CHECK(through(&s, p, &out) == V_DROP_LOSS, "drop let a retransmit through");
+    free_pkt(p);
+
+    /* a size limit alone: a whole ClientHello over it is acted on, one under it and a split one are not */
+    c = cfg_with((const char *[]){"middlebox=drop", "middlebox_split=0", "middlebox_max=1000", NULL});
+    middlebox_stage_ops.init(&s.base, &c, 0);
+    p = mk_hello(1200, 1205, 40004);
+    CHECK(through(&s, p, &out) == V_DROP_LOSS, "over the limit passed");
+    free_pkt(p);
+    p = mk_hello(900, 300, 40005);
+    CHECK(through(&s, p, &out) == V_ACCEPT && out->len == 352, "split under the limit without the split rule");
+    free_pkt(p);
+    middlebox_stage_ops.destroy(&s.base, count_and_free, &(int){0});
+
+    struct dir_config cc[2];
+    bool changed[2];
+    char err[512];
+    config_defaults(&cc[0]);
+    config_defaults(&cc[1]);
+    CHECK(config_apply(cc, changed, "middlebox=maybe", err, sizeof(err)) < 0 && strstr(err, "off drop reset"), "%s", err);
+    CHECK(config_apply(cc, changed, "middlebox_max=70000", err, sizeof(err)) < 0, "max over 65535");
+    CHECK(config_apply(cc, changed, "c2s.middlebox=reset", err, sizeof(err)) == 0 && cc[0].middlebox == MBOX_RESET &&
+              cc[1].middlebox == MBOX_OFF, "c2s only");
+    char buf[1024];
+    config_json(&cc[0], buf, sizeof(buf));
+    CHECK(strstr(buf, "\"middlebox\":\"reset\",\"middlebox_split\":true,\"middlebox_max\":0"), "json %s", buf);
+
+    /* in the pipeline: the middlebox comes first, a dropped ClientHello is counted as lost */
+    static struct dir_counters cnt;
+    memset(&cnt, 0, sizeof(cnt));
+    struct pipeline pl;
+    c = cfg_with((const char *[]){"middlebox=drop", NULL});
+    pipeline_init(&pl, 0, &c, &cnt);
+    pl.output = sink_out;
+    pl.ctx = &(struct sink){0};
+    struct pkt *q = pkt_get(&pl.pool, 1452);
+    struct pkt *tmpl = mk_hello(1800, 1400, 40006);
+    memcpy(q->data, tmpl->data, tmpl->len);
+    q->len = tmpl->len;
+    free_pkt(tmpl);
+    pipeline_input(&pl, q, 0);
+    CHECK(cnt_get(&cnt.lost) == 1 && cnt_get(&cnt.fwd_packets) == 0, "pipeline: lost %llu",
+          (unsigned long long)cnt_get(&cnt.lost));
+    pipeline_destroy(&pl);
+}
+
 /* ---- histogram and configuration --------------------------------------------------------- */
 
 static void test_hist(void)
@@ -450,6 +613,7 @@ int main(void)
     test_destroy();
     test_hist();
     test_config();
+    test_middlebox();
     printf("%d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -34,6 +34,10 @@ def add_linkspec_options(p) -> None:
                         "shipped name (e.g. ATT-LTE-driving-2016, Verizon-EVDO-driving); pqlink only")
     g.add_argument("--trace-down", dest="trace_down", metavar="NAME|FILE",
                    help="the same server->client (a bare shipped name takes its .down file)")
+    g.add_argument("--middlebox", metavar="SPEC",
+                   help="an ossified middlebox client->server: reset or drop a TLS ClientHello that spans more than "
+                        "one TCP segment (split=on, default) or whose record exceeds max=BYTES; e.g. 'reset', "
+                        "'drop max=1400'; pqlink only")
     g.add_argument("--overhead", help="per-packet bytes counted at the rate (default 0)")
     g.add_argument("--mtu", help="MTU of the link devices (default 1500)")
     g.add_argument("--seed", help="loss/jitter seed: the same seed gives the same loss pattern (default 1)")
@@ -70,7 +74,8 @@ def _link_options(args):
                           rate=args.rate, rate_c2s=args.rate_c2s, rate_s2c=args.rate_s2c, queue=args.queue,
                           queue_bytes=args.queue_bytes, overhead=args.overhead, reorder=args.reorder,
                           mtu=args.mtu, seed=args.seed, trace_up=getattr(args, "trace_up", None),
-                          trace_down=getattr(args, "trace_down", None), aqm=getattr(args, "aqm", None))
+                          trace_down=getattr(args, "trace_down", None), aqm=getattr(args, "aqm", None),
+                          middlebox=getattr(args, "middlebox", None))
     tcp = TcpKnobs.parse(initcwnd=args.initcwnd, initrwnd=args.initrwnd, congctl=args.congctl)
     if args.backend not in BACKEND_CHOICES:
         raise BadInput("backend", f"{args.backend!r} is not one of {', '.join(BACKEND_CHOICES)}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pqbench.errors import MeasurementFailed, MissingCapability
 from pqbench.paths import native_binary
-from pqbench.testbed import netns, registry, traces
+from pqbench.testbed import middlebox, netns, registry, traces
 from pqbench.testbed.linkspec import Direction, LinkSpec
 
 READY_TIMEOUT_S = 10.0
@@ -65,6 +65,7 @@ def direction_params(prefix: str, d: Direction, seed: int) -> list[str]:
         kv.update(pie_target_ns=round(q.value("target") * 1e6), pie_tupdate_ns=round(q.value("tupdate") * 1e6),
                   pie_max_burst_ns=round(q.value("max_burst") * 1e6), pie_alpha=repr(q.value("alpha")),
                   pie_beta=repr(q.value("beta")))
+    kv.update(d.middlebox.params() if d.middlebox is not None else middlebox.OFF_PARAMS)
     loss = d.loss
     if loss.model == "gemodel":
         kv.update(loss_model="gemodel", ge_p=repr(loss.p), ge_r=repr(loss.r), ge_1h=repr(loss.one_minus_h),

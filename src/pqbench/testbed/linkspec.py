@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pqbench import units
 from pqbench.errors import BadInput
 from pqbench.testbed import traces
+from pqbench.testbed.middlebox import Middlebox
 
 MTU_MIN, MTU_MAX = 576, 65535
 QUEUE_MAX = 10_000_000
@@ -205,6 +206,7 @@ class Direction:
     # a delivery trace replacing the rate: a shipped trace's file name (traces/) or a path; None = none
     trace: str | None = None
     aqm: Aqm = field(default_factory=Aqm)  # the queue's discipline
+    middlebox: Middlebox | None = None  # an ossified middlebox in front of the link (pqlink only)
 
     def __post_init__(self):
         for name, v in (("delay", self.delay_ms), ("jitter", self.jitter_ms)):
@@ -228,6 +230,10 @@ class Direction:
             object.__setattr__(self, "aqm", Aqm(**self.aqm))
         if not isinstance(self.aqm, Aqm):
             raise BadInput("queue", f"{self.aqm!r} is not a queue discipline")
+        if isinstance(self.middlebox, dict):  # from a stored spec
+            object.__setattr__(self, "middlebox", Middlebox(**self.middlebox))
+        if self.middlebox is not None and not isinstance(self.middlebox, Middlebox):
+            raise BadInput("middlebox", f"{self.middlebox!r} is not a middlebox")
         if self.trace is not None:
             if not isinstance(self.trace, str):
                 raise BadInput("trace", f"{self.trace!r} must be a trace name or a file path")
@@ -256,6 +262,8 @@ class Direction:
                 parts.append(f"rate {self.rate_mbit:g} Mbit/s, {q}")
             if self.overhead_bytes:
                 parts.append(f"overhead {self.overhead_bytes} B/packet")
+        if self.middlebox is not None:
+            parts.append(self.middlebox.describe())
         return ", ".join(parts)
 
 
@@ -309,6 +317,8 @@ class LinkSpec:
                 return f"{name}: a delivery trace"
             if d.aqm.kind != "droptail" or d.aqm.ecn:
                 return f"{name}: {d.aqm.describe()}"
+            if d.middlebox is not None:
+                return f"{name}: an ossified middlebox"
         return None
 
     def replace(self, **changes) -> "LinkSpec":
@@ -350,14 +360,15 @@ class LinkSpec:
     def parse(cls, *, rtt=None, delay_c2s=None, delay_s2c=None, jitter=None, loss=None, loss_c2s=None,
               loss_s2c=None, gemodel=None, rate=None, rate_c2s=None, rate_s2c=None, queue=None,
               queue_bytes=None, overhead=None, reorder=False, mtu=None, seed=None, trace_up=None,
-              trace_down=None, aqm=None) -> "LinkSpec":
+              trace_down=None, aqm=None, middlebox=None) -> "LinkSpec":
         """Builds a LinkSpec from user text with units ('31.1ms', '1%', '10mbit'); None = default.
 
         rtt splits evenly into the two one-way delays; delay_c2s/delay_s2c set one direction
         (with rtt, the other direction gets the rest). loss and gemodel apply to both directions
         unless loss_c2s/loss_s2c are given. trace_up/trace_down replay a delivery trace client->server /
         server->client instead of the rate (a shipped name, with or without its .up/.down suffix, or a
-        file); aqm is the queue discipline of both directions ('codel target=5ms', Aqm.parse). Errors
+        file); aqm is the queue discipline of both directions ('codel target=5ms', Aqm.parse); middlebox
+        an ossified middlebox client->server ('reset', 'drop max=1400', Middlebox.parse). Errors
         name the field as the CLI option is named.
         """
         c2s_delay = s2c_delay = 0.0
@@ -407,7 +418,9 @@ class LinkSpec:
         for name, t in (("trace_up", trace_c), ("trace_down", trace_s)):
             if t is not None:
                 traces.info(t, field_name=name)
-        c2s = Direction(c2s_delay, jitter_ms, loss_c, rate_c, reorder=bool(reorder), trace=trace_c, **common)
+        box = Middlebox.parse(middlebox, "middlebox") if middlebox is not None else None
+        c2s = Direction(c2s_delay, jitter_ms, loss_c, rate_c, reorder=bool(reorder), trace=trace_c, middlebox=box,
+                        **common)
         s2c = Direction(s2c_delay, jitter_ms, loss_s, rate_s, reorder=bool(reorder), trace=trace_s, **common)
         kw = {}
         if mtu is not None:
