@@ -58,3 +58,43 @@ def test_the_session_is_boosted_while_a_testbed_is_up_and_restored_after_the_las
     assert sched._session_nice() == sched.SESSION_NICE  # one testbed still up
     sched.release_session()
     assert sched._session_nice() == before
+
+
+GO_SLEEPER = 'package main\nimport "time"\nfunc main() { time.Sleep(30 * time.Second) }\n'
+
+
+@pytest.fixture(scope="module")
+def go_program(tmp_path_factory):
+    """A real Go binary (any Go program carries the runtime whose threads spin for each other)."""
+    d = tmp_path_factory.mktemp("gosleeper")
+    (d / "main.go").write_text(GO_SLEEPER)
+    (d / "go.mod").write_text("module sleeper\n\ngo 1.22\n")
+    env = {**os.environ, "GOTOOLCHAIN": "local"}  # the Go the stacks are built with (scripts/go-env.sh)
+    subprocess.run(["go", "build", "-o", str(d / "sleeper"), "."], cwd=d, env=env, check=True, capture_output=True,
+                   timeout=300)
+    return d / "sleeper"
+
+
+def test_a_go_program_is_spawned_with_the_nice_and_slice_not_real_time(go_program):
+    """At SCHED_FIFO a Go program's runtime livelocks on a busy machine (sched's note): Testbed.popen asks
+    realtime_safe, which finds Go's build-info magic in the binary, and a C program still runs real-time."""
+    assert not sched.realtime_safe(go_program)
+    assert sched.realtime_safe(sys.executable) and sched.realtime_safe("/bin/sleep")
+    assert sched.realtime_safe("no-such-program-anywhere")  # the spawn, not this, says it is missing
+    before = sched.thread_sched()
+    procs = []
+    try:
+        for program in (go_program, "/bin/sleep"):
+            with sched.measured(realtime=sched.realtime_safe(program)):
+                procs.append(subprocess.Popen([str(program), *(["30"] if program == "/bin/sleep" else [])]))
+        go, c = procs
+        assert os.sched_getscheduler(go.pid) == os.SCHED_OTHER
+        assert os.getpriority(os.PRIO_PROCESS, go.pid) == sched.MEASURED_NICE
+        assert (os.sched_getscheduler(c.pid), os.sched_getparam(c.pid).sched_priority) == (os.SCHED_FIFO,
+                                                                                            sched.MEASURED_FIFO)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert sched.thread_sched() == before
+    assert sched.settings()["go_programs"]["policy"] == "other"

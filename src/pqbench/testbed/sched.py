@@ -27,12 +27,21 @@ Both need root (CAP_SYS_NICE); where the kernel or the policy refuses, things st
 
 A process inherits its parent thread's slice and nice across fork and exec, so `measured()` sets the
 calling thread's only around spawning a process.
+
+Go programs (quic-go, Go's crypto/tls and SSH) never run real-time: Go's runtime makes its threads wait for
+each other by spinning (its locks, the background sweeper's yield loop), which assumes the kernel shares a
+CPU between them. At SCHED_FIFO a spinning thread keeps the CPU from its own sibling of equal priority that
+holds what it waits for; with two such programs on 2 CPUs both spun at 95 % for minutes (every sample a
+timeout, their signals undelivered; perf: runtime.lock2 under bgsweep's Gosched). They get the nice and
+slice instead, which still take a CPU from normal tasks at once on Linux >= 6.12.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
+import mmap
 import os
 import struct
 import threading
@@ -85,10 +94,32 @@ def thread_sched() -> dict:
     return out
 
 
+_GO_BUILDINFO = b"\xff Go buildinf:"  # the magic that opens a Go binary's .go.buildinfo section
+
+
+def realtime_safe(program: str | os.PathLike) -> bool:
+    """Whether program may run at real-time priority: not a Go program (see the module's note)."""
+    try:
+        st = os.stat(program)
+    except OSError:
+        return True  # a name found on PATH, or missing: the spawn says what is wrong
+    return not _is_go_binary(os.fspath(program), st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _is_go_binary(path: str, mtime_ns: int) -> bool:
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return m.find(_GO_BUILDINFO) >= 0
+    except (OSError, ValueError):
+        return False
+
+
 @contextlib.contextmanager
-def measured():
-    """The calling thread (and what it spawns meanwhile) runs as measured processes do: real-time, else
-    with their slice and nice; a kernel or policy that refuses all of it leaves the thread as it was."""
+def measured(realtime: bool = True):
+    """The calling thread (and what it spawns meanwhile) runs as measured processes do: real-time (unless
+    not realtime), else with their slice and nice; a kernel or policy that refuses all of it leaves the thread
+    as it was."""
     try:
         policy, flags, nice, prio, runtime = _getattr()[1:6]
     except OSError:
@@ -97,7 +128,7 @@ def measured():
     if policy != os.SCHED_OTHER or not PRIORITY:
         yield
         return
-    tries = ([(os.SCHED_FIFO, 0, MEASURED_FIFO, 0)] if MEASURED_FIFO else []) + [
+    tries = ([(os.SCHED_FIFO, 0, MEASURED_FIFO, 0)] if MEASURED_FIFO and realtime else []) + [
         (policy, MEASURED_NICE, prio, SLICE_NS), (policy, nice, prio, SLICE_NS)]  # last: the slice alone
     for t_policy, t_nice, t_prio, t_runtime in tries:
         try:
@@ -153,4 +184,6 @@ def settings() -> dict:
     """What measured processes get on this machine (provenance)."""
     with measured():
         got = thread_sched()
-    return {**got, "session_nice": _session_nice() if _boosts else None, "enabled": PRIORITY}
+    with measured(realtime=False):
+        go = thread_sched()
+    return {**got, "go_programs": go, "session_nice": _session_nice() if _boosts else None, "enabled": PRIORITY}

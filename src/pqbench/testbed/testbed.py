@@ -143,7 +143,7 @@ class Testbed(Path):
 
     def popen(self, side: str, argv: list[str], **kwargs) -> subprocess.Popen:
         """A process inside the namespace, with the CPU priority of measured processes (sched)."""
-        with sched.measured():
+        with sched.measured(realtime=sched.realtime_safe(argv[0])):
             return subprocess.Popen(self.exec_argv(side, argv), **kwargs)
 
     def socket(self, side: str, family=socket.AF_INET, type=socket.SOCK_STREAM, proto: int = 0) -> socket.socket:
