@@ -30,6 +30,8 @@ def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0,
                           pause_s=pause_s, stop=stop)
     result["readiness"] = readiness(result)
     result["summary"] = summary(result)
+    if explicit(result):
+        result["pq"] = explicit(result)
     return result
 
 
@@ -56,9 +58,32 @@ def readiness(result: dict) -> dict:
     else:
         preferred = False
     cert = result.get("certificate", {})
+    pq_groups = [g for g in accepted if _kem_pq(g)]
+    hrr = next((p for p in result.get("probes", []) if p["probe"].startswith("HelloRetryRequest")), {})
     return {"hybrid_mlkem_accepted": hybrids, "hybrid_mlkem_preferred": preferred,
-            "post_quantum_accepted": [g for g in accepted if _kem_pq(g)],
-            "chain_post_quantum": cert.get("post_quantum"), "sigalg": cert.get("sigalg")}
+            "post_quantum_accepted": pq_groups,
+            "chain_post_quantum": cert.get("post_quantum"), "sigalg": cert.get("sigalg"),
+            # the explicit answers: does a client that offers post-quantum and classical get post-quantum
+            "pq_key_exchange": pq_kex(pq_groups, tiers, pref.get("method") is not None or len(accepted) < 2),
+            "pq_authentication": cert.get("post_quantum"),
+            "hrr_for_x25519": {"needed": hrr["verdict"] == "needed", "group": hrr.get("group")}
+            if hrr.get("verdict") in ("needed", "not needed") else None}
+
+
+def pq_kex(pq_groups: list[str], tiers: list[list[str]], order_known: bool) -> str:
+    """"by default" (the server's first choice is post-quantum), "when the client lists it first" (its
+    first choice ties with a classical group), "only when asked" (accepted, but a classical group is
+    preferred), "no", or "accepted, preference unknown"."""
+    if not pq_groups:
+        return "no"
+    if not order_known or not tiers:
+        return "accepted, preference unknown"
+    top = tiers[0]
+    if all(g in pq_groups for g in top):
+        return "by default"
+    if any(g in pq_groups for g in top):
+        return "when the client lists it first"
+    return "only when asked"
 
 
 def _kem_pq(group: str) -> bool:
@@ -94,3 +119,17 @@ def summary(result: dict) -> str:
          if r["post_quantum_accepted"] else "no post-quantum key exchange accepted")
     chain = {True: "chain post-quantum", False: "chain not post-quantum", None: "chain unknown"}[r["chain_post_quantum"]]
     return f"{kex}; {chain} ({r['sigalg'] or 'no signature'})"
+
+
+def explicit(result: dict) -> str | None:
+    """The three answers a user asks first, in one line (TLS)."""
+    r = result.get("readiness") or {}
+    if result["protocol"] != "tls" or "pq_key_exchange" not in r:
+        return None
+    kex = r["pq_key_exchange"]
+    kex = f"yes, {kex}" if kex in ("by default", "when the client lists it first", "only when asked") else kex
+    auth = {True: "yes", False: "no", None: "unknown"}[r["pq_authentication"]]
+    h = r["hrr_for_x25519"]
+    hrr = "unknown" if h is None else f"needed (for {h['group']})" if h["needed"] else "not needed"
+    return f"post-quantum key exchange: {kex}; post-quantum authentication: {auth}; " \
+           f"HelloRetryRequest for a client predicting X25519: {hrr}"

@@ -50,6 +50,11 @@ def tls_lines(r: dict) -> list[str]:
         lines.append(f"  order: {pref['note']}" + (f" (decoy key share: {pref['decoy']})" if pref.get("decoy") else ""))
     elif pref.get("decoy"):
         lines.append(f"  order: from the HelloRetryRequests to a key share for {pref['decoy']}, a group the server rejects")
+    if r.get("pq"):
+        lines.append(f"  {r['pq']}")
+    if r.get("probes"):
+        lines += ["  " + x for x in _table(["probe", "verdict", "detail"],
+                                            [[p["probe"], p["verdict"], p.get("detail", "")] for p in r["probes"]])]
     rej = r["groups"]["rejected"]
     if rej:
         reasons = sorted({f["error"].rsplit("::", 1)[-1] for f in rej.values()})
@@ -82,8 +87,10 @@ def ssh_lines(r: dict) -> list[str]:
         f"): {r['summary']}"
     if "kex" not in r:
         return [head, f"  failure: {r['failure']['class']}: {r['failure']['error']}"]
-    rows = [[k, "yes" if pq.ssh_kex_is_pq(k) else "no"] for k in r["kex"]]
-    lines = [head, *_table(["key exchange (server's order)", "post-quantum"], rows)]
+    rows = [[str(i), k, "yes" if pq.ssh_kex_is_pq(k) else "no"] for i, k in enumerate(r["kex"], start=1)]
+    lines = [head, *_table(["place", "key exchange (server's order)", "post-quantum"], rows)]
+    if r.get("software"):
+        lines.append(f"  software: {r['software']}" + (f" ({r['software_comments']})" if r.get("software_comments") else ""))
     lines.append("  host keys: " + ", ".join(f"{h}{' (post-quantum)' if pq.ssh_hostkey_is_pq(h) else ''}"
                                              for h in r["host_key"]))
     lines.append(f"  ciphers: {', '.join(r['ciphers'])}")

@@ -151,6 +151,13 @@ def fetch(place: Place, ip: str, port: int, timeout_s: float) -> tuple[str, byte
         sock.close()
 
 
+def software(ident: str) -> dict:
+    """RFC 4253 §4.2: SSH-protoversion-softwareversion SP comments."""
+    rest = ident.split("-", 2)[2] if ident.count("-") >= 2 else ""
+    version, _, comments = rest.partition(" ")
+    return {"software": version or None, "software_comments": comments or None}
+
+
 def scan(address: Address, place: Place, *, timeout_s: float = 5.0) -> dict:
     result = {"protocol": "ssh", "target": str(address), "address": address.endpoint, "failure": None}
     try:
@@ -163,9 +170,11 @@ def scan(address: Address, place: Place, *, timeout_s: float = 5.0) -> dict:
         result["failure"] = failure.failure(failure.from_oserror(e), str(e) or type(e).__name__)
         return result
     kex = [k for k in kexinit["kex"] if not k.startswith(("ext-info-", "kex-strict-"))]  # markers, not exchanges
-    result |= {"identification": ident, "kex": kex, "host_key": kexinit["host_key"],
+    result |= {"identification": ident, **software(ident), "kex": kex, "host_key": kexinit["host_key"],
                "kex_markers": [k for k in kexinit["kex"] if k not in kex],
                "ciphers": kexinit["ciphers_s2c"], "macs": kexinit["macs_s2c"], "compression": kexinit["compression_s2c"],
                "kex_post_quantum": [k for k in kex if pq.ssh_kex_is_pq(k)],
+               # each post-quantum exchange's place in the server's order (1 = its first choice)
+               "kex_post_quantum_place": {k: i + 1 for i, k in enumerate(kex) if pq.ssh_kex_is_pq(k)},
                "host_key_post_quantum": [h for h in kexinit["host_key"] if pq.ssh_hostkey_is_pq(h)]}
     return result

@@ -9,6 +9,8 @@ connection at a time with a short pause between.
   rank sets of groups, not groups);
 - HelloRetryRequest per key share: each accepted group's share with the others listed after it; an HRR
   means a client that predicts that share pays a round trip;
+- the probes of what breaks in the field (pqbench.scan.probes: a split and an oversized ClientHello,
+  the first flight against TCP's and QUIC's first-round budgets, a client predicting X25519);
 - the chain (signature scheme, DER size and signer of each certificate, verification result) and the
   handshake time per accepted group over n samples, p50 with its 95 % bootstrap CI.
 """
@@ -28,11 +30,12 @@ from pqbench.algorithms import catalog
 from pqbench.endpoints.base import ClientJob, Place
 from pqbench.remote.address import Address
 from pqbench.scan import failure, pq
+from pqbench.scan import probes as field_probes
 from pqbench.testbed.realpath import connect_rtt
 
 SCAN_CLIENT = "openssl"  # pqtimer: it can offer any key-share list and record verification without enforcing it
 PAUSE_S = 0.05  # between connections to one target
-MAX_RUNS = 400  # pqtimer runs per target: the catalog's groups and a few per accepted group
+MAX_RUNS = 400  # pqtimer runs per target: the catalog's groups, a few per accepted group and the probes
 DEAD_AFTER = 2  # consecutive connection failures after which a target is taken for unreachable
 LOOK_S = 0.1  # how often a pqtimer run looks whether the scan was stopped
 
@@ -53,14 +56,16 @@ class TlsProber:
     runs: int = 0
     stop: threading.Event | None = None  # set: the run in progress is killed and Stopped raised
 
-    def argv(self, groups: str, count: int, warmup: int) -> list[str]:
-        """The openssl stack's client (pqtimer), through the endpoint seam, recording verification."""
-        job = ClientJob(host=self.address.ip, port=self.address.port, groups=[groups], cafile=self.cafile,
+    def argv(self, groups: str, count: int, warmup: int, via: tuple[str, int] | None = None) -> list[str]:
+        """The openssl stack's client (pqtimer), through the endpoint seam, recording verification. via:
+        connect there instead (a relay of the scan's), the target's name kept."""
+        host, port = via or (self.address.ip, self.address.port)
+        job = ClientJob(host=host, port=port, groups=[groups], cafile=self.cafile,
                         servername=self.servername, warmup=warmup, timeout_ms=self.timeout_ms,
                         pause_ms=round(self.pause_s * 1000) if count + warmup > 1 else 0)
         return endpoints.get(SCAN_CLIENT, "client").client().argv(job, count, 0, None) + ["--verify", "record"]
 
-    def run(self, groups: str, count: int = 1, warmup: int = 0) -> list[dict]:
+    def run(self, groups: str, count: int = 1, warmup: int = 0, via: tuple[str, int] | None = None) -> list[dict]:
         """count samples offering `groups` (OpenSSL's list syntax: `*` marks the key shares)."""
         if self.runs >= MAX_RUNS:
             raise RuntimeError(f"more than {MAX_RUNS} pqtimer runs against one target")
@@ -68,7 +73,7 @@ class TlsProber:
             time.sleep(self.pause_s)
         self._check_stop()
         self.runs += 1
-        proc = self.place.popen(self.argv(groups, count, warmup), env=endpoints.get(SCAN_CLIENT, "client").client().env(),
+        proc = self.place.popen(self.argv(groups, count, warmup, via), env=endpoints.get(SCAN_CLIENT, "client").client().env(),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + (count + warmup) * self.timeout_ms / 1000 + 10
         try:
@@ -100,8 +105,8 @@ class TlsProber:
             samples = [{"ok": False, "error_class": "pqtimer", "error": why}]
         return samples
 
-    def one(self, groups: str) -> dict:
-        return self.run(groups)[0]
+    def one(self, groups: str, via: tuple[str, int] | None = None) -> dict:
+        return self.run(groups, via=via)[0]
 
     def _check_stop(self) -> None:
         if self.stop is not None and self.stop.is_set():
@@ -295,6 +300,10 @@ def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0,
     result["preference"] = server_preference(prober, accepted, list(found["rejected"]))
     result["hrr"] = hrr_per_share(prober, accepted)
     result["certificate"] = certificate(found["accepted"][accepted[0]])
+    tiers = result["preference"].get("tiers") or []
+    favourite = tiers[0][0] if tiers else accepted[0]
+    result["probes"] = field_probes.run(prober, address, accepted, favourite, found["accepted"][favourite],
+                                  result["certificate"]["total_bytes"])
     result["timing"] = timing(prober, accepted, n)
     result["pqtimer_runs"] = prober.runs
     return result

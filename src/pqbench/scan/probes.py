@@ -1,0 +1,89 @@
+"""The scan's probes of what breaks in the field, each a line with a verdict:
+
+- split ClientHello and oversized ClientHello (pqbench.scan.ossify): accepted, alert, reset, closed, silent;
+- the server's first flight against TCP's initial window and QUIC's amplification budget: fits, or
+  costs a round trip;
+- a client that predicts X25519 (a key share for it, the server's other groups listed): HelloRetryRequest
+  needed or not.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pqbench.scan import ossify
+
+# Linux's initial window: 10 segments (RFC 6928) of 1,448 bytes (MTU 1500, IPv4, TCP timestamps)
+TCP_IW_SEGMENTS = 10
+TCP_MSS = 1448
+TCP_IW_BYTES = TCP_IW_SEGMENTS * TCP_MSS
+# QUIC (RFC 9000 §8.1): before the client's address is validated a server sends at most 3x what it received;
+# a client's first Initial datagram is at least 1,200 bytes
+QUIC_INITIAL = 1200
+QUIC_BUDGET = 3 * QUIC_INITIAL
+QUIC_PACKET_OVERHEAD = 50  # a long header, a packet number, the AEAD tag and the frame headers, per datagram
+HANDSHAKE_MESSAGES = ("server_hello", "encrypted_extensions", "certificate", "compressed_certificate",
+                      "certificate_request", "certificate_verify", "finished")
+
+
+def first_flight(sample: dict) -> dict:
+    """The server's first flight as the client received it: TCP payload bytes until the handshake
+    completed (TLS records included), and its handshake messages' bytes alone (QUIC's CRYPTO frames)."""
+    tcp = (sample.get("tcp_handshake") or {}).get("bytes_received")
+    msgs = sample.get("msg_bytes_received") or {}
+    return {"tcp_bytes": tcp, "handshake_message_bytes": sum(msgs.get(m, 0) for m in HANDSHAKE_MESSAGES)}
+
+
+def budget_lines(sample: dict, chain_bytes: int) -> list[dict]:
+    flight = first_flight(sample)
+    out = []
+    tcp = flight["tcp_bytes"]
+    if tcp:
+        rounds = max(0, math.ceil(tcp / TCP_IW_BYTES) - 1)
+        out.append({"probe": "first flight vs TCP initial window",
+                    "verdict": "fits" if rounds == 0 else "costs a round trip" if rounds == 1 else f"costs {rounds} round trips",
+                    "bytes": tcp, "chain_bytes": chain_bytes, "limit_bytes": TCP_IW_BYTES,
+                    "detail": f"{tcp} B (chain {chain_bytes} B) against {TCP_IW_SEGMENTS} x {TCP_MSS} B = {TCP_IW_BYTES} B"})
+    crypto = flight["handshake_message_bytes"]
+    if crypto:
+        on_wire = crypto + math.ceil(crypto / (QUIC_INITIAL - QUIC_PACKET_OVERHEAD)) * QUIC_PACKET_OVERHEAD
+        rounds = max(0, math.ceil(on_wire / QUIC_BUDGET) - 1)
+        out.append({"probe": "first flight vs QUIC 3x amplification budget",
+                    "verdict": "fits" if rounds == 0 else "costs a round trip" if rounds == 1 else f"costs {rounds} round trips",
+                    "bytes": on_wire, "chain_bytes": chain_bytes, "limit_bytes": QUIC_BUDGET,
+                    "detail": f"about {on_wire} B ({crypto} B of handshake messages, {QUIC_PACKET_OVERHEAD} B per datagram "
+                              f"estimated) against 3 x {QUIC_INITIAL} B = {QUIC_BUDGET} B; from the TCP handshake, "
+                              "not measured over QUIC"})
+    return out
+
+
+def hrr_for_x25519(prober, accepted: list[str]) -> dict:
+    """A client that predicts X25519: its key share, the server's other accepted groups listed after it."""
+    offer = ":".join(["*X25519", *(g for g in accepted if g.lower() != "x25519")])
+    s = prober.one(offer)
+    line = {"probe": "HelloRetryRequest for a client predicting X25519", "offered": offer}
+    if not s.get("ok"):
+        return line | {"verdict": "failed", "detail": s.get("error") or s.get("error_class") or "no handshake"}
+    chose = next((g for g in accepted if g.lower() == str(s.get("group")).lower()), s.get("group"))
+    return line | {"verdict": "needed" if s.get("hrr") else "not needed", "group": chose,
+                   "detail": f"the server {'asked for a key share for' if s.get('hrr') else 'answered with'} {chose}"}
+
+
+def ossification_lines(prober, address, accepted: list[str], favourite: str | None) -> list[dict]:
+    out = []
+    for name, offer, split in (("split ClientHello", ossify.split_offer(accepted, favourite), True),
+                               ("oversized ClientHello", ossify.oversized_offer(accepted, favourite), False)):
+        r = ossify.probe(prober, address, offer, split=split)
+        how = (f"{r['client_hello_bytes']} B in two segments {SPLIT_WORDS} {ossify.SPLIT_PAUSE_S * 1000:g} ms apart"
+               if split else f"{r['client_hello_bytes']} B with key shares {', '.join(r['key_shares'])}")
+        out.append({"probe": name, **r, "detail": how + (f"; {r['error']}" if r.get("error") and r["verdict"] != "accepted" else "")})
+    return out
+
+
+SPLIT_WORDS = "(its record cut in half)"
+
+
+def run(prober, address, accepted: list[str], favourite: str | None, sample: dict, chain_bytes: int) -> list[dict]:
+    """Every probe's line, in the order the report shows them."""
+    return [*ossification_lines(prober, address, accepted, favourite), hrr_for_x25519(prober, accepted),
+            *budget_lines(sample, chain_bytes)]
