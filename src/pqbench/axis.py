@@ -8,7 +8,8 @@ pqbench.experiment.axes:
 - the cell's value where the spec does not name the axis (default), and which cells it crosses at all
   (applies: the other axes' values of a cell; a cell it does not apply to holds None) - with the error
   (needs_text) when a spec names it but no cell could take it;
-- the store's cells column (sql; the runner adds a younger axis's column to a store) and how it enters the cell
+- the store's cells column (sql; the runner adds a younger axis's column to a store), the columns of what its
+  cells record beside (records), and how it enters the cell
   id (id_omit: the values left out of the id, so cells from before the axis keep their ids);
 - what it asks of the stacks: a feature of the server or the client stack (server_feature, client_feature) when
   its value is set, and any check beyond (check);
@@ -63,6 +64,7 @@ class Axis:
     to_site: Callable[[Any], dict] | None = None  # … as Site keyword arguments (None: in Site.options)
     label: Callable[[Any, Mapping, bool], str | None] | None = None  # (value, cell row, short) -> its label part
     order: int = 50  # where the label stands among the condition's parts (the link at 10, the workload at 70)
+    records: tuple = ()  # (column, SQL type) of what a cell of the axis records beside its value (its own columns)
 
     def is_set(self, value) -> bool:
         """A value that asks something of the stacks: neither absent nor the axis's default."""
@@ -113,8 +115,8 @@ def names() -> tuple[str, ...]:
 # --- what every hub derives from the table ------------------------------------------------------------
 
 def columns() -> dict[str, str]:
-    """The store's cells columns of the axes: name -> SQL type."""
-    return {a.name: a.sql for a in registered() if a.sql}
+    """The store's cells columns of the axes (their values, and what their cells record): name -> SQL type."""
+    return {**{a.name: a.sql for a in registered() if a.sql}, **{c: t for a in registered() for c, t in a.records}}
 
 
 def id_params(values: Mapping) -> dict:

@@ -50,6 +50,7 @@ class Chain:
     intermediates_file: Path  # intermediates only (openssl s_server -cert_chain); may be empty
     leaf_key: Path
     der_sizes: dict  # name -> DER bytes per certificate
+    parts: dict = dataclasses.field(default_factory=dict)  # bytes by part (pqbench.algorithms.chains.parts)
 
     @property
     def sent_bytes(self) -> int:

@@ -7,4 +7,5 @@ the axes from it. A new feature's axes: its own module calling pqbench.axis.regi
 import pqbench.endpoints.offer  # noqa: F401  offer, server_groups, compress, pad
 import pqbench.testbed.axes  # noqa: F401  mtu, initcwnd, congctl
 import pqbench.transport  # noqa: F401  transport, quic_retry, initial_size
+import pqbench.algorithms.chain_axes  # noqa: F401  chain, chain_bytes
 from pqbench.axis import registered  # noqa: F401  (the table, as filled by the imports above)

@@ -30,12 +30,15 @@ from pqbench.testbed.path import Path as NetPath
 from pqbench.testbed.realpath import connect_rtt
 
 
-def credentials(protocol: str, sig: str, directory: Path):
-    """What a server proves itself with, made in directory: a certificate chain (TLS) or a host key set
-    (SSH; pqbench.endpoints.sshkeys)."""
-    from pqbench.algorithms import certs
+def credentials(protocol: str, sig: str, directory: Path, chain: tuple = ()):
+    """What a server proves itself with, made in directory: a certificate chain (TLS; chain: the shape and the
+    padded size of pqbench.algorithms.chains, empty for root → leaf) or a host key set (SSH;
+    pqbench.endpoints.sshkeys)."""
+    from pqbench.algorithms import certs, chains
     from pqbench.endpoints import sshkeys
-    return sshkeys.make_keys(sig, directory) if protocol == "ssh" else certs.make_chain(sig, directory)
+    if protocol == "ssh":
+        return sshkeys.make_keys(sig, directory)
+    return chains.make(sig, directory, *chain) if chain else certs.make_chain(sig, directory)
 
 
 def place_on(path: NetPath, side: str, started: list[int] | None = None) -> Place:

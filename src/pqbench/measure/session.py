@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pqbench import axis, units
 from pqbench.algorithms import catalog, microbench
+from pqbench.algorithms import chains as chainmod
+from pqbench.algorithms.chain_axes import credential_key
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.endpoints.offer import parse_offer
 from pqbench.endpoints.remote import UNKNOWN_SIG
@@ -121,6 +123,8 @@ class Session:
     def measure(self, lane: Lane, pos: int, cell: cellmod.Cell, tail, stop):
         """One cell on one lane: (its store record, samples, why it stopped)."""
         fields, samples, why = self.measure_fields(lane, cell, tail, stop)
+        if credential_key(cell.values()) and not cell.target:  # the chain's bytes by part (chain axes' column)
+            fields["chain_parts"] = self.site_of(cell).chain.parts
         return record(cell, pos, fields), samples, why
 
     def measure_fields(self, lane: Lane, cell: cellmod.Cell, tail=None, stop=None):
@@ -179,10 +183,13 @@ MEASURES = {None: _handshakes, "load": _capacity}
 
 
 def make_credentials(cells: list[cellmod.Cell], run_dir: Path) -> dict:
-    """(protocol, sig) -> what the servers prove themselves with, made once per run under run_dir (a
-    cluster's driver ships these very files to its nodes). None for targets: they bring their own."""
-    return {(p, s): credentials(p, s, run_dir / ("keys" if p == "ssh" else "certs") / s)
-            for p, s in sorted({(c.protocol, c.sig) for c in cells if not c.target})}
+    """(protocol, sig, *chain) -> what the servers prove themselves with, made once per run under run_dir (a
+    cluster's driver ships these very files to its nodes); chain: the chain axes' part (chain_axes.credential_key,
+    empty for today's chain). None for targets: they bring their own."""
+    keys = sorted({(c.protocol, c.sig, *credential_key(c.values())) for c in cells if not c.target}, key=str)
+    return {key: credentials(key[0], key[1], run_dir / ("keys" if key[0] == "ssh" else "certs")
+                             / chainmod.directory_name(key[1], *(key[2:] or (None, None))), key[2:])
+            for key in keys}
 
 
 def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict, fields: dict | None = None):
@@ -207,7 +214,8 @@ def servers(spec: Spec, cells: list[cellmod.Cell], run_dir: Path, chains: dict, 
 
     def site(srv: str, key: tuple) -> Site:
         protocol, sig, early, *axes = key
-        return Site(ports[srv, key], chains[protocol, sig], early_data=early,
+        chain = chains[(protocol, sig, *credential_key(axis.site_fields(tuple(axes)).get("options", {})))]
+        return Site(ports[srv, key], chain, early_data=early,
                     **{**axis.site_fields(tuple(axes)), **(fields or {})})
 
     pages = {**DEFAULT_PAGES, **{c.page: units.size_bytes("page", c.page) for c in cells if c.page}}

@@ -1,0 +1,71 @@
+"""The chain axes (pqbench.axis): what certificate chain a cell's server sends (pqbench.algorithms.chains).
+
+- chain: a shape as deployed or as proposed (webpki, webpki-ocsp, suppressed; the size-only stand-ins
+  mtc-standalone, mtc-landmark, abridged); "plain" or absent: today's root → leaf.
+- chain_bytes: a padded, size-only root → leaf chain whose certificates sent weigh exactly this many bytes
+  (the byte staircase's sweep); for cells whose chain is plain.
+
+Each value is a port of its own (the server serves each chain on its own port); a cell's credentials follow
+from (protocol, sig, credential_key(values)).
+"""
+
+from __future__ import annotations
+
+from pqbench import axis, units
+from pqbench.algorithms import catalog, chains
+from pqbench.errors import BadInput
+
+PLAIN = "plain"  # today's root → leaf (the axis's default, None in a cell)
+STAPLING = "ocsp_stapling"  # the stack feature a stapled OCSP response needs, server and client
+
+
+def _shape(field: str, value) -> str | None:
+    if value == PLAIN:
+        return None
+    if not isinstance(value, str):
+        raise BadInput(field, f"{value!r} is not a chain shape (allowed: {PLAIN}, {', '.join(chains.SHAPES)})")
+    return chains.parse_shape(field, value)
+
+
+def _chain_bytes(field: str, value) -> int:
+    n = units.size_bytes(field, value)
+    if not chains.MIN_PADDED <= n <= chains.MAX_PADDED:
+        raise BadInput(field, f"{n} bytes is outside {chains.MIN_PADDED}..{chains.MAX_PADDED}")
+    return n
+
+
+def _tls_only(value, protocol: str) -> str | None:
+    return None if value is None or protocol == "tls" else f"{protocol.upper()} sends host keys, not certificate chains"
+
+
+def _stapling(value, caps, role: str, values) -> str | None:
+    """A stapled OCSP response needs a server that staples it and a client that asks (status_request)."""
+    if chains.SHAPES[value].staple and STAPLING not in caps.features:
+        return axis.missing(STAPLING, caps)
+    return None
+
+
+def _fits(value, caps, role: str, values) -> str | None:
+    """A padded chain smaller than the cell's key and its issuer's signature cannot be made."""
+    sig = values.get("sig")
+    if role == "server" and sig and not catalog.is_size_only(sig) and value < chains.smallest_padded(sig):
+        return f"a {value}-byte chain cannot hold a {sig} leaf (at least {chains.smallest_padded(sig)} bytes)"
+    return None
+
+
+def credential_key(values) -> tuple:
+    """What of a cell's values picks its chain beyond (protocol, sig): () for today's chain, so every
+    credentials key made before these axes stays as it was."""
+    shape, nbytes = values.get("chain"), values.get("chain_bytes")
+    return (shape, nbytes) if shape or nbytes else ()
+
+
+axis.register(
+    axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", admits=_tls_only,
+              check=_stapling, site=True, order=43, records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),
+    axis.Axis("chain_bytes", _chain_bytes, "bytes (size-only padded chains)", sql="INTEGER", admits=_tls_only,
+              check=_fits,
+              applies=lambda values: values.get("chain") is None,
+              needs_text='applies to cells whose chain is plain: add "plain" to axes.chain', site=True, order=44,
+              label=lambda v, row, short: chains.label(None, v)),
+)
