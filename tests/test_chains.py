@@ -169,3 +169,8 @@ def test_a_padded_chain_of_n_bytes_puts_n_on_the_wire(built_stack, tmp_path):
     extra_segments = -(-(n2 - n1) // 1448) + 1
     assert n2 - n1 <= wire2 - wire1 <= n2 - n1 + extra_segments * 52 + 2 * 22
     assert '"padding"' in str(parts)
+    from pqbench import report
+    out = report.build(con, run_id, tmp_path / "report", resamples=100)
+    md = (tmp_path / "report" / "summary.md").read_text()
+    assert "Certificate chains: bytes by part" in md and "4000 B (size-only)" in md
+    assert "Distance to the limit" in md and "staircase" in out["figures"]

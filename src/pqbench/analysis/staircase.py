@@ -116,17 +116,6 @@ def predicted_ms(cond: Condition, flight: int, base_ms: float) -> float:
     return base_ms + extra_round_trips(cond, flight) * cond.rtt_ms
 
 
-def server_flight(transport: str | None, client_hello: int, hs_received: int, server_hello: int,
-                  certificate: int | None, certificate_verify: int | None) -> int:
-    """A cell's server flight as the staircase counts it, from the handshake message sizes its client recorded
-    (medians): TLS records over TCP, the handshake messages themselves over QUIC."""
-    from pqbench import transport as transportmod
-    if transportmod.get(transport).datagram:
-        return hs_received
-    return model.measured_flights(client_hello, hs_received, server_hello, certificate,
-                                  certificate_verify).server_flight
-
-
 def step_at(sizes: list[int], times: list[float], rtt_ms: float) -> list[int]:
     """Where a measured sweep steps up: the first size of each jump of more than half a round trip between
     neighbours (sizes ascending)."""
