@@ -222,11 +222,20 @@ source "$ROOT/scripts/build-go.sh"     # do_gotls: Go 1.27's crypto/tls (native/
 source "$ROOT/scripts/build-ssh.sh"    # do_openssh: OpenSSH 10 from Debian's archive; do_sshgo: native/sshgo
 # shellcheck source=build-nginx-h3.sh
 source "$ROOT/scripts/build-nginx-h3.sh"  # do_nginx-h3: nginx with HTTP/3 on our OpenSSL (the QUIC server)
+# --- browsers: the chromium client stack, from Debian's archive (certutil makes each profile's NSS database) ---
+do_chromium() {
+    apt_install chromium libnss3-tools
+    local version
+    version=$(chromium --version 2>/dev/null | awk '{print $2}')
+    [ -n "$version" ] || die "chromium is installed but does not start: chromium --version printed nothing"
+    mkdir -p "$BUILD/chromium" && echo "$version apt" >"$BUILD/chromium/.done"
+    step chromium "$version (Debian's archive)"
+}
 
-STEPS=(apt openssl liboqs venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 apt_test)
+STEPS=(apt openssl liboqs venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 chromium apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
                    [stacks]="tlsrs gotls quicgo openssh sshgo nginx-h3"
-                   [test]="apt_test")
+                   [test]="apt_test chromium")
 STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
 steps=()
 for a in "${@:-core}"; do

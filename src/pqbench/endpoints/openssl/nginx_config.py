@@ -75,10 +75,12 @@ class NginxConfig:
                                                                    ("scgi", "scgi"))]
 
     def render(self) -> str:
+        # /html/PAGE: the same page as a document a browser loads (as application/octet-stream it downloads it)
         servers = "\n".join("\n    server {" + "".join(f"\n        {line}" for line in self.listen(s)) + f"""
         ssl_certificate {s.chain.chain_file};
         ssl_certificate_key {s.chain.leaf_key};{self.site_options(s)}
         location / {{ root {self.run_dir / 'www'}; }}
+        location /html/ {{ alias {self.run_dir / 'www'}/; default_type text/html; }}
     }}""" for s in self.served())
         d, name = self.run_dir, self.NAME
         http = "".join(f"\n    {line}" for line in (*self.temp_paths(), "default_type application/octet-stream;",

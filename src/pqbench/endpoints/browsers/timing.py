@@ -1,0 +1,88 @@
+"""A browser's page load as a pqbench sample: the document's connection gives the sample's phases (as
+pqtimer's: ns since the connect started), every connection of the load is kept in `browser`, and each
+is compared with the emulator's record of its flow (browser − wire per milestone)."""
+
+from __future__ import annotations
+
+from pqbench import stats
+
+# The phases a browser reports of a connection, in order (ns since its connect started); TCP's connect and the
+# steps inside the handshake (ServerHello received …) happen inside its network stack and TLS library, unreported.
+PHASES = ("client_hello_sent", "handshake_done", "request_sent", "first_byte", "last_byte")
+UNSEEN = ("tcp_connected", "server_hello_received", "handshake_packet_received", "server_finished_received")
+
+
+def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -> dict:
+    """The sample of one load (ok unless the caller says otherwise). offset_ns: CLOCK_MONOTONIC minus
+    CLOCK_MONOTONIC_RAW, since a sample's start_mono_ns is on the RAW clock (pqbench.measure.wire)."""
+    opened = [r for r in requests if r.get("connection")]
+    doc = next((r for r in opened if r["document"]), opened[0] if opened else None)
+    s = {"ok": doc is not None, "error_class": None if doc else "no_connection",
+         "error": None if doc else "the load opened no connection the browser reported", "t_ns": {}, "group": None,
+         "sigalg": None}
+    first_start = min((r["connection"]["start_mono_ns"] for r in opened), default=None)
+    s["browser"] = {"requests": len(requests), "connections": len(opened),
+                    "handshakes": sum(1 for r in opened if r["connection"]["t_ns"].get("handshake_done") is not None),
+                    "load_event_ms": (load_event_ns - first_start) / 1e6 if load_event_ns and first_start else None,
+                    "last_byte_ms": max(((r["connection"]["start_mono_ns"] + r["connection"]["t_ns"]["last_byte"]
+                                          - first_start) / 1e6 for r in opened if r["connection"]["t_ns"].get("last_byte")),
+                                        default=None),
+                    "requests_detail": requests}
+    if doc:
+        c = doc["connection"]
+        s["t_ns"] = {"start": 0, **{p: None for p in UNSEEN},
+                     **{p: c["t_ns"].get(p) for p in PHASES if p != "request_sent"}}
+        s.update(start_mono_ns=c["start_mono_ns"] - offset_ns, local_port=c["local_port"], group=c["group"],
+                 sigalg=c["sigalg"], request_sent_ns=c["t_ns"].get("request_sent"))
+    return s
+
+
+def wire_milestones(wire: dict) -> dict:
+    """What the emulator's record of a TLS-over-TCP flow (pqbench.measure.wire.summary) says of the milestones a
+    browser reports, ms since the SYN, at the client's side of the link: the client's first flight (its
+    ClientHello), the first packet of its second (its Finished: handshake done) and that flight's last (the
+    request written right after it), the server's first flight after it (the response's first byte; nginx's
+    session tickets lead it) and the end of the last flight of the response (the last byte)."""
+    flights = wire.get("flights_ms") or []
+    c2s = [f for f in flights if f[0] == "c2s"]
+    out = {"client_hello_sent": c2s[0][1] if c2s else None}
+    if len(c2s) >= 2:
+        finished = c2s[1][1]
+        out["handshake_done"] = finished
+        out["request_sent"] = c2s[1][2]
+        # the response: the server's flights after the request, up to the client's next request (a browser asks
+        # for /favicon.ico on the same connection after the load)
+        upto = c2s[2][1] if len(c2s) > 2 else float("inf")
+        response = [f for f in flights if f[0] == "s2c" and f[1] is not None and finished < f[1] < upto]
+        out["first_byte"] = response[0][1] if response else None
+        out["last_byte"] = response[-1][2] if response else None
+    return out
+
+
+def browser_minus_wire(sample: dict) -> dict:
+    """Per milestone, the browser's time minus the wire's for one joined sample, ms (None where one lacks it)."""
+    w = sample.get("wire")
+    if not sample.get("ok") or not w:
+        return {}
+    t = dict(sample.get("t_ns") or {}, request_sent=sample.get("request_sent_ns"))
+    wm = wire_milestones(w)
+    return {p: round(t[p] / 1e6 - wm[p], 4) if t.get(p) is not None and wm.get(p) is not None else None for p in PHASES}
+
+
+def agreement(samples: list[dict]) -> dict:
+    """browser − wire per milestone over the joined samples: n, median, p5, p95 (ms)."""
+    diffs: dict[str, list] = {p: [] for p in PHASES}
+    for s in samples:
+        for p, d in browser_minus_wire(s).items():
+            if d is not None:
+                diffs[p].append(d)
+    return {p: {"n": len(v), "median_ms": round(stats.percentile(sorted(v), 50), 4),
+                "p5_ms": round(stats.percentile(sorted(v), 5), 4), "p95_ms": round(stats.percentile(sorted(v), 95), 4)}
+            if v else {"n": 0} for p, v in diffs.items()}
+
+
+if __name__ == "__main__":  # python -m pqbench.endpoints.browsers.timing SAMPLES.jsonl: browser − wire per milestone
+    import json
+    import sys
+    rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
+    print(json.dumps(agreement(rows), indent=1))

@@ -1,0 +1,70 @@
+"""The `chromium` stack: Debian's Chromium as a client (BoringSSL's TLS, the browser's own connection setup),
+driven headless over the DevTools protocol; a browser serves nothing, so its cells take another stack's server.
+
+Post-quantum on/off: Chromium 156 has no switch left for its ML-KEM key share (the PostQuantumKyber and UseMLKEM
+features and the PostQuantumKeyAgreementEnabled policy are gone: with them disabled it still offers
+X25519MLKEM768, checked against our OpenSSL's trace of its ClientHello). Its ClientHello always carries an
+X25519MLKEM768 and an X25519 share; a classical cell is switched off from the server's side (the server accepts
+only the cell's group), which every sample records (`pq_switch`)."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+
+from pqbench.algorithms import catalog
+from pqbench.endpoints.base import Capabilities, Stack
+from pqbench.endpoints.chromium.client import Chromium
+from pqbench.errors import MissingCapability
+
+__all__ = ["STACK"]
+
+# What Chromium 156's ClientHello offers (supported_groups, without GREASE) and which server signatures its
+# TLS stack accepts in TLS 1.3 (signature_algorithms: RSA-PSS, PKCS#1 and ECDSA P-256/P-384; no P-521, Ed25519
+# or any post-quantum signature), by the catalog's names.
+GROUPS = ("X25519MLKEM768", "X25519", "secp256r1", "secp384r1")
+SIGNATURES = ("ecdsap256", "ecdsap384", "rsa2048", "rsa3072", "rsa4096")
+
+
+@functools.lru_cache(maxsize=None)
+def version() -> str | None:
+    exe = shutil.which("chromium")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.split()[1] if len(out.split()) > 1 else None
+
+
+def unsupported(kex: str, sig: str, role: str) -> str | None:
+    if role == "server":
+        return "chromium is a browser: a client only (its cells take another stack's server, e.g. --server openssl)"
+    if catalog.find(kex, "kem").name not in GROUPS:
+        return f"Chromium offers only {', '.join(GROUPS)} in its ClientHello, not {kex}"
+    if not catalog.is_size_only(sig) and catalog.find(sig, "sig").name not in SIGNATURES:
+        return (f"Chromium verifies only {', '.join(SIGNATURES)} server signatures in TLS 1.3, not {sig} "
+                "(a browser has no post-quantum signature; a size-only chain stands in for its size)")
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def capabilities() -> Capabilities:
+    return Capabilities(stack="chromium", protocol="tls", transports=("tcp",), modes=("handshake", "page"),
+                        versions={"chromium": version()}, unsupported=unsupported,
+                        feature_notes={"offer": "Chromium's ClientHello is its own: X25519MLKEM768 and X25519 "
+                                                "shares, always (post-quantum off is the server's side)"})
+
+
+class _NoServer:
+    def start(self, place, serving) -> None:
+        raise MissingCapability("chromium is a browser: it serves nothing", "serve its cells with --server openssl")
+
+    def ready(self, client_place) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+STACK = Stack(name="chromium", protocol="tls", server=_NoServer, client=Chromium, capabilities=capabilities)

@@ -1,0 +1,159 @@
+"""A chromium worker: one headless Chromium, started before any sample is timed, loads the job's page once
+per sample index it claims, each time in a new browser context (its own connections, session cache and HTTP
+cache: a cold connection), and prints one JSON sample per load.
+
+    python -m pqbench.endpoints.chromium.worker --job JSON --count N --worker K [--claim FILE] [--home DIR]
+
+Its times come from the DevTools protocol's resource timing of each connection (connect start, TLS start and
+end, request sent, first byte) and its loading-finished and load events, all on the browser's monotonic
+clock (CLOCK_MONOTONIC, the emulator's). The sample's own phases are those of the document's connection;
+every connection of the load is in `browser.connections`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pqbench.endpoints.browsers import cpuwait, names, sockets
+from pqbench.endpoints.browsers.cdp import BrowserGone, CommandFailed
+from pqbench.endpoints.browsers.claims import Claims
+from pqbench.endpoints.browsers.timing import PHASES, UNSEEN, sample_of
+from pqbench.endpoints.chromium.devtools import connections_of
+from pqbench.endpoints.chromium import launch
+
+# Chromium 156's ClientHello: its supported groups with a key share each for the first two
+BROWSER_OFFER = "X25519MLKEM768+X25519:secp256r1:secp384r1"
+STARTUP_S = 60.0  # the browser's first answer on a busy machine
+
+
+def url(job: dict) -> str:
+    """What the browser loads: the job's page as a document (nginx's /html/ location), by the server's name."""
+    return f"https://{job['servername']}:{job['port']}/html{job['path'] if job['path'] != '/' else '/1k'}"
+
+
+def clock_offset_ns() -> int:
+    """CLOCK_MONOTONIC minus CLOCK_MONOTONIC_RAW (samples' start_mono_ns are RAW, as pqtimer's)."""
+    raw0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    mono = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    raw1 = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    return mono - (raw0 + raw1) // 2
+
+
+class Browser:
+    def __init__(self, home: Path, job: dict, flags: list[str]):
+        self.proc, self.pipe, self.untrusted = launch.start(home, job.get("cafile"), {job["servername"]: job["host"]},
+                                                            flags)
+        self.pipe.send("Browser.getVersion", timeout=STARTUP_S)
+        # The browser's first navigation to an origin starts what it starts once (its network service's state for
+        # the origin; a speculative connection besides the page's own, which the page then does not use): made here,
+        # before any sample, so each sample is a browser's steady cold load (a new context: new connections)
+        self.load(url(job), STARTUP_S, set())
+
+    def load(self, target_url: str, timeout_s: float, remote_hosts: set[str]) -> tuple[list[dict], set, set, str | None]:
+        """One page load in a new browser context: (its DevTools events, sockets before, after, net error)."""
+        pipe = self.pipe
+        ctx = pipe.send("Target.createBrowserContext")["browserContextId"]
+        try:
+            target = pipe.send("Target.createTarget", {"url": "about:blank", "browserContextId": ctx})["targetId"]
+            session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            pipe.send("Network.enable", session=session)
+            pipe.send("Page.enable", session=session)
+            pipe.take_events()
+            before = sockets.connections("tcp", remote_hosts)
+            nav = pipe.send("Page.navigate", {"url": target_url}, session=session, timeout=timeout_s)
+            error = nav.get("errorText")
+            if not error and not pipe.wait_for(lambda evs: any(e["method"] == "Page.loadEventFired" and
+                                                           e.get("sessionId") == session for e in evs), timeout_s):
+                error = "timeout"
+            after = sockets.connections("tcp", remote_hosts)
+            return [e for e in pipe.take_events() if e.get("sessionId") == session], before, after, error
+        finally:
+            try:
+                pipe.send("Target.disposeBrowserContext", {"browserContextId": ctx})
+            except (CommandFailed, TimeoutError):
+                pass
+
+    def close(self) -> None:
+        try:
+            self.pipe.send("Browser.close", timeout=5)
+        except (BrowserGone, CommandFailed, TimeoutError, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def failure(job: dict, worker: int, i: int, error_class: str, error: str) -> dict:
+    return {"worker": worker, "i": i, "mode": job["mode"], "ok": False, "error_class": error_class, "error": error,
+            "t_ns": {"start": 0, **{p: None for p in (*UNSEEN, *PHASES) if p != "request_sent"}}, "group": None,
+            "sigalg": None, "stack": "chromium"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="pqbench.endpoints.chromium.worker")
+    ap.add_argument("--job", required=True)
+    ap.add_argument("--count", type=int, required=True)
+    ap.add_argument("--worker", type=int, default=0)
+    ap.add_argument("--claim")
+    ap.add_argument("--home")
+    ap.add_argument("--flag", action="append", default=[])
+    a = ap.parse_args(argv)
+    job = json.loads(a.job)
+    claims = Claims(a.claim, a.count)
+    home = Path(tempfile.mkdtemp(prefix=f"chromium-{a.worker}-", dir=a.home))
+    timeout_s = job["timeout_ms"] / 1000
+    try:
+        try:
+            browser = Browser(home, job, a.flag)  # outside every timed span: process start and profile
+        except (BrowserGone, TimeoutError) as e:
+            log = (home / "chromium.log").read_text(errors="replace")[-400:] if (home / "chromium.log").exists() else ""
+            print(f"chromium did not start: {e}: {log}", file=sys.stderr)
+            return 3
+        try:
+            while (i := claims.next()) is not None:
+                print(json.dumps(one(browser, job, a.worker, i, timeout_s)), flush=True)
+        except BrowserGone as e:
+            # the sample in progress is a failure of its own; the indices left are the sampler's client_lost
+            print(json.dumps(failure(job, a.worker, i, "browser_crashed", str(e))), flush=True)
+            return 2
+        finally:
+            browser.close()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
+
+
+def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
+    offset, waited = clock_offset_ns(), cpuwait.waited_ns(browser.proc.pid)
+    try:
+        events, before, after, error = browser.load(url(job), timeout_s, {job["host"]})
+    except TimeoutError:
+        return failure(job, worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
+    requests, load_event = connections_of(events, after - before)
+    s = sample_of(requests, load_event, offset)
+    s.update(worker=worker, i=i, mode=job["mode"], stack="chromium",
+             cpu_wait_ns=max(0, cpuwait.waited_ns(browser.proc.pid) - waited))
+    # The browser offers its own shares whatever the cell: the server's groups decide; a cell whose group the
+    # server did not choose measured something else (a classical cell against a server that accepts ML-KEM)
+    s.update(browser_offer=BROWSER_OFFER, pq_switch=None if "mlkem" in job["groups"][0].lower() else "server")
+    if browser.untrusted:
+        s["trust_error"] = browser.untrusted
+    if error:
+        s.update(ok=False, error_class="timeout" if error == "timeout" else names.error_class(error),
+                 error=error + (f" ({browser.untrusted})" if browser.untrusted else ""))
+    elif s["ok"] and (s["group"] or "").lower() != job["groups"][0].lower():
+        s.update(ok=False, error_class="group_mismatch",
+                 error=f"negotiated {s['group']}, not the cell's {job['groups'][0]}: Chromium always offers "
+                       f"{BROWSER_OFFER}; the server's groups must switch post-quantum off (server_groups)")
+    return s
+
+
+if __name__ == "__main__":
+    sys.exit(main())

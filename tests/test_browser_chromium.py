@@ -1,0 +1,186 @@
+"""The `chromium` client stack through a real testbed: headless Chromium (Debian's) loads nginx's page over
+pqlink at 10 ms RTT, a new browser context per sample. It negotiates X25519MLKEM768, and X25519 where the
+server's side switches post-quantum off (Chromium 156 has no switch of its own); each sample's connection is
+joined to its flow in the emulator's record and its milestones compared with the wire's; an ML-DSA chain is
+refused by the stack with its reason and by the real browser; a killed browser is a failure, not a hang;
+nothing the browser sends leaves for an address outside the testbed."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import processes_mentioning
+from pqbench import endpoints
+from pqbench.algorithms import certs
+from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
+from pqbench.endpoints.browsers import timing
+from pqbench.endpoints.browsers.names import error_class
+from pqbench.endpoints.chromium import launch
+from pqbench.measure.rig import Rig
+from pqbench.testbed import LinkSpec
+
+RTT_MS = 10
+PORTS = {"pq": 4433, "classical": 4434, "mldsa": 4435}
+
+
+@pytest.fixture(scope="module")
+def bed(built_stack, tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces)")
+    if not launch.binary():
+        pytest.fail("chromium is missing: scripts/build.sh chromium")
+    run_dir = tmp_path_factory.mktemp("chromium")
+    chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in ("ecdsap256", "mldsa44")}
+    sites = [Site(PORTS["pq"], chains["ecdsap256"]),
+             Site(PORTS["classical"], chains["ecdsap256"], server_groups="X25519"),  # PQ off, the server's side
+             Site(PORTS["mldsa"], chains["mldsa44"])]
+    serving = Serving(run_dir / "openssl", sites, ["X25519MLKEM768", "X25519"], DEFAULT_PAGES, 4)
+    # pqtimer first: it warms the server up (a browser load per warm-up handshake would take minutes)
+    with Rig.pairs({"openssl": serving}, ["openssl", "chromium"], LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
+        yield {"rig": rig, "chains": chains, "dir": run_dir}
+    assert not processes_mentioning(str(run_dir)), "processes left after the rig closed"
+
+
+def job(bed, site, kex, sig="ecdsap256", **kw):
+    return bed["rig"].job(PORTS[site], kex, bed["chains"][sig], mode="page", path="/1k", **kw)
+
+
+def load(bed, site, kex, n=3, sig="ecdsap256", **kw):
+    rig = bed["rig"]
+    scratch = bed["dir"] / f"{site}-{kex}-{time.monotonic_ns()}"
+    scratch.mkdir()
+    rig.begin_cell(rig.link)
+    samples = rig.sample(job(bed, site, kex, sig, **kw), n, 1, scratch, client="chromium")
+    rig.end_cell(samples, "page", scratch, client="chromium")
+    return samples, scratch
+
+
+@pytest.mark.root
+def test_chromium_negotiates_x25519mlkem768_with_nginx_through_pqlink(bed):
+    samples, _ = load(bed, "pq", "X25519MLKEM768")
+    assert [s["ok"] for s in samples] == [True] * 3, [s.get("error") for s in samples]
+    assert {(s["group"], s["sigalg"]) for s in samples} == {("X25519MLKEM768", "ecdsa_secp256r1_sha256")}
+    assert {s["pq_switch"] for s in samples} == {None}
+    # a new browser context per sample: every load opened a connection of its own (no reuse across samples)
+    ports = [s["local_port"] for s in samples]
+    assert None not in ports and len(set(ports)) == 3
+    assert all(s["browser"]["connections"] == 1 and s["browser"]["handshakes"] == 1 for s in samples)
+    # TCP's and TLS's round trips before the handshake ends, one more for the page
+    assert all(s["t_ns"]["handshake_done"] >= 2 * RTT_MS * 1e6 for s in samples)
+    assert all(s["t_ns"]["last_byte"] >= 3 * RTT_MS * 1e6 for s in samples)
+    assert all(s["browser"]["load_event_ms"] >= s["t_ns"]["last_byte"] / 1e6 for s in samples)
+    assert all(isinstance(s["cpu_wait_ns"], int) for s in samples)
+
+
+@pytest.mark.root
+def test_x25519_when_the_server_switches_post_quantum_off_and_a_mismatch_is_a_failure(bed):
+    off, _ = load(bed, "classical", "X25519", n=2)
+    assert all(s["ok"] for s in off), [s.get("error") for s in off]
+    assert {s["group"] for s in off} == {"x25519"} and {s["pq_switch"] for s in off} == {"server"}
+    # the browser still offered its ML-KEM share: the ClientHello is as large as with post-quantum on
+    on, _ = load(bed, "pq", "X25519MLKEM768", n=2)
+    hello = lambda s: s["wire"]["flights_ms"][0][3]  # noqa: E731 (packets of the client's first flight)
+    assert {hello(s) for s in off} == {hello(s) for s in on} == {2}
+    # a classical cell against a server that accepts ML-KEM measured post-quantum: recorded as a failure
+    wrong, _ = load(bed, "pq", "X25519", n=1)
+    assert wrong[0]["ok"] is False and wrong[0]["error_class"] == "group_mismatch", wrong[0]
+    assert "server_groups" in wrong[0]["error"]
+
+
+@pytest.mark.root
+def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed):
+    samples, scratch = load(bed, "pq", "X25519MLKEM768", n=4)
+    assert all(s.get("wire") and s["wire"].get("ms") is not None for s in samples), samples
+    agree = timing.agreement(samples)
+    assert {p: a["n"] for p, a in agree.items()} == {p: 4 for p in timing.PHASES}, agree
+    # the browser's clock is the emulator's (CLOCK_MONOTONIC): each milestone within a few ms of the wire's
+    # (median; CPU scheduling on a loaded machine moves single samples)
+    for phase, a in agree.items():
+        assert abs(a["median_ms"]) < 5, (phase, agree)
+    # the handshake ends once the client's Finished is written: not before the wire's ClientHello + one RTT
+    for s in samples:
+        w = timing.wire_milestones(s["wire"])
+        assert w["handshake_done"] - w["client_hello_sent"] >= RTT_MS * 0.99
+
+
+@pytest.mark.root
+def test_an_ml_dsa_chain_is_refused_by_the_stack_and_by_the_real_browser(bed):
+    why = endpoints.unsupported("openssl", "chromium", "X25519MLKEM768", "mldsa44", "page")
+    assert why and why.startswith("chromium client:") and "mldsa44" in why and "post-quantum signature" in why
+    samples, _ = load(bed, "mldsa", "X25519MLKEM768", n=1, sig="mldsa44")
+    s = samples[0]
+    assert s["ok"] is False and s["error_class"] in ("tls_error", "verify_failed"), s
+    assert s["error"].startswith("net::ERR_"), s
+
+
+@pytest.mark.root
+def test_a_killed_browser_is_a_failure_not_a_hang(bed):
+    rig = bed["rig"]
+    scratch = bed["dir"] / "killed"
+    scratch.mkdir()
+    killed = []
+
+    def kill_the_browser():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            found = subprocess.run(["pgrep", "-f", f"user-data-dir={scratch}"], capture_output=True, text=True)
+            for pid in found.stdout.split():
+                if os.getppid() != int(pid):
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                        killed.append(int(pid))
+                    except ProcessLookupError:
+                        pass
+            time.sleep(0.05)
+    threading.Thread(target=kill_the_browser, daemon=True).start()
+    started = time.monotonic()
+    samples = rig.sample(job(bed, "pq", "X25519MLKEM768", timeout_ms=20_000), 5, 1, scratch, client="chromium")
+    assert killed
+    assert time.monotonic() - started < 60
+    assert len(samples) == 5 and not all(s["ok"] for s in samples)
+    classes = {s["error_class"] for s in samples if not s["ok"]}
+    assert classes <= {"browser_crashed", "client_lost"}, samples
+    assert not processes_mentioning(f"user-data-dir={scratch}")
+
+
+@pytest.mark.root
+def test_the_browser_sends_nothing_outside_the_testbed(bed):
+    rig = bed["rig"]
+    tb = rig.tb
+    capture = bed["dir"] / "client.pcap"
+    dump = tb.popen("client", ["tcpdump", "-i", "any", "-nn", "-U", "-w", str(capture)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)
+    try:
+        samples, _ = load(bed, "pq", "X25519MLKEM768", n=2)
+    finally:
+        time.sleep(0.5)
+        dump.send_signal(signal.SIGINT)
+        dump.wait(timeout=10)
+    assert all(s["ok"] for s in samples)
+    text = subprocess.run(["tcpdump", "-nn", "-r", str(capture)], capture_output=True, text=True).stdout
+    packets = [line for line in text.splitlines() if " IP" in line]
+    assert packets, "nothing captured"
+    allowed = {tb.client_addr, tb.server_addr}
+    for line in packets:
+        src, dst = line.split(" > ")[0].split()[-1], line.split(" > ")[1].split(":")[0]
+        hosts = {a.rsplit(".", 1)[0] for a in (src, dst)}
+        assert hosts <= allowed, line
+
+
+def test_net_errors_are_failure_classes():
+    assert error_class("net::ERR_CERT_AUTHORITY_INVALID") == "verify_failed"
+    assert error_class("net::ERR_SSL_VERSION_OR_CIPHER_MISMATCH") == "tls_error"
+    assert error_class("net::ERR_CONNECTION_REFUSED") == "connect_refused"
+    assert error_class("net::ERR_NAME_NOT_RESOLVED") == "name_not_resolved"
+
+
+def test_wire_milestones_of_a_flow_with_a_favicon_request_after_the_page():
+    wire = {"flights_ms": [["c2s", 0.5, 0.5, 2, 1], ["s2c", 10.6, 10.7, 2, 1], ["c2s", 11.0, 11.2, 2, 2],
+                           ["s2c", 21.3, 21.5, 3, 3], ["c2s", 40.0, 40.0, 1, 1], ["s2c", 50.0, 50.0, 1, 1]]}
+    assert timing.wire_milestones(wire) == {"client_hello_sent": 0.5, "handshake_done": 11.0, "request_sent": 11.2,
+                                            "first_byte": 21.3, "last_byte": 21.5}
