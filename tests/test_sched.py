@@ -98,3 +98,17 @@ def test_a_go_program_is_spawned_with_the_nice_and_slice_not_real_time(go_progra
             p.wait()
     assert sched.thread_sched() == before
     assert sched.settings()["go_programs"]["policy"] == "other"
+
+
+def test_a_program_a_measured_one_spawns_can_leave_real_time():
+    """A browser started by its measured worker (endpoints/chromium) leaves SCHED_FIFO in the child, before exec."""
+    before = sched.thread_sched()
+    with sched.measured():
+        child = subprocess.Popen(["/bin/sleep", "30"], preexec_fn=sched.leave_realtime)
+    try:
+        assert os.sched_getscheduler(child.pid) == os.SCHED_OTHER
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == sched.MEASURED_NICE
+    finally:
+        child.kill()
+        child.wait()
+    assert sched.thread_sched() == before

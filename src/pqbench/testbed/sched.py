@@ -145,6 +145,24 @@ def measured(realtime: bool = True):
         _setattr(policy, flags, nice, prio, runtime)
 
 
+def leave_realtime() -> None:
+    """The calling thread (and what it spawns after) leaves real-time priority for the nice and slice Go
+    programs get: for a program spawned by a measured one that must not run real-time either (a browser,
+    whose many threads wait for each other; see the module's note). Safe in a forked child before exec."""
+    try:
+        policy, flags, nice, _, _ = _getattr()[1:6]
+    except OSError:
+        return
+    if policy != os.SCHED_FIFO:
+        return
+    for t_nice in (MEASURED_NICE, 0):
+        try:
+            _setattr(os.SCHED_OTHER, flags, t_nice, 0, SLICE_NS)
+            return
+        except OSError:
+            continue
+
+
 def _session_nice() -> int | None:
     try:
         return int(_AUTOGROUP.read_text().split("nice")[1])

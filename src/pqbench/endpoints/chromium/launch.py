@@ -15,6 +15,7 @@ from pathlib import Path
 from pqbench.endpoints.browsers import nssdb
 from pqbench.endpoints.browsers.cdp import Pipe
 from pqbench.errors import MissingCapability
+from pqbench.testbed import sched
 
 BINARY = "chromium"
 FIX = "run `scripts/build.sh chromium` (Chromium and certutil from Debian's archive)"
@@ -69,6 +70,7 @@ def _child_setup(to_browser: int, from_browser: int):
         os.dup2(high[0], 3)
         os.dup2(high[1], 4)  # dup2 leaves them open across exec; Python's own fds are not inherited (PEP 446)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the browser dies with the worker
+        sched.leave_realtime()  # the worker runs as measured processes do; a browser must not run real-time
     return setup
 
 
