@@ -117,10 +117,13 @@ def test_malformed_targets_are_bad_input_naming_the_field(tmp_path):
         r = run_pqbench("scan", bad, "--db", tmp_path / "s.duckdb")
         assert r.returncode == 2, (bad, r.stderr)
         assert "TARGET" in r.stderr and "host:port" in r.stderr.lower(), r.stderr
-    f = tmp_path / "targets.txt"
-    f.write_text("# two targets\n10.0.0.1:443   # a comment\n\nnot a port:x\n")
+    f = tmp_path / "targets.txt"  # a population scan skips bad lines (tests/test_scan_probes.py); none left: exit 2
+    f.write_text("# no target\n\nnot a port:x\nhttps://example.org:443  # a comment\n")
     r = run_pqbench("scan", "--file", f, "--db", tmp_path / "s.duckdb")
-    assert r.returncode == 2 and f"{f}:4" in r.stderr, r.stderr
+    assert r.returncode == 2 and f"{f}:3: skipped 'not a port:x'" in r.stderr and f"{f}:4: skipped" in r.stderr, r.stderr
+    assert "--file" in r.stderr and "lists no target" in r.stderr
+    r = run_pqbench("scan", "10.0.0.1:443", "--resume", "--db", tmp_path / "s.duckdb")
+    assert r.returncode == 2 and "--resume" in r.stderr
     r = run_pqbench("scan", "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and "TARGET" in r.stderr
     r = run_pqbench("scan", "10.0.0.1:443", "--concurrency", "0", "--db", tmp_path / "s.duckdb")

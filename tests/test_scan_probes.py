@@ -252,3 +252,91 @@ def test_probes_behind_the_ossified_middlebox(boxed):
     over = ossify.probe(p, a, ossify.oversized_offer(["X25519", "X25519MLKEM768"], "X25519"), split=False)
     assert (split["verdict"], over["verdict"]) == (want, want)
     assert not split["handshake_ok"] and not over["handshake_ok"]
+
+
+# ---- a population scan of the local population ----------------------------------------------------------
+
+CLOSED_PORTS = range(5000, 5120)  # nothing listens there: refused at once
+RATE = 40  # connections per second
+
+
+def target_file(path, server_addr: str) -> list[str]:
+    """The population's four servers and 120 closed ports, with bad lines and a duplicate among them."""
+    good = [f"{server_addr}:{port}" for port, _, _ in POPULATION.values()] + \
+        [f"{server_addr}:{p}" for p in CLOSED_PORTS]
+    lines = ["# the local population", *good[:2], "not a target", good[0] + "   # listed twice", *good[2:60],
+             "https://example.org:443", *good[60:], "10.0.0.1:99999"]
+    path.write_text("\n".join(lines) + "\n")
+    return good, {text: k for k, text in enumerate(lines, start=1)}
+
+
+def stored(lines) -> list[str]:
+    """The targets a population scan's progress lines say it stored."""
+    return [line.split()[2] for line in lines if line.startswith("[scan] ") and " (line " in line]
+
+
+def syn_times(tb, tmp_path) -> list[int]:
+    return sorted(f["syn_ns"] for f in tb.backend.flows(tmp_path / "flows.jsonl") if f.get("syn_ns"))
+
+
+@pytest.mark.root
+def test_population_scan_is_polite_resumable_and_summed_up(population, tmp_path):
+    import signal
+    import sys
+
+    from conftest import ROOT, run_pqbench
+    from pqbench import store
+    from pqbench.store import scan_population as sp
+    tb, chain = population["tb"], population["chain"]
+    f, db = tmp_path / "targets.txt", tmp_path / "population.duckdb"
+    good, line_of = target_file(f, tb.server_addr)
+    argv = ["scan", "--file", f, "--netns", tb.client_ns, "--rate", str(RATE), "-n", "1", "--timeout", "2s",
+            "--backoff", "0", "--ca", chain.root_cert, "--servername", chain.server_name, "--db", db]
+    tb.reset_counters()  # empties the wire recorder: every connection from here is the scan's
+    proc = subprocess.Popen([sys.executable, "-m", "pqbench", *map(str, argv)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    seen = []
+    for line in proc.stderr:  # interrupted once 20 targets are stored
+        seen.append(line)
+        if len(stored(seen)) == 20:
+            proc.send_signal(signal.SIGINT)
+            break
+    _, rest = proc.communicate(timeout=60)
+    err = "".join(seen) + rest
+    first = stored(err.splitlines())
+    assert proc.returncode == 130, err
+    assert "continue with: pqbench scan --file" in err and "--resume" in err
+    assert line_of["not a target"] == 4
+    for bad in ("not a target", "https://example.org:443", "10.0.0.1:99999"):
+        assert f"{f}:{line_of[bad]}: skipped {bad!r}" in err, err
+    syns_first = syn_times(tb, tmp_path)
+
+    r = run_pqbench(*argv, "--resume", "--json", timeout=600)
+    assert r.returncode == 0, r.stderr
+    resumed = stored(r.stderr.splitlines())
+    assert not set(resumed) & set(first)  # nothing stored in the first part is scanned again
+    assert sorted(set(first) | set(resumed)) == sorted(good) and len(first) + len(resumed) == len(good)
+    con = store.connect(db, read_only=True)
+    pid = sp.latest(con)
+    done = sp.done_targets(con, pid)
+    con.close()
+    assert sorted(done) == sorted(good)
+
+    # the rate: over any second, at most RATE new connections (a slot every 1/RATE s, one burst of a
+    # pqtimer run's samples spaced by at least that too); over the whole scan, at most RATE per second
+    syns = syn_times(tb, tmp_path)
+    assert len(syns) >= len(good) * 2  # the connect probes and the handshakes
+    for t in range(len(syns)):
+        window = [s for s in syns[t:t + 2 * RATE] if s - syns[t] < 1e9]
+        assert len(window) <= RATE + 1, f"{len(window)} connections within a second"
+    assert syns_first and len(syns) > len(syns_first)
+
+    # the aggregate matches the population's composition
+    agg = __import__("json").loads(r.stdout)["aggregate"]
+    tls = agg["tls"]
+    assert agg["targets"] == len(good) and tls["answered"] == 4 and agg["failures"] == {"refused": len(CLOSED_PORTS)}
+    assert tls["hybrid_pq_accepted"] == {"n": 2, "of": 4, "percent": 50.0}  # pq-first and secp-only
+    assert tls["pq_accepted"]["n"] == 3 and tls["pq_by_default"]["n"] == 3  # all but Debian's nginx
+    assert tls["hrr_for_x25519"]["n"] == 3 and tls["pq_certificate"]["n"] == 0
+    assert tls["split_intolerant"]["n"] == 0 and tls["flight_over_initial_window"]["n"] == 0
+

@@ -1,4 +1,5 @@
-"""`pqbench scan TARGET... [--file FILE] [--json] [--db results.duckdb]`: a server's post-quantum readiness."""
+"""`pqbench scan TARGET... [--json] [--db results.duckdb]`: a server's post-quantum readiness;
+`pqbench scan --file FILE [--rate R] [--resume]`: a population of servers, politely, resumably, summed up."""
 
 import concurrent.futures
 import os
@@ -20,7 +21,13 @@ MAX_TARGETS = 10_000
 def register(sub):
     p = sub.add_parser("scan", help="what a TLS or SSH server accepts and prefers: its post-quantum readiness")
     p.add_argument("targets", nargs="*", metavar="TARGET", help="HOST:PORT (TLS) or ssh://HOST:PORT (SSH)")
-    p.add_argument("--file", type=Path, help="targets, one a line (# starts a comment)")
+    p.add_argument("--file", type=Path, help="a population scan of the targets in FILE, one a line (# starts a comment; "
+                                             "a bad line is reported with its number and skipped)")
+    p.add_argument("--rate", default="5", help="with --file: new connections per second, over all targets (default 5)")
+    p.add_argument("--backoff", default="1s", help="with --file: the pause before a host's next target after it "
+                                                   "refused, doubling per refusal in a row (default 1s, at most 30s)")
+    p.add_argument("--resume", action="store_true", help="with --file: continue the last unfinished scan of this "
+                                                         "file in --db (the targets it stored are not scanned again)")
     p.add_argument("--concurrency", default="2", help="targets scanned at once (default 2; each target sees one "
                                                         "connection at a time)")
     p.add_argument("-n", dest="n", default="10", help="timed handshakes per accepted TLS group (default 10)")
@@ -60,6 +67,11 @@ def provenance(netns: str | None) -> dict:
 
 
 def handle(args) -> int:
+    if args.file is not None:
+        from pqbench.commands import scan_population
+        return scan_population.handle(args)
+    if args.resume:
+        raise BadInput("--resume", "only with --file (a population scan)")
     found = targets(args)
     concurrency = units.integer("--concurrency", args.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
     n = units.integer("-n", args.n, minimum=1, maximum=1000)

@@ -17,17 +17,20 @@ Stopped = tls.Stopped
 
 
 def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0, cafile: str | None = None,
-         servername: str | None = None, pause_s: float = tls.PAUSE_S, stop=None) -> dict:
+         servername: str | None = None, pause_s: float = tls.PAUSE_S, stop=None, pace=None,
+         groups: list[str] | None = None) -> dict:
     """One target, from place (the client side of a path). Never raises for what the server does: a
     failure is in result["failure"] ({"class", "error"}). stop (a threading.Event): once set, a scan in
-    progress raises Stopped instead of returning what it found so far (Ctrl-C)."""
+    progress raises Stopped instead of returning what it found so far (Ctrl-C). pace: a
+    pqbench.scan.polite.Pace every connection waits for (a population scan's global rate). groups: the TLS
+    groups tried (default: every one this build has)."""
     if stop is not None and stop.is_set():
         raise Stopped("the scan was stopped")
     if address.protocol == "ssh":
-        result = ssh.scan(address, place, timeout_s=timeout_s)  # one connection, within timeout_s
+        result = ssh.scan(address, place, timeout_s=timeout_s, pace=pace)  # one connection, within timeout_s
     else:
         result = tls.scan(address, place, n=n, timeout_s=timeout_s, cafile=cafile, servername=servername,
-                          pause_s=pause_s, stop=stop)
+                          pause_s=pause_s, stop=stop, pace=pace, groups=groups)
     result["readiness"] = readiness(result)
     result["summary"] = summary(result)
     if explicit(result):

@@ -16,7 +16,8 @@ from pqbench.endpoints.base import Place
 from pqbench.remote.address import Address
 from pqbench.scan import failure, pq
 
-IDENT = b"SSH-2.0-pqbench_scan\r\n"
+# RFC 4253 §4.2's comment names the scanner, as a User-Agent would (docs/scan.md)
+IDENT = b"SSH-2.0-pqbench_scan pqbench post-quantum readiness scan, see docs/scan.md\r\n"
 MSG_KEXINIT = 20
 MAX_PREAMBLE_LINES = 20  # lines a server may send before its identification
 MAX_LINE = 255  # RFC 4253 §4.2, CR LF included
@@ -158,8 +159,10 @@ def software(ident: str) -> dict:
     return {"software": version or None, "software_comments": comments or None}
 
 
-def scan(address: Address, place: Place, *, timeout_s: float = 5.0) -> dict:
+def scan(address: Address, place: Place, *, timeout_s: float = 5.0, pace=None) -> dict:
     result = {"protocol": "ssh", "target": str(address), "address": address.endpoint, "failure": None}
+    if pace is not None:
+        pace.reserve(1)
     try:
         ident, payload = fetch(place, address.ip, address.port, timeout_s)
         kexinit = parse_kexinit(payload)

@@ -55,14 +55,16 @@ class TlsProber:
     pause_s: float = PAUSE_S
     runs: int = 0
     stop: threading.Event | None = None  # set: the run in progress is killed and Stopped raised
+    pace: object | None = None  # pqbench.scan.polite.Pace: every connection takes a slot of the global rate
 
     def argv(self, groups: str, count: int, warmup: int, via: tuple[str, int] | None = None) -> list[str]:
         """The openssl stack's client (pqtimer), through the endpoint seam, recording verification. via:
         connect there instead (a relay of the scan's), the target's name kept."""
         host, port = via or (self.address.ip, self.address.port)
+        pause_s = max(self.pause_s, self.pace.interval) if self.pace is not None else self.pause_s
         job = ClientJob(host=host, port=port, groups=[groups], cafile=self.cafile,
                         servername=self.servername, warmup=warmup, timeout_ms=self.timeout_ms,
-                        pause_ms=round(self.pause_s * 1000) if count + warmup > 1 else 0)
+                        pause_ms=round(pause_s * 1000) if count + warmup > 1 else 0)
         return endpoints.get(SCAN_CLIENT, "client").client().argv(job, count, 0, None) + ["--verify", "record"]
 
     def run(self, groups: str, count: int = 1, warmup: int = 0, via: tuple[str, int] | None = None) -> list[dict]:
@@ -72,6 +74,8 @@ class TlsProber:
         if self.runs:
             time.sleep(self.pause_s)
         self._check_stop()
+        if self.pace is not None:
+            self.pace.reserve(count + warmup)  # one connection per sample
         self.runs += 1
         proc = self.place.popen(self.argv(groups, count, warmup, via), env=endpoints.get(SCAN_CLIENT, "client").client().env(),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -271,16 +275,21 @@ def timing(prober: TlsProber, accepted: list[str], n: int) -> dict:
 
 def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0, cafile: str | None = None,
          servername: str | None = None, pause_s: float = PAUSE_S, groups: list[str] | None = None,
-         stop: threading.Event | None = None) -> dict:
+         stop: threading.Event | None = None, pace=None) -> dict:
     """Everything above for one target; never raises for what the server does. groups: only these
-    (default: every TLS group this build has). stop: when set, the scan ends with Stopped."""
+    (default: every TLS group this build has). stop: when set, the scan ends with Stopped. pace: a
+    pqbench.scan.polite.Pace every connection waits for."""
     have, lack = tls_groups()
     names = [a.name for a in have] if groups is None else list(groups)
-    prober = TlsProber(address, place, servername or address.host, cafile, int(timeout_s * 1000), pause_s, stop=stop)
+    prober = TlsProber(address, place, servername or address.host, cafile, int(timeout_s * 1000), pause_s, stop=stop,
+                       pace=pace)
     result = {"protocol": "tls", "target": str(address), "address": address.endpoint,
               "servername": prober.servername, "ca": cafile, "failure": None,
               "not_tried": {a.name: "not in this build" for a in lack} if groups is None else {}}
-    rtt = connect_rtt(place.socket, address.ip, address.port, n=3, pause_s=pause_s)
+    if pace is not None:
+        pace.reserve(3)
+    rtt = connect_rtt(place.socket, address.ip, address.port, n=3,
+                      pause_s=max(pause_s, pace.interval) if pace is not None else pause_s)
     result["connect_rtt"] = rtt.to_dict()
     if not rtt.ok:
         result["failure"] = failure.failure(failure.from_connect_errors(rtt.errors),
