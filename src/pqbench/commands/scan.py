@@ -69,7 +69,7 @@ def provenance(netns: str | None) -> dict:
 def handle(args) -> int:
     if args.file is not None:
         from pqbench.commands import scan_population
-        return scan_population.handle(args)
+        return scan_population.handle(args, MAX_CONCURRENCY, provenance)
     if args.resume:
         raise BadInput("--resume", "only with --file (a population scan)")
     found = targets(args)

@@ -21,14 +21,14 @@ def options(args) -> dict:
             "servername": args.servername}
 
 
-def handle(args) -> int:
+def handle(args, max_concurrency: int, provenance) -> int:
+    """provenance(netns) -> dict: the command's (pqbench.commands.scan)."""
     import os
 
-    from pqbench.commands.scan import MAX_CONCURRENCY, provenance
     from pqbench.scan import population
     if args.targets:
         raise BadInput("TARGET", "give targets on the command line or --file, not both")
-    concurrency = units.integer("--concurrency", args.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
+    concurrency = units.integer("--concurrency", args.concurrency, minimum=1, maximum=max_concurrency)
     n = units.integer("-n", args.n, minimum=1, maximum=1000)
     timeout_s = units.duration_ms("--timeout", args.timeout, allow_zero=False) / 1000
     rate = units.number("--rate", args.rate, minimum=0.01, maximum=1000)
