@@ -33,9 +33,14 @@ def test_quic_steps_at_the_amplification_budget_which_grows_with_the_clients_ini
     two = st.Condition(31.1, transport="quic", client_hello=1400)  # two: twice the budget
     assert st.thresholds(one)[0] == 3 * per and st.thresholds(two)[0] == 6 * per
     assert st.extra_round_trips(two, 6 * per) == 0 and st.extra_round_trips(two, 6 * per + 1) == 1
+    assert st.extra_round_trips(two, 50_000) == 1  # past the budget the model knows no further step
+    assert st.headroom(two, 6 * per - 100) == 100 and st.headroom(two, 50_000) is None
     bigger = st.Condition(31.1, transport="quic", client_hello=1000, initial_size=1400)
     assert st.quic_budget_bytes(bigger) == (3 * 1400 // model.QUIC_DATAGRAM) * per
-    assert st.thresholds(one, 60_000) == sorted(st.thresholds(one, 60_000))  # a staircase: each step higher
+    # the model's own QUIC timeline steps at the same place
+    flights = [model.Flights(client_hello=1400, server_flight=f) for f in (6 * per, 6 * per + 1)]
+    times = [model.lower_bound(two.link(), f, model.Crypto(), transport="quic").total_ms for f in flights]
+    assert times[1] - times[0] == pytest.approx(31.1, abs=1.0)
     # TCP's initial window does not move QUIC's steps
     assert st.thresholds(st.Condition(31.1, 32, transport="quic", client_hello=1000)) == st.thresholds(one)
 
@@ -47,7 +52,10 @@ def test_headroom_is_what_fits_before_the_next_step():
     assert st.predicted_ms(cond, 20_000, 60.0) == pytest.approx(91.1)
 
 
-def test_a_measured_sweep_steps_where_the_time_jumps_by_more_than_half_a_round_trip():
-    sizes = [1000, 2000, 3000, 4000, 5000]
-    assert st.step_at(sizes, [62.0, 62.5, 63.0, 94.0, 94.3], 31.1) == [4000]
-    assert st.step_at(sizes, [62.0, 62.5, 63.0, 64.0, 64.3], 31.1) == []
+def test_a_measured_sweep_steps_where_its_floor_rises_by_more_than_a_quarter_round_trip():
+    sizes = [1000, 2000, 3000, 4000, 5000, 6000]
+    assert st.step_at(sizes, [62.0, 62.5, 63.0, 94.0, 94.3, 95.0], 31.1) == [(3000, 4000)]
+    assert st.step_at(sizes, [62.0, 90.0, 63.0, 64.0, 64.3, 64.5], 31.1) == []  # one slow median is no step
+    assert st.step_at(sizes, [94.0, 100.0, 106.0, 118.0, 119.0, 119.5], 31.1) == [(3000, 4000)]  # 12 ms: a step
+    assert st.off_by((3000, 4000), 3500) == 0 and st.off_by((3000, 4000), 4100) == 101
+    assert st.off_by((3000, 4000), 2800) == 200

@@ -21,7 +21,7 @@ import json
 from matplotlib.figure import Figure
 
 from pqbench.algorithms import chains
-from pqbench.analysis import staircase
+from pqbench.analysis import model, staircase
 from pqbench.report.tables import Table, condition, ms, with_ci
 
 
@@ -59,6 +59,11 @@ def _transport(c) -> str:
     return c.row.get("transport") or "tcp"
 
 
+def _headroom(cond, flight: int) -> str:
+    room = staircase.headroom(cond, flight)
+    return "no further step known" if room is None else f"{room:,}"
+
+
 def parts_table(a) -> Table | None:
     cells = [c for c in _chained(a) if c.ok]
     if not cells:
@@ -77,7 +82,7 @@ def parts_table(a) -> Table | None:
                      f"{p.get('framing', 0):,}",
                      f"{stand_in['keys_and_signatures']:,}" if stand_in else "–",
                      f"{flight:,}" if flight else "–", "–" if extra is None else str(extra),
-                     f"{staircase.headroom(cond, flight):,}" if extra is not None else "–", with_ci(c.pct[50])])
+                     _headroom(cond, flight) if extra is not None else "–", with_ci(c.pct[50])])
     return Table("chains-table", "Certificate chains: bytes by part, round trips and headroom",
                  ["signature", "chain", "condition", "sent B", "public keys", "signatures", "SCTs (their signatures)",
                   "OCSP", "padding", "X.509 framing", "proposal's keys+sigs", "first flight B", "extra RTs (model)",
@@ -111,19 +116,24 @@ def staircase_table(a) -> Table | None:
         sizes = [_flight(c) for c in cells]
         predicted = [t for t in staircase.thresholds(cond, sizes[-1]) if t < sizes[-1]]
         measured = staircase.step_at(sizes, [c.p50 for c in cells], rtt or 0)
-        # a measured step lies between the last size below it and the first size at it
-        brackets = [f"{sizes[sizes.index(m) - 1]:,}–{m:,}" for m in measured]
-        unit = "datagram (1200 B)" if tr == "quic" else f"MSS ({mtu - 52} B)"
+        unit = model.QUIC_DATAGRAM if tr == "quic" else mtu - model.IP_TCP_HEADER
+        # each predicted step against the measured step nearest to it
+        offs = [min((staircase.off_by(m, t) for m in measured), default=None) for t in predicted]
         rows.append([f"RTT {rtt:g} ms, initcwnd {initcwnd}, {tr}", ", ".join(f"{t:,}" for t in predicted) or "none",
-                     ", ".join(brackets) or "none", unit, str(len(cells)),
-                     f"{staircase.headroom(cond, sizes[0]):,}"])
+                     ", ".join(f"{lo:,}–{hi:,}" for lo, hi in measured) or "none",
+                     ", ".join("no step" if o is None else f"{o:,}" for o in offs) or "–",
+                     f"{'datagram' if tr == 'quic' else 'MSS'} {unit} B: "
+                     + ("yes" if offs and all(o is not None and o <= unit for o in offs) else "no"),
+                     str(len(cells)), _headroom(cond, sizes[0])])
     return Table("staircase-table", "The byte staircase: predicted and measured steps of the size sweep",
-                 ["condition", "predicted steps (largest flight, B)", "measured steps (flight, B)", "within one",
-                  "cells", "headroom at the smallest flight B"], rows,
+                 ["condition", "predicted steps (largest flight, B)", "measured steps (flight below–at, B)",
+                  "off by B", "within one", "cells", "headroom at the smallest flight B"], rows,
                  "Predicted: the largest first flight that still costs k extra round trips (pqbench.analysis.staircase: "
-                 "TCP from initcwnd, the MSS and slow start; QUIC from the 3× anti-amplification budget, then the "
-                 "congestion window). Measured: neighbouring sizes of the sweep between which the median jumps by more "
-                 "than half a round trip. The sweep's chains are padded size-only chains.")
+                 "TCP from initcwnd, the MSS and slow start; QUIC from the 3× anti-amplification budget, after which the "
+                 "model knows no further step). Measured: neighbouring sizes of the sweep between which the medians' "
+                 "floor (the least median at that size or larger) rises by more than a quarter of a round trip. Off by: bytes "
+                 "between a predicted step and the nearest measured one (0: within its bracket). The sweep's chains "
+                 "are padded size-only chains.")
 
 
 def staircase_figure(a) -> Figure | None:
@@ -145,7 +155,7 @@ def staircase_figure(a) -> Figure | None:
         grid = list(range(min(xs), max(xs) + 1, max(1, (max(xs) - min(xs)) // 400 or 1)))
         ax.step(grid, [staircase.predicted_ms(cond, x, base) for x in grid], where="post", color="C3",
                 label="predicted staircase")
-        for t in staircase.thresholds(cond, max(xs)):
+        for t in staircase.thresholds(cond, max(xs)):  # dotted: each predicted step
             if min(xs) <= t <= max(xs):
                 ax.axvline(t, color="C3", lw=0.5, ls=":")
         ax.set_title(f"RTT {rtt:g} ms, initcwnd {initcwnd}, {tr}", fontsize=9)
@@ -177,6 +187,8 @@ def _gap_parts(c) -> dict | None:
 
 
 def distance_table(a) -> Table | None:
+    if not _chained(a):  # a run of the chain axes (other runs' reports stay as they were: tests/test_compat.py)
+        return None
     rows = []
     for c in sorted(a.cells, key=lambda c: (c.row.get("rtt_ms") or 0, _transport(c), c.row.get("initcwnd") or 0,
                                             a.label(c), _parts(c).get("sent") or 0)):
@@ -201,6 +213,8 @@ def distance_table(a) -> Table | None:
 
 
 def distance_figure(a) -> Figure | None:
+    if not _chained(a):
+        return None
     cells = [(c, g) for c in a.cells if (c.row.get("chain") or not c.row.get("chain_bytes"))
              and (g := _gap_parts(c)) is not None]
     if not cells:
@@ -233,7 +247,7 @@ FIGURES = (
 CAPTIONS = {
     "staircase": "One panel per condition of the size sweep (padded size-only chains): the measured median with its "
                  "95 % CI at each first-flight size, and the staircase the model predicts (TCP: initcwnd, MSS, slow "
-                 "start; QUIC: the 3× anti-amplification budget, then the congestion window), placed at the sweep's "
+                 "start; QUIC: the 3× anti-amplification budget), placed at the sweep's "
                  "smallest flight; dotted lines mark each predicted step.",
     "distance": "Stacked: the ideal time's parts (round trips, serialisation, crypto from the run's microbenchmarks, "
                 "the extra flights the model predicts), then the gap to the measured median in parts; the tick is "
