@@ -231,11 +231,19 @@ do_chromium() {
     mkdir -p "$BUILD/chromium" && echo "$version apt" >"$BUILD/chromium/.done"
     step chromium "$version (Debian's archive)"
 }
+do_firefox() {
+    apt_install firefox-esr libnss3-tools
+    local version
+    version=$(firefox-esr --version 2>/dev/null | awk '{print $3}')
+    [ -n "$version" ] || die "firefox-esr is installed but does not start: firefox-esr --version printed nothing"
+    mkdir -p "$BUILD/firefox" && echo "$version apt" >"$BUILD/firefox/.done"
+    step firefox "$version (Debian's archive)"
+}
 
-STEPS=(apt openssl liboqs venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 chromium apt_test)
+STEPS=(apt openssl liboqs venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 chromium firefox apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
                    [stacks]="tlsrs gotls quicgo openssh sshgo nginx-h3"
-                   [test]="apt_test chromium")
+                   [test]="apt_test chromium firefox")
 STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
 steps=()
 for a in "${@:-core}"; do

@@ -16,7 +16,7 @@ DEFAULT_PAIRS = {"tls": (DEFAULT_STACK, DEFAULT_STACK), "ssh": ("openssh", "goss
 # A signature algorithm every stack of the protocol implements (endpoints.unsupported).
 KNOWN_SIG = {"tls": "ecdsap256", "ssh": "ssh-ed25519"}
 # One folder per stack under pqbench/endpoints/, each exporting STACK.
-STACK_MODULES = ("openssl", "s2n", "rustls", "gotls", "openssh", "gossh", "quicgo", "chromium")
+STACK_MODULES = ("openssl", "s2n", "rustls", "gotls", "openssh", "gossh", "quicgo", "chromium", "firefox")
 _STACKS: dict[str, Stack] = {}
 _TARGETS: dict[str, Stack] = {}  # servers pqbench did not start (endpoints/remote): by get(), not in names()
 _imported = False

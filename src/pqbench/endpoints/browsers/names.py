@@ -3,8 +3,16 @@ compare; and net errors as pqbench's failure classes."""
 
 from __future__ import annotations
 
-# The group a browser reports (Chromium's securityDetails.keyExchangeGroup) -> OpenSSL's name.
-GROUPS = {"X25519": "x25519", "P-256": "secp256r1", "P-384": "secp384r1", "P-521": "secp521r1"}
+# The group a browser reports (Chromium's securityDetails.keyExchangeGroup, NSS's keaGroupName in Firefox)
+# -> OpenSSL's name.
+GROUPS = {"X25519": "x25519", "P-256": "secp256r1", "P-384": "secp384r1", "P-521": "secp521r1",
+          "mlkem768x25519": "X25519MLKEM768", "x25519": "x25519", "P256": "secp256r1", "P384": "secp384r1",
+          "P521": "secp521r1"}
+# NSS's signature scheme names (Firefox's signatureSchemeName) -> OpenSSL's.
+NSS_SIGNATURE_SCHEMES = {"ECDSA-P256-SHA256": "ecdsa_secp256r1_sha256", "ECDSA-P384-SHA384": "ecdsa_secp384r1_sha384",
+                         "ECDSA-P521-SHA512": "ecdsa_secp521r1_sha512", "RSA-PSS-SHA256": "rsa_pss_rsae_sha256",
+                         "RSA-PSS-SHA384": "rsa_pss_rsae_sha384", "RSA-PSS-SHA512": "rsa_pss_rsae_sha512",
+                         "RSA-PKCS1-SHA256": "rsa_pkcs1_sha256", "ED25519": "ed25519"}
 # TLS SignatureScheme code points (RFC 8446 §4.2.3) -> OpenSSL's names.
 SIGNATURE_SCHEMES = {0x0401: "rsa_pkcs1_sha256", 0x0501: "rsa_pkcs1_sha384", 0x0601: "rsa_pkcs1_sha512",
                      0x0403: "ecdsa_secp256r1_sha256", 0x0503: "ecdsa_secp384r1_sha384",
@@ -17,8 +25,23 @@ def group(name: str | None) -> str | None:
     return GROUPS.get(name, name) if name else None
 
 
-def sigalg(code: int | None) -> str | None:
+def sigalg(code: int | str | None) -> str | None:
+    """A signature scheme by its code point (Chromium) or NSS's name (Firefox)."""
+    if isinstance(code, str):
+        return NSS_SIGNATURE_SCHEMES.get(code, code) or None
     return SIGNATURE_SCHEMES.get(code, f"0x{code:04x}") if code else None
+
+
+def nss_error_class(code: str) -> str:
+    """NSS's error (Firefox's errorCodeString) as a failure class."""
+    if code.startswith(("SEC_ERROR_", "MOZILLA_PKIX_ERROR_")) or code == "SSL_ERROR_BAD_CERT_DOMAIN":
+        return "verify_failed"
+    return "tls_error" if code.startswith("SSL_ERROR_") else "browser_error"
+
+
+# Necko's nsresult codes of a failed load -> failure classes.
+NSRESULTS = {0x804B000D: "connect_refused", 0x804B000E: "connect_timeout", 0x804B001E: "name_not_resolved",
+             0x804B0014: "closed", 0x804B0047: "closed"}
 
 
 def error_class(net_error: str) -> str:

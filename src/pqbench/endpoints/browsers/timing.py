@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pqbench import stats
 
-# The phases a browser reports of a connection, in order (ns since its connect started); TCP's connect and the
-# steps inside the handshake (ServerHello received …) happen inside its network stack and TLS library, unreported.
-PHASES = ("client_hello_sent", "handshake_done", "request_sent", "first_byte", "last_byte")
-UNSEEN = ("tcp_connected", "server_hello_received", "handshake_packet_received", "server_finished_received")
+# The phases a browser reports of a connection, in order (ns since its connect started; Chromium has no TCP
+# connect of its own); the steps inside the handshake (ServerHello received …) happen inside its TLS library.
+PHASES = ("tcp_connected", "client_hello_sent", "handshake_done", "request_sent", "first_byte", "last_byte")
+UNSEEN = ("server_hello_received", "handshake_packet_received", "server_finished_received")
 
 
 def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -> dict:
@@ -31,7 +31,7 @@ def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -
     if doc:
         c = doc["connection"]
         s["t_ns"] = {"start": 0, **{p: None for p in UNSEEN},
-                     **{p: c["t_ns"].get(p) for p in PHASES if p != "request_sent"}}
+                     **{p: c["t_ns"].get(p) for p in PHASES if p != "request_sent"}}  # request_sent: its own field
         s.update(start_mono_ns=c["start_mono_ns"] - offset_ns, local_port=c["local_port"], group=c["group"],
                  sigalg=c["sigalg"], request_sent_ns=c["t_ns"].get("request_sent"))
     return s
@@ -39,13 +39,13 @@ def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -
 
 def wire_milestones(wire: dict) -> dict:
     """What the emulator's record of a TLS-over-TCP flow (pqbench.measure.wire.summary) says of the milestones a
-    browser reports, ms since the SYN, at the client's side of the link: the client's first flight (its
-    ClientHello), the first packet of its second (its Finished: handshake done) and that flight's last (the
+    browser reports, ms since the SYN, at the client's side of the link: the SYN-ACK (TCP connected), the
+    client's first flight (its ClientHello), the first packet of its second (its Finished: handshake done) and that flight's last (the
     request written right after it), the server's first flight after it (the response's first byte; nginx's
     session tickets lead it) and the end of the last flight of the response (the last byte)."""
     flights = wire.get("flights_ms") or []
     c2s = [f for f in flights if f[0] == "c2s"]
-    out = {"client_hello_sent": c2s[0][1] if c2s else None}
+    out = {"tcp_connected": wire.get("synack_ms"), "client_hello_sent": c2s[0][1] if c2s else None}
     if len(c2s) >= 2:
         finished = c2s[1][1]
         out["handshake_done"] = finished
@@ -59,21 +59,46 @@ def wire_milestones(wire: dict) -> dict:
     return out
 
 
-def browser_minus_wire(sample: dict) -> dict:
-    """Per milestone, the browser's time minus the wire's for one joined sample, ms (None where one lacks it)."""
+def start_shift_ms(sample: dict, flows: list[dict]) -> float | None:
+    """When the browser says its connection started minus when its SYN left (ms, both on CLOCK_MONOTONIC), from
+    the emulator's records (flows.jsonl) of the sample's local port; None without one. A browser may start a
+    socket's connect before the request that then takes it (Chromium clamps that socket's connect start to the
+    request's start), so its own connect start can lie after the SYN; its later milestones are still exact."""
+    port, start = sample.get("local_port"), sample.get("start_mono_ns")
+    if port is None or start is None:
+        return None
+    start += sample.get("mono_minus_raw_ns") or 0
+    opened = [f.get("syn_ns") or f.get("open_ns") for f in flows
+              if f.get("open_ns") is not None and int(f["client"].rsplit(":", 1)[1]) == port]
+    if not opened:
+        return None
+    syn = min(opened, key=lambda t: abs(t - start))
+    return (start - syn) / 1e6 if abs(start - syn) < 2e9 else None
+
+
+def browser_minus_wire(sample: dict, flows: list[dict] | None = None) -> dict:
+    """Per milestone, the browser's time minus the wire's for one joined sample, ms (None where one lacks it).
+    Without flows both are timed from their own start (the browser's connect start, the SYN); with the
+    emulator's flows both are absolute times, and connect_start is the browser's start minus the SYN."""
     w = sample.get("wire")
     if not sample.get("ok") or not w:
         return {}
+    shift = start_shift_ms(sample, flows) if flows is not None else 0.0
+    if shift is None:
+        return {}
     t = dict(sample.get("t_ns") or {}, request_sent=sample.get("request_sent_ns"))
     wm = wire_milestones(w)
-    return {p: round(t[p] / 1e6 - wm[p], 4) if t.get(p) is not None and wm.get(p) is not None else None for p in PHASES}
+    out = {"connect_start": round(shift, 4)} if flows is not None else {}
+    return {**out, **{p: round(t[p] / 1e6 + shift - wm[p], 4) if t.get(p) is not None and wm.get(p) is not None
+                      else None for p in PHASES}}
 
 
-def agreement(samples: list[dict]) -> dict:
-    """browser − wire per milestone over the joined samples: n, median, p5, p95 (ms)."""
-    diffs: dict[str, list] = {p: [] for p in PHASES}
+def agreement(samples: list[dict], flows: list[dict] | None = None) -> dict:
+    """browser − wire per milestone over the joined samples: n, median, p5, p95 (ms); with the emulator's flows,
+    on absolute times (see browser_minus_wire)."""
+    diffs: dict[str, list] = {p: [] for p in (("connect_start",) if flows is not None else ()) + PHASES}
     for s in samples:
-        for p, d in browser_minus_wire(s).items():
+        for p, d in browser_minus_wire(s, flows).items():
             if d is not None:
                 diffs[p].append(d)
     return {p: {"n": len(v), "median_ms": round(stats.percentile(sorted(v), 50), 4),
@@ -81,8 +106,11 @@ def agreement(samples: list[dict]) -> dict:
             if v else {"n": 0} for p, v in diffs.items()}
 
 
-if __name__ == "__main__":  # python -m pqbench.endpoints.browsers.timing SAMPLES.jsonl: browser − wire per milestone
+if __name__ == "__main__":  # python -m pqbench.endpoints.browsers.timing RUN_DIR: browser − wire per milestone
     import json
     import sys
-    rows = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
-    print(json.dumps(agreement(rows), indent=1))
+    from pathlib import Path
+    run = Path(sys.argv[1])
+    rows = [json.loads(line) for line in open(run / "samples.jsonl") if line.strip()]
+    flows = [json.loads(line) for f in sorted(run.glob("lane-*/flows.jsonl")) for line in open(f) if line.strip()]
+    print(json.dumps({"since_own_start": agreement(rows), "absolute": agreement(rows, flows)}, indent=1))

@@ -18,15 +18,16 @@ SRC = str(Path(__file__).resolve().parents[3])  # where pqbench is imported from
 
 class Chromium:
     name = "chromium"
+    WORKER = "pqbench.endpoints.chromium.worker"
     milestones = TLS_MILESTONES
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a probe)."""
-        job.plain_offer("chromium")  # its ClientHello is its own: X25519MLKEM768 and X25519 shares, always
+        job.plain_offer(self.name)  # its ClientHello is the browser's own
         if job.mode not in ("handshake", "page"):
-            raise MissingCapability(f"mode {job.mode}: the chromium client loads pages cold (handshake, page)",
+            raise MissingCapability(f"mode {job.mode}: the {self.name} client loads pages cold (handshake, page)",
                                     "measure resumption with the openssl client (pqtimer)")
-        argv = [sys.executable, "-m", "pqbench.endpoints.chromium.worker", "--job", json.dumps(dataclasses.asdict(job)),
+        argv = [sys.executable, "-m", self.WORKER, "--job", json.dumps(dataclasses.asdict(job)),
                 "--count", str(count), "--worker", str(worker)]
         # the profile beside the sampler's files, so a crashed run's profile goes with its run folder
         return argv + (["--claim", str(claims), "--home", str(Path(claims).parent)] if claims else [])

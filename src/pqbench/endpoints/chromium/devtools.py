@@ -56,6 +56,10 @@ def connections_of(events: list[dict], new_sockets: set) -> tuple[list[dict], in
                          "first_byte": None if first is None else base + first - start,
                          "last_byte": _ns(done["timestamp"]) - start if done else None},
                 "group": names.group(sec.get("keyExchangeGroup")), "sigalg": names.sigalg(sec.get("serverSignatureAlgorithm")),
-                "tls": sec.get("protocol"), "cipher": sec.get("cipher")}
+                "tls": sec.get("protocol"), "cipher": sec.get("cipher"),
+                # the request's own start (its requestTime) and where its connect started, ms after it: 0 when the
+                # request took a socket another job had started connecting (Chromium then clamps that socket's
+                # connect and TLS start to the request's start, hiding when its SYN left)
+                "connect_start_after_request_ms": t.get("connectStart")}
         out.append(req)
     return out, load_event

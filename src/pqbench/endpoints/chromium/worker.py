@@ -11,18 +11,14 @@ every connection of the load is in `browser.connections`."""
 
 from __future__ import annotations
 
-import argparse
-import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from pqbench.endpoints.browsers import cpuwait, names, sockets
-from pqbench.endpoints.browsers.cdp import BrowserGone, CommandFailed
-from pqbench.endpoints.browsers.claims import Claims
-from pqbench.endpoints.browsers.timing import PHASES, UNSEEN, sample_of
+from pqbench.endpoints.browsers import cpuwait, loop, names, sockets
+from pqbench.endpoints.browsers.cdp import BrowserGone as CdpGone, CommandFailed
+from pqbench.endpoints.browsers.loop import BrowserGone
+from pqbench.endpoints.browsers.timing import sample_of
 from pqbench.endpoints.chromium.devtools import connections_of
 from pqbench.endpoints.chromium import launch
 
@@ -81,7 +77,7 @@ class Browser:
     def close(self) -> None:
         try:
             self.pipe.send("Browser.close", timeout=5)
-        except (BrowserGone, CommandFailed, TimeoutError, OSError):
+        except (CdpGone, CommandFailed, TimeoutError, OSError):
             pass
         try:
             self.proc.wait(timeout=10)
@@ -90,55 +86,32 @@ class Browser:
             self.proc.wait()
 
 
+def start(home: Path, job: dict) -> Browser:
+    try:
+        return Browser(home, job, [])
+    except CdpGone as e:
+        raise BrowserGone(str(e)) from None
+
+
 def failure(job: dict, worker: int, i: int, error_class: str, error: str) -> dict:
-    return {"worker": worker, "i": i, "mode": job["mode"], "ok": False, "error_class": error_class, "error": error,
-            "t_ns": {"start": 0, **{p: None for p in (*UNSEEN, *PHASES) if p != "request_sent"}}, "group": None,
-            "sigalg": None, "stack": "chromium"}
+    return loop.failure(job, "chromium", worker, i, error_class, error)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="pqbench.endpoints.chromium.worker")
-    ap.add_argument("--job", required=True)
-    ap.add_argument("--count", type=int, required=True)
-    ap.add_argument("--worker", type=int, default=0)
-    ap.add_argument("--claim")
-    ap.add_argument("--home")
-    ap.add_argument("--flag", action="append", default=[])
-    a = ap.parse_args(argv)
-    job = json.loads(a.job)
-    claims = Claims(a.claim, a.count)
-    home = Path(tempfile.mkdtemp(prefix=f"chromium-{a.worker}-", dir=a.home))
-    timeout_s = job["timeout_ms"] / 1000
-    try:
-        try:
-            browser = Browser(home, job, a.flag)  # outside every timed span: process start and profile
-        except (BrowserGone, TimeoutError) as e:
-            log = (home / "chromium.log").read_text(errors="replace")[-400:] if (home / "chromium.log").exists() else ""
-            print(f"chromium did not start: {e}: {log}", file=sys.stderr)
-            return 3
-        try:
-            while (i := claims.next()) is not None:
-                print(json.dumps(one(browser, job, a.worker, i, timeout_s)), flush=True)
-        except BrowserGone as e:
-            # the sample in progress is a failure of its own; the indices left are the sampler's client_lost
-            print(json.dumps(failure(job, a.worker, i, "browser_crashed", str(e))), flush=True)
-            return 2
-        finally:
-            browser.close()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-    return 0
+    return loop.main("chromium", start, one, argv)
 
 
 def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
     offset, waited = clock_offset_ns(), cpuwait.waited_ns(browser.proc.pid)
     try:
         events, before, after, error = browser.load(url(job), timeout_s, {job["host"]})
+    except CdpGone as e:
+        raise BrowserGone(str(e)) from None
     except TimeoutError:
         return failure(job, worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
     requests, load_event = connections_of(events, after - before)
     s = sample_of(requests, load_event, offset)
-    s.update(worker=worker, i=i, mode=job["mode"], stack="chromium",
+    s.update(worker=worker, i=i, mode=job["mode"], stack="chromium", mono_minus_raw_ns=offset,
              cpu_wait_ns=max(0, cpuwait.waited_ns(browser.proc.pid) - waited))
     # The browser offers its own shares whatever the cell: the server's groups decide; a cell whose group the
     # server did not choose measured something else (a classical cell against a server that accepts ML-KEM)

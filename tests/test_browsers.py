@@ -1,10 +1,12 @@
-"""The `chromium` client stack through a real testbed: headless Chromium (Debian's) loads nginx's page over
-pqlink at 10 ms RTT, a new browser context per sample. It negotiates X25519MLKEM768, and X25519 where the
-server's side switches post-quantum off (Chromium 156 has no switch of its own); each sample's connection is
-joined to its flow in the emulator's record and its milestones compared with the wire's; an ML-DSA chain is
-refused by the stack with its reason and by the real browser; a killed browser is a failure, not a hang;
-nothing the browser sends leaves for an address outside the testbed."""
+"""The browser client stacks through a real testbed: headless Chromium and Firefox ESR (Debian's) load nginx's
+page over pqlink at 10 ms RTT, a new browser context (Firefox: container) per sample. Each negotiates
+X25519MLKEM768, and X25519 with post-quantum switched off (Firefox by its own prefs; Chromium 156, which has no
+switch left, from the server's side); each sample's connection is joined to its flow in the emulator's record
+and its milestones compared with the wire's; an ML-DSA chain is refused by the stack with its reason and by the
+real browser; a killed browser is a failure, not a hang; nothing a browser sends leaves for an address outside
+the testbed."""
 
+import json
 import os
 import signal
 import subprocess
@@ -20,19 +22,23 @@ from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.endpoints.browsers import timing
 from pqbench.endpoints.browsers.names import error_class
 from pqbench.endpoints.chromium import launch
+from pqbench.endpoints.firefox import launch as firefox_launch
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 
 RTT_MS = 10
 PORTS = {"pq": 4433, "classical": 4434, "mldsa": 4435}
+BROWSERS = ["chromium", "firefox"]
+# Where each switches post-quantum off: the site it loads for a classical cell, and what the sample records.
+PQ_OFF = {"chromium": ("classical", "server"), "firefox": ("pq", "browser")}
 
 
 @pytest.fixture(scope="module")
 def bed(built_stack, tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces)")
-    if not launch.binary():
-        pytest.fail("chromium is missing: scripts/build.sh chromium")
+    if not launch.binary() or not firefox_launch.binary():
+        pytest.fail("a browser is missing: scripts/build.sh chromium firefox")
     run_dir = tmp_path_factory.mktemp("chromium")
     chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in ("ecdsap256", "mldsa44")}
     sites = [Site(PORTS["pq"], chains["ecdsap256"]),
@@ -40,7 +46,7 @@ def bed(built_stack, tmp_path_factory):
              Site(PORTS["mldsa"], chains["mldsa44"])]
     serving = Serving(run_dir / "openssl", sites, ["X25519MLKEM768", "X25519"], DEFAULT_PAGES, 4)
     # pqtimer first: it warms the server up (a browser load per warm-up handshake would take minutes)
-    with Rig.pairs({"openssl": serving}, ["openssl", "chromium"], LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
+    with Rig.pairs({"openssl": serving}, ["openssl", *BROWSERS], LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
         yield {"rig": rig, "chains": chains, "dir": run_dir}
     assert not processes_mentioning(str(run_dir)), "processes left after the rig closed"
 
@@ -49,19 +55,20 @@ def job(bed, site, kex, sig="ecdsap256", **kw):
     return bed["rig"].job(PORTS[site], kex, bed["chains"][sig], mode="page", path="/1k", **kw)
 
 
-def load(bed, site, kex, n=3, sig="ecdsap256", **kw):
+def load(bed, browser, site, kex, n=3, sig="ecdsap256", **kw):
     rig = bed["rig"]
-    scratch = bed["dir"] / f"{site}-{kex}-{time.monotonic_ns()}"
+    scratch = bed["dir"] / f"{browser}-{site}-{kex}-{time.monotonic_ns()}"
     scratch.mkdir()
     rig.begin_cell(rig.link)
-    samples = rig.sample(job(bed, site, kex, sig, **kw), n, 1, scratch, client="chromium")
-    rig.end_cell(samples, "page", scratch, client="chromium")
+    samples = rig.sample(job(bed, site, kex, sig, **kw), n, 1, scratch, client=browser)
+    rig.end_cell(samples, "page", scratch, client=browser)
     return samples, scratch
 
 
 @pytest.mark.root
-def test_chromium_negotiates_x25519mlkem768_with_nginx_through_pqlink(bed):
-    samples, _ = load(bed, "pq", "X25519MLKEM768")
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_each_browser_negotiates_x25519mlkem768_with_nginx_through_pqlink(bed, browser):
+    samples, _ = load(bed, browser, "pq", "X25519MLKEM768")
     assert [s["ok"] for s in samples] == [True] * 3, [s.get("error") for s in samples]
     assert {(s["group"], s["sigalg"]) for s in samples} == {("X25519MLKEM768", "ecdsa_secp256r1_sha256")}
     assert {s["pq_switch"] for s in samples} == {None}
@@ -77,30 +84,42 @@ def test_chromium_negotiates_x25519mlkem768_with_nginx_through_pqlink(bed):
 
 
 @pytest.mark.root
-def test_x25519_when_the_server_switches_post_quantum_off_and_a_mismatch_is_a_failure(bed):
-    off, _ = load(bed, "classical", "X25519", n=2)
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_x25519_when_post_quantum_is_switched_off(bed, browser):
+    site, switch = PQ_OFF[browser]
+    off, _ = load(bed, browser, site, "X25519", n=2)
     assert all(s["ok"] for s in off), [s.get("error") for s in off]
-    assert {s["group"] for s in off} == {"x25519"} and {s["pq_switch"] for s in off} == {"server"}
-    # the browser still offered its ML-KEM share: the ClientHello is as large as with post-quantum on
-    on, _ = load(bed, "pq", "X25519MLKEM768", n=2)
+    assert {s["group"] for s in off} == {"x25519"} and {s["pq_switch"] for s in off} == {switch}
+    on, _ = load(bed, browser, "pq", "X25519MLKEM768", n=2)
     hello = lambda s: s["wire"]["flights_ms"][0][3]  # noqa: E731 (packets of the client's first flight)
-    assert {hello(s) for s in off} == {hello(s) for s in on} == {2}
-    # a classical cell against a server that accepts ML-KEM measured post-quantum: recorded as a failure
-    wrong, _ = load(bed, "pq", "X25519", n=1)
+    if switch == "server":  # the browser still offered its ML-KEM share: a ClientHello as large as with PQ on
+        assert {hello(s) for s in off} == {hello(s) for s in on} == {2}
+    else:  # the browser's own switch: no ML-KEM share, a ClientHello in one packet
+        assert {hello(s) for s in off} == {1} and {hello(s) for s in on} == {2}
+
+
+@pytest.mark.root
+def test_a_classical_chromium_cell_against_a_server_accepting_ml_kem_is_a_failure(bed):
+    wrong, _ = load(bed, "chromium", "pq", "X25519", n=1)
     assert wrong[0]["ok"] is False and wrong[0]["error_class"] == "group_mismatch", wrong[0]
     assert "server_groups" in wrong[0]["error"]
 
 
 @pytest.mark.root
-def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed):
-    samples, scratch = load(bed, "pq", "X25519MLKEM768", n=4)
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed, browser):
+    samples, scratch = load(bed, browser, "pq", "X25519MLKEM768", n=4)
     assert all(s.get("wire") and s["wire"].get("ms") is not None for s in samples), samples
-    agree = timing.agreement(samples)
-    assert {p: a["n"] for p, a in agree.items()} == {p: 4 for p in timing.PHASES}, agree
-    # the browser's clock is the emulator's (CLOCK_MONOTONIC): each milestone within a few ms of the wire's
-    # (median; CPU scheduling on a loaded machine moves single samples)
-    for phase, a in agree.items():
-        assert abs(a["median_ms"]) < 5, (phase, agree)
+    flows = [json.loads(line) for line in open(scratch / "flows.jsonl")]
+    agree = timing.agreement(samples, flows)
+    reported = [p for p in timing.PHASES if not (browser == "chromium" and p == "tcp_connected")]  # no TCP end
+    assert {p: a["n"] for p, a in agree.items()} == \
+        {"connect_start": 4, **{p: 4 if p in reported else 0 for p in timing.PHASES}}, agree
+    # on the emulator's clock (CLOCK_MONOTONIC), each milestone within a few ms of the wire's (median; CPU
+    # scheduling on a loaded machine moves single samples); the browser's connect start never before the SYN
+    for phase in reported:
+        assert abs(agree[phase]["median_ms"]) < 5, (phase, agree)
+    assert agree["connect_start"]["p5_ms"] > -2, agree
     # the handshake ends once the client's Finished is written: not before the wire's ClientHello + one RTT
     for s in samples:
         w = timing.wire_milestones(s["wire"])
@@ -108,47 +127,50 @@ def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed
 
 
 @pytest.mark.root
-def test_an_ml_dsa_chain_is_refused_by_the_stack_and_by_the_real_browser(bed):
-    why = endpoints.unsupported("openssl", "chromium", "X25519MLKEM768", "mldsa44", "page")
-    assert why and why.startswith("chromium client:") and "mldsa44" in why and "post-quantum signature" in why
-    samples, _ = load(bed, "mldsa", "X25519MLKEM768", n=1, sig="mldsa44")
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_an_ml_dsa_chain_is_refused_by_the_stack_and_by_the_real_browser(bed, browser):
+    why = endpoints.unsupported("openssl", browser, "X25519MLKEM768", "mldsa44", "page")
+    assert why and why.startswith(f"{browser} client:") and "mldsa44" in why and "post-quantum signature" in why
+    samples, _ = load(bed, browser, "mldsa", "X25519MLKEM768", n=1, sig="mldsa44")
     s = samples[0]
     assert s["ok"] is False and s["error_class"] in ("tls_error", "verify_failed"), s
-    assert s["error"].startswith("net::ERR_"), s
+    assert "NSS could not add the CA" in s["trust_error"], s  # neither browser's NSS database holds an ML-DSA root
 
 
 @pytest.mark.root
-def test_a_killed_browser_is_a_failure_not_a_hang(bed):
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_a_killed_browser_is_a_failure_not_a_hang(bed, browser):
     rig = bed["rig"]
-    scratch = bed["dir"] / "killed"
+    scratch = bed["dir"] / f"killed-{browser}"
     scratch.mkdir()
     killed = []
+    mark = f"user-data-dir={scratch}/" if browser == "chromium" else f"--profile {scratch}/"
 
     def kill_the_browser():
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not killed:
-            found = subprocess.run(["pgrep", "-f", f"user-data-dir={scratch}"], capture_output=True, text=True)
+            found = subprocess.run(["pgrep", "-f", "--", mark], capture_output=True, text=True)
             for pid in found.stdout.split():
-                if os.getppid() != int(pid):
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                        killed.append(int(pid))
-                    except ProcessLookupError:
-                        pass
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed.append(int(pid))
+                except ProcessLookupError:
+                    pass
             time.sleep(0.05)
     threading.Thread(target=kill_the_browser, daemon=True).start()
     started = time.monotonic()
-    samples = rig.sample(job(bed, "pq", "X25519MLKEM768", timeout_ms=20_000), 5, 1, scratch, client="chromium")
+    samples = rig.sample(job(bed, "pq", "X25519MLKEM768", timeout_ms=20_000), 5, 1, scratch, client=browser)
     assert killed
     assert time.monotonic() - started < 60
     assert len(samples) == 5 and not all(s["ok"] for s in samples)
     classes = {s["error_class"] for s in samples if not s["ok"]}
     assert classes <= {"browser_crashed", "client_lost"}, samples
-    assert not processes_mentioning(f"user-data-dir={scratch}")
+    assert not processes_mentioning(mark)
 
 
 @pytest.mark.root
-def test_the_browser_sends_nothing_outside_the_testbed(bed):
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_the_browser_sends_nothing_outside_the_testbed(bed, browser):
     rig = bed["rig"]
     tb = rig.tb
     capture = bed["dir"] / "client.pcap"
@@ -156,7 +178,7 @@ def test_the_browser_sends_nothing_outside_the_testbed(bed):
                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)
     try:
-        samples, _ = load(bed, "pq", "X25519MLKEM768", n=2)
+        samples, _ = load(bed, browser, "pq", "X25519MLKEM768", n=2)
     finally:
         time.sleep(0.5)
         dump.send_signal(signal.SIGINT)
@@ -169,6 +191,9 @@ def test_the_browser_sends_nothing_outside_the_testbed(bed):
     for line in packets:
         src, dst = line.split(" > ")[0].split()[-1], line.split(" > ")[1].split(":")[0]
         hosts = {a.rsplit(".", 1)[0] for a in (src, dst)}
+        if hosts == {"127.0.0.1"}:  # the worker's own control connection to Firefox's Marionette port: TCP only
+            assert " lo " in line and "Flags" in line and ".53:" not in line and " > 127.0.0.1.53" not in line, line
+            continue
         assert hosts <= allowed, line
 
 
@@ -182,5 +207,5 @@ def test_net_errors_are_failure_classes():
 def test_wire_milestones_of_a_flow_with_a_favicon_request_after_the_page():
     wire = {"flights_ms": [["c2s", 0.5, 0.5, 2, 1], ["s2c", 10.6, 10.7, 2, 1], ["c2s", 11.0, 11.2, 2, 2],
                            ["s2c", 21.3, 21.5, 3, 3], ["c2s", 40.0, 40.0, 1, 1], ["s2c", 50.0, 50.0, 1, 1]]}
-    assert timing.wire_milestones(wire) == {"client_hello_sent": 0.5, "handshake_done": 11.0, "request_sent": 11.2,
+    assert timing.wire_milestones(wire) == {"tcp_connected": None, "client_hello_sent": 0.5, "handshake_done": 11.0, "request_sent": 11.2,
                                             "first_byte": 21.3, "last_byte": 21.5}

@@ -1,0 +1,59 @@
+"""The `firefox` stack: Debian's Firefox ESR as a client (NSS's TLS, the browser's own connection setup), driven
+headless over Marionette; a browser serves nothing, so its cells take another stack's server.
+
+Post-quantum on/off is Firefox's own switch: the prefs security.tls.enable_kyber and
+network.http.http3.enable_kyber, set from the cell's group (a classical group: off, and the ClientHello carries no
+ML-KEM share). Every sample records it (`pq_switch`: "browser")."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+
+from pqbench.algorithms import catalog
+from pqbench.endpoints.base import Capabilities, Stack
+from pqbench.endpoints.chromium import _NoServer
+from pqbench.endpoints.firefox.client import Firefox
+
+__all__ = ["STACK"]
+
+# What Firefox ESR 153's ClientHello offers (NSS; supported_groups) and the server signatures NSS accepts in
+# TLS 1.3 (signature_algorithms: ECDSA P-256/384/521, RSA-PSS, PKCS#1 for certificates; no Ed25519 and no
+# post-quantum signature), by the catalog's names.
+GROUPS = ("X25519MLKEM768", "X25519", "secp256r1", "secp384r1", "secp521r1")
+SIGNATURES = ("ecdsap256", "ecdsap384", "ecdsap521", "rsa2048", "rsa3072", "rsa4096")
+
+
+@functools.lru_cache(maxsize=None)
+def version() -> str | None:
+    exe = shutil.which("firefox-esr")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out[-1] if out else None
+
+
+def unsupported(kex: str, sig: str, role: str) -> str | None:
+    if role == "server":
+        return "firefox is a browser: a client only (its cells take another stack's server, e.g. --server openssl)"
+    if catalog.find(kex, "kem").name not in GROUPS:
+        return f"Firefox offers only {', '.join(GROUPS)} in its ClientHello, not {kex}"
+    if not catalog.is_size_only(sig) and catalog.find(sig, "sig").name not in SIGNATURES:
+        return (f"Firefox verifies only {', '.join(SIGNATURES)} server signatures in TLS 1.3, not {sig} "
+                "(a browser has no post-quantum signature; a size-only chain stands in for its size)")
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def capabilities() -> Capabilities:
+    return Capabilities(stack="firefox", protocol="tls", transports=("tcp",), modes=("handshake", "page"),
+                        versions={"firefox": version()}, unsupported=unsupported,
+                        feature_notes={"offer": "Firefox's ClientHello is its own; post-quantum on or off by its "
+                                                "prefs, from the cell's group"})
+
+
+STACK = Stack(name="firefox", protocol="tls", server=_NoServer, client=Firefox, capabilities=capabilities)

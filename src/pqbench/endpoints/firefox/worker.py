@@ -1,0 +1,114 @@
+"""A firefox worker: one headless Firefox ESR, started before any sample is timed, loads the job's page once per
+sample index it claims, each time in a new container (its own connections and TLS session cache: a cold
+connection), and prints one JSON sample per load.
+
+    python -m pqbench.endpoints.firefox.worker --job JSON --count N --worker K [--claim FILE] [--home DIR]
+
+Post-quantum is on or off by Firefox's own prefs (security.tls.enable_kyber, network.http.http3.enable_kyber),
+set from the cell's group. Each connection's times, local port, group and signature scheme are the parent
+process's own record of its HTTP channels (load.js, run through Marionette)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from pqbench.endpoints.browsers import cpuwait, loop, names
+from pqbench.endpoints.browsers.loop import BrowserGone
+from pqbench.endpoints.browsers.timing import sample_of
+from pqbench.endpoints.chromium.worker import url
+from pqbench.endpoints.firefox import launch, marionette
+from pqbench.endpoints.firefox.channels import requests_of
+
+LOAD_JS = (Path(__file__).with_name("load.js")).read_text()
+# Firefox ESR 153's ClientHello with ML-KEM on: X25519MLKEM768 and X25519 shares (off: X25519 and P-256)
+OFFERS = {True: "X25519MLKEM768+X25519:secp256r1:secp384r1:secp521r1", False: "X25519+secp256r1:secp384r1:secp521r1"}
+
+
+def pq_on(job: dict) -> bool:
+    return "mlkem" in job["groups"][0].lower()
+
+
+class Browser:
+    def __init__(self, home: Path, job: dict):
+        self.untrusted = launch.profile(home, job.get("cafile"), job["host"], pq_on(job))
+        self.proc, port = launch.start(home)
+        try:
+            self.m = marionette.Marionette(port, timeout=launch.STARTUP_S)
+            self.m.send("WebDriver:NewSession", {"capabilities": {}}, timeout=launch.STARTUP_S)
+            self.m.send("Marionette:SetContext", {"value": "chrome"})
+        except marionette.BrowserGone as e:
+            raise BrowserGone(str(e)) from None
+        self.container = 1000  # a new userContextId per load: its connections are its own
+        # the first load to the origin starts what Firefox starts once for it: made before any sample
+        self.load(url(job), launch.STARTUP_S)
+
+    def load(self, target_url: str, timeout_s: float) -> dict:
+        self.container += 1
+        try:
+            return self.m.script(LOAD_JS, [target_url, self.container, int(timeout_s * 1000)], asynchronous=True,
+                                 timeout=timeout_s + 5)
+        except marionette.BrowserGone as e:
+            raise BrowserGone(str(e)) from None
+
+    def close(self) -> None:
+        try:
+            self.m.send("Marionette:Quit", {"flags": ["eForceQuit"]}, timeout=5)
+        except (marionette.BrowserGone, marionette.CommandFailed, TimeoutError, OSError):
+            pass
+        self.m.close()
+        try:
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def start(home: Path, job: dict) -> Browser:
+    return Browser(home, job)
+
+
+def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
+    waited = cpuwait.waited_ns(browser.proc.pid)
+    wall_minus_mono = time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    try:
+        got = browser.load(url(job), timeout_s)
+    except TimeoutError:
+        return loop.failure(job, "firefox", worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
+    requests = requests_of(got["records"], 0)
+    # sample_of reads CLOCK_MONOTONIC times and an offset to RAW; PRTime converts to RAW at once here
+    for r in requests:
+        if r.get("connection"):
+            r["connection"]["start_mono_ns"] -= wall_minus_mono
+    stopped = round(got["stopped_ms"] * 1e6) - wall_minus_mono if got.get("stopped_ms") else None
+    s = sample_of(requests, stopped, 0)
+    pq = pq_on(job)
+    mono_minus_raw = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+    s.update(worker=worker, i=i, mode=job["mode"], stack="firefox", browser_offer=OFFERS[pq], mono_minus_raw_ns=mono_minus_raw,
+             pq_switch=None if pq else "browser", cpu_wait_ns=max(0, cpuwait.waited_ns(browser.proc.pid) - waited))
+    if browser.untrusted:
+        s["trust_error"] = browser.untrusted
+    doc = next((r for r in requests if r["document"]), None)
+    if got.get("why") == "timeout":
+        s.update(ok=False, error_class="timeout", error=f"no load within {timeout_s:g} s")
+    elif doc and doc.get("failed"):
+        s.update(ok=False, error_class=names.nss_error_class(doc["failed"]),
+                 error=doc["failed"] + (f" ({browser.untrusted})" if browser.untrusted else ""))
+    elif got.get("status"):
+        code = got["status"] & 0xFFFFFFFF
+        s.update(ok=False, error_class=names.NSRESULTS.get(code, "browser_error"),
+                 error=f"load failed: nsresult 0x{code:08X} (page {got.get('page')})"
+                       + (f" ({browser.untrusted})" if browser.untrusted else ""))
+    elif s["ok"] and (s["group"] or "").lower() != job["groups"][0].lower():
+        s.update(ok=False, error_class="group_mismatch",
+                 error=f"negotiated {s['group']}, not the cell's {job['groups'][0]}")
+    return s
+
+
+def main(argv: list[str] | None = None) -> int:
+    return loop.main("firefox", start, one, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
