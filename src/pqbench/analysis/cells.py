@@ -41,7 +41,7 @@ SPLITS = {"tls": SPLIT, "ssh": SSH_SPLIT}
 ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
 CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "congctl", "mode",
                     "page", "requests", "trace", "queue", "cross", "offer", "server_groups", "compress", "transport",
-                    "quic_retry", "initial_size")
+                    "quic_retry", "initial_size", "chain", "chain_bytes")
 
 
 @dataclasses.dataclass

@@ -20,6 +20,7 @@ import json
 
 from matplotlib.figure import Figure
 
+from pqbench import transport as transportmod
 from pqbench.algorithms import chains
 from pqbench.analysis import model, staircase
 from pqbench.report.tables import Table, condition, ms, with_ci
@@ -56,7 +57,7 @@ def _shape(c) -> str:
 
 
 def _transport(c) -> str:
-    return c.row.get("transport") or "tcp"
+    return transportmod.get(c.row.get("transport") or None).name
 
 
 def _headroom(cond, flight: int) -> str:
@@ -116,13 +117,14 @@ def staircase_table(a) -> Table | None:
         sizes = [_flight(c) for c in cells]
         predicted = [t for t in staircase.thresholds(cond, sizes[-1]) if t < sizes[-1]]
         measured = staircase.step_at(sizes, [c.p50 for c in cells], rtt or 0)
-        unit = model.QUIC_DATAGRAM if tr == "quic" else mtu - model.IP_TCP_HEADER
+        datagram = transportmod.get(tr).datagram
+        unit = model.QUIC_DATAGRAM if datagram else mtu - model.IP_TCP_HEADER
         # each predicted step against the measured step nearest to it
         offs = [min((staircase.off_by(m, t) for m in measured), default=None) for t in predicted]
         rows.append([f"RTT {rtt:g} ms, initcwnd {initcwnd}, {tr}", ", ".join(f"{t:,}" for t in predicted) or "none",
                      ", ".join(f"{lo:,}–{hi:,}" for lo, hi in measured) or "none",
                      ", ".join("no step" if o is None else f"{o:,}" for o in offs) or "–",
-                     f"{'datagram' if tr == 'quic' else 'MSS'} {unit} B: "
+                     f"{'datagram' if datagram else 'MSS'} {unit} B: "
                      + ("yes" if offs and all(o is not None and o <= unit for o in offs) else "no"),
                      str(len(cells)), _headroom(cond, sizes[0])])
     return Table("staircase-table", "The byte staircase: predicted and measured steps of the size sweep",
