@@ -36,11 +36,10 @@ native-asan: build-all
 test-native: native-asan
 	@cd build/native-asan && ctest --output-on-failure
 
-# The tests, then the `solo` ones alone (they load the machine themselves or judge its load); both passes always
-# run. PYTEST_WORKERS=3 runs the first pass on pytest-xdist workers (the SSH tests on one): about twice as fast,
-# but not the default: timing clients at real-time priority from several tests at once can starve the kernel's
-# packet processing on 2 cores (a quic-go client spun at 95 % CPU for minutes; see the README).
-PYTEST_WORKERS ?= 0
+# The tests on PYTEST_WORKERS pytest-xdist workers, then the `solo` ones alone (they load the machine themselves or
+# judge its load); both passes always run. Tests that act on every testbed of the machine share one worker
+# (tests/conftest.py); PYTEST_WORKERS=0 runs the first pass in this process, one test after another.
+PYTEST_WORKERS ?= 3
 test-python: build-all
 	@$(PY) -m pytest -q -rs -p no:cacheprovider --durations=20 -n $(PYTEST_WORKERS) --dist loadgroup -m "not solo" tests; a=$$?; \
 	  $(PY) -m pytest -q -rs -p no:cacheprovider -m solo tests; b=$$?; \

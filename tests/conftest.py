@@ -27,16 +27,38 @@ def run_pqbench(*args, check=False, timeout=600):
 
 
 def processes_mentioning(*needles) -> list[str]:
-    """"PID: command line" of the running processes whose command line mentions any of needles."""
+    """"PID: command line" of the running processes whose command line mentions any of needles, but for those
+    another pytest-xdist worker started (its tests' servers are not this test's leftovers)."""
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if any(str(n) in cmd for n in needles):
+        if any(str(n) in cmd for n in needles) and not _another_workers(int(pid)):
             out.append(f"{pid}: {cmd[:120]}")
     return out
+
+
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _another_workers(pid: int) -> bool:
+    """Whether pid descends from another xdist worker: the nearest ancestor (or itself) whose environment names a
+    worker names another one. A process whose owner died has init as its parent and counts as this test's."""
+    if _WORKER is None:
+        return False
+    while pid > 1:
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            stat = open(f"/proc/{pid}/stat", "rb").read()
+        except OSError:
+            return False
+        worker = next((e[len(b"PYTEST_XDIST_WORKER="):] for e in env if e.startswith(b"PYTEST_XDIST_WORKER=")), None)
+        if worker is not None:
+            return worker.decode() != _WORKER
+        pid = int(stat.rsplit(b")", 1)[1].split()[1])  # ppid: the field after the state, past the command's ")"
+    return False
 
 
 SSH_PROCESS_MARKS = ("build/openssh/", "sshd-session", "sshd-auth", "/sshgo/bin/")  # the SSH stacks' programs
@@ -65,11 +87,9 @@ def chains(built_stack, tmp_path_factory):
     return get
 
 
-# Files whose tests start SSH servers or clients: run on one worker of a parallel suite (pytest-xdist's
-# loadgroup), one after another, since the SSH tests judge leftovers by the SSH stacks' programs, which do not
-# name the test that started them.
-SSH_FILES = {"test_build_on_demand.py", "test_ctrl_c_stress.py", "test_load.py", "test_phase_names.py",
-             "test_protocols.py", "test_scan.py", "test_sshload.py", "test_stack_ssh.py", "test_targets.py"}
+# Tests that act on every testbed of the machine (`net clean` removes the detached ones too) or keep a detached one
+# (`net up`) that such a test would remove: on one worker of a parallel suite (pytest-xdist's loadgroup).
+MACHINE_WIDE = {"test_testbed.py", "test_runner.py::test_killed_run_resumes_without_duplicates_or_gaps"}
 
 
 @pytest.fixture
@@ -97,8 +117,8 @@ def unpacked_store(gz: Path, path: Path) -> Path:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.path.name in SSH_FILES:
-            item.add_marker(pytest.mark.xdist_group("ssh"))
+        if item.path.name in MACHINE_WIDE or f"{item.path.name}::{item.originalname}" in MACHINE_WIDE:
+            item.add_marker(pytest.mark.xdist_group("machine"))
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root (network namespaces, TUN devices)")

@@ -126,6 +126,10 @@ def root(built_stack):
         pytest.skip("needs root (network namespaces)")
 
 
+solo = pytest.mark.solo  # a load step saturates a server on this machine's CPUs: alone, not beside other tests
+
+
+@solo
 def test_the_costlier_signature_saturates_the_server_at_a_lower_rate(root, tmp_path):
     (tmp_path / "l.toml").write_text('''name = "capacity"
 kind = "load"
@@ -171,6 +175,7 @@ sig = ["rsa2048", "rsa4096"]
     assert "## Server capacity" in md and "X25519 + rsa4096" in md
 
 
+@solo
 def test_a_weak_client_is_reported_as_the_bottleneck(root):
     """One handshake in flight at a time over 30 ms of RTT cannot start 200 a second."""
     r = run_pqbench("load", "--kex", "X25519", "--sig", "ecdsap256", "--rates", "200", "--step", "1s",
@@ -183,6 +188,7 @@ def test_a_weak_client_is_reported_as_the_bottleneck(root):
     assert record["stop_reason"].startswith("the client saturated first")
 
 
+@solo
 @pytest.mark.parametrize("server", ["openssh", "gossh"])
 def test_ssh_load_accounts_for_both_sides(root, server):
     """sshload to NEWKEYS against sshd (a process per connection: its reaped sessions' CPU counts) and Go's."""

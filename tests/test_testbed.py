@@ -291,6 +291,7 @@ def _wait_for_testbed_of(proc, timeout=90):
     raise AssertionError("the handshake's testbed did not come up with nginx and pqtimer running")
 
 
+@pytest.mark.solo  # any testbed another test makes meanwhile would reap the killed one first
 def test_next_testbed_reaps_those_of_killed_processes_only(built_stack, tmp_path, capsys):
     """A SIGKILLed `pqbench handshake` whose guardian was killed as well leaves namespaces, nginx and pqtimer
     behind; the next `net up` removes them, says so in one line, and leaves a live owner's testbed and a
