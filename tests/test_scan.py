@@ -124,6 +124,8 @@ def test_malformed_targets_are_bad_input_naming_the_field(tmp_path):
     assert "--file" in r.stderr and "lists no target" in r.stderr
     r = run_pqbench("scan", "10.0.0.1:443", "--resume", "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and "--resume" in r.stderr
+    r = run_pqbench("scan", "10.0.0.1:443", "--groups", "X25519,bogus", "--db", tmp_path / "s.duckdb")
+    assert r.returncode == 2 and "--groups" in r.stderr and "'bogus'" in r.stderr
     r = run_pqbench("scan", "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and "TARGET" in r.stderr
     r = run_pqbench("scan", "10.0.0.1:443", "--concurrency", "0", "--db", tmp_path / "s.duckdb")

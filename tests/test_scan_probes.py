@@ -7,6 +7,7 @@ Population (one testbed, servers in its server namespace):
 - mlkem-only: our nginx, MLKEM768 and MLKEM1024 only (pure ML-KEM);
 - secp-only: our nginx, SecP256r1MLKEM768 and SecP384r1MLKEM1024 only;
 - debian:    Debian's own nginx on Debian's OpenSSL 3.0 (no post-quantum group), its default groups;
+- quic-big:  our nginx and nginx-h3 on one port number (TCP and UDP), an ML-DSA-87 chain (about 15 kB);
 - sshd:      our OpenSSH with OpenSSH 9.2's order (sntrup761x25519 first), ed25519 host key.
 """
 
@@ -38,19 +39,24 @@ POPULATION = {
     "pq-first": (4443, "X25519MLKEM768/X25519/secp256r1", {
         "accepted": ["X25519", "secp256r1", "X25519MLKEM768"], "pq_key_exchange": "by default",
         "hrr_x25519": ("needed", "X25519MLKEM768"), "split": "accepted", "oversized": "accepted",
-        "iw": "fits", "quic": "fits"}),
+        "iw": "fits", "quic": "fits", "udp": "no answer"}),
     "mlkem-only": (4444, "MLKEM768:MLKEM1024", {
         "accepted": ["MLKEM768", "MLKEM1024"], "pq_key_exchange": "by default",
         "hrr_x25519": ("needed", "MLKEM768"), "split": "accepted", "oversized": "accepted",
-        "iw": "fits", "quic": "fits"}),
+        "iw": "fits", "quic": "fits", "udp": "no answer"}),
     "secp-only": (4445, "SecP256r1MLKEM768:SecP384r1MLKEM1024", {
         "accepted": ["SecP256r1MLKEM768", "SecP384r1MLKEM1024"], "pq_key_exchange": "by default",
         "hrr_x25519": ("needed", "SecP256r1MLKEM768"), "split": "accepted", "oversized": "accepted",
-        "iw": "fits", "quic": "fits"}),
+        "iw": "fits", "quic": "fits", "udp": "no answer"}),
     "debian": (4446, None, {
         "accepted": ["X25519", "secp256r1", "secp384r1", "X448"], "pq_key_exchange": "no",
         "hrr_x25519": ("not needed", "X25519"), "split": "accepted", "oversized": "accepted",
-        "iw": "fits", "quic": "fits"}),
+        "iw": "fits", "quic": "fits", "udp": "no answer"}),
+    "quic-big": (4447, "X25519MLKEM768:X25519", {
+        "accepted": ["X25519", "X25519MLKEM768"], "pq_key_exchange": "when the client lists it first",
+        "hrr_x25519": ("not needed", "X25519"), "split": "accepted", "oversized": "accepted",
+        "iw": "costs a round trip", "quic": "costs a round trip", "udp": "answered",
+        "over_quic": ["X25519", "X25519MLKEM768"], "quic_measured": "costs a round trip"}),
 }
 SSH_KEX = ["sntrup761x25519-sha512", "curve25519-sha256", "ecdh-sha2-nistp256"]
 SSH_PORT = 2222
@@ -108,13 +114,22 @@ def population(built_stack, tmp_path_factory):
         pytest.skip("Debian's nginx is not installed (apt-get install nginx-light)")
     d = tmp_path_factory.mktemp("population")
     chain = certs.make_chain("ecdsap256", d / "chain", intermediates=1)
-    started, debian = [], None
+    started, debian, big = [], None, None
     with Testbed(LinkSpec.symmetric(rtt_ms=2), emulator=EmulatorOptions(keep_awake=0)) as tb, \
             RealPath(netns={"client": tb.client_ns}) as path:
         place = place_on(path, "client")
         try:
             for name, (port, groups, _) in POPULATION.items():
-                if groups is not None:
+                if name == "quic-big":  # TCP and QUIC on one port number, a large post-quantum chain
+                    big = certs.make_chain("mldsa87", d / "big", intermediates=1)
+                    server = endpoints.get("openssl", "server").server()
+                    started.append(server)
+                    server.start(Place(tb.addr("server"), lambda argv, **kw: tb.popen("server", argv, **kw),
+                                       lambda: tb.socket("server")),
+                                 Serving(d / name, [Site(port, big), Site(port, big, transport="quic")], [groups],
+                                         {"1k": 1000}, 1))
+                    server.ready(place)
+                elif groups is not None:
                     started.append(start_nginx(tb, d / name, groups, port, chain))
                     started[-1].ready(place)
                 else:
@@ -124,7 +139,7 @@ def population(built_stack, tmp_path_factory):
                     debian = tb.popen("server", [DEBIAN_NGINX, "-c", str(conf), "-p", str(d / name)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     wait_listening(place, tb.server_addr, port)
-            yield {"tb": tb, "place": place, "chain": chain}
+            yield {"tb": tb, "place": place, "chain": chain, "big": big}
         finally:
             for s in started:
                 s.stop()
@@ -138,8 +153,9 @@ def scanned(population):
     out = {}
     for name, (port, _, _) in POPULATION.items():
         a = address.parse("target", f"{population['tb'].server_addr}:{port}")
-        r = tls.scan(a, population["place"], n=1, timeout_s=3, cafile=str(population["chain"].root_cert),
-                     servername=population["chain"].server_name, groups=GROUPS)
+        chain = population["big" if name == "quic-big" else "chain"]
+        r = tls.scan(a, population["place"], n=1, timeout_s=3, cafile=str(chain.root_cert),
+                     servername=chain.server_name, groups=GROUPS)
         r["readiness"] = scan_mod.readiness(r)
         out[name] = r
     return out
@@ -152,7 +168,11 @@ def verdicts(r: dict) -> dict:
             "hrr_x25519": (hrr["verdict"], hrr.get("group")), "split": by["split ClientHello"]["verdict"],
             "oversized": by["oversized ClientHello"]["verdict"],
             "iw": by["first flight vs TCP initial window"]["verdict"],
-            "quic": by["first flight vs QUIC 3x amplification budget"]["verdict"]}
+            "quic": by["first flight vs QUIC 3x amplification budget"]["verdict"],
+            "udp": by["QUIC on the UDP port"]["verdict"],
+            **({"over_quic": sorted(by["QUIC on the UDP port"]["groups"]),
+                "quic_measured": by["QUIC first flight vs 3x amplification budget (measured)"]["verdict"]}
+               if by["QUIC on the UDP port"]["verdict"] == "answered" else {})}
 
 
 @pytest.mark.root
@@ -163,7 +183,7 @@ def test_each_probe_classifies_each_server(scanned, name):
     r = scanned[name]
     assert r["failure"] is None, r["failure"]
     assert verdicts(r) == want
-    assert r["readiness"]["pq_authentication"] is False  # an ECDSA chain everywhere
+    assert r["readiness"]["pq_authentication"] is (name == "quic-big")  # ECDSA chains elsewhere
     over = next(p for p in r["probes"] if p["probe"] == "oversized ClientHello")
     split = next(p for p in r["probes"] if p["probe"] == "split ClientHello")
     assert over["client_hello_bytes"] > 3000 and {"X25519MLKEM768", "SecP384r1MLKEM1024"} <= set(over["key_shares"])
@@ -291,6 +311,7 @@ def test_population_scan_is_polite_resumable_and_summed_up(population, tmp_path)
     f, db = tmp_path / "targets.txt", tmp_path / "population.duckdb"
     good, line_of = target_file(f, tb.server_addr)
     argv = ["scan", "--file", f, "--netns", tb.client_ns, "--rate", str(RATE), "-n", "1", "--timeout", "2s",
+            "--groups", ",".join(GROUPS),
             "--backoff", "0", "--ca", chain.root_cert, "--servername", chain.server_name, "--db", db]
     tb.reset_counters()  # empties the wire recorder: every connection from here is the scan's
     proc = subprocess.Popen([sys.executable, "-m", "pqbench", *map(str, argv)], stdout=subprocess.PIPE,
@@ -334,9 +355,9 @@ def test_population_scan_is_polite_resumable_and_summed_up(population, tmp_path)
     # the aggregate matches the population's composition
     agg = __import__("json").loads(r.stdout)["aggregate"]
     tls = agg["tls"]
-    assert agg["targets"] == len(good) and tls["answered"] == 4 and agg["failures"] == {"refused": len(CLOSED_PORTS)}
-    assert tls["hybrid_pq_accepted"] == {"n": 2, "of": 4, "percent": 50.0}  # pq-first and secp-only
-    assert tls["pq_accepted"]["n"] == 3 and tls["pq_by_default"]["n"] == 3  # all but Debian's nginx
-    assert tls["hrr_for_x25519"]["n"] == 3 and tls["pq_certificate"]["n"] == 0
-    assert tls["split_intolerant"]["n"] == 0 and tls["flight_over_initial_window"]["n"] == 0
+    assert agg["targets"] == len(good) and tls["answered"] == 5 and agg["failures"] == {"refused": len(CLOSED_PORTS)}
+    assert tls["hybrid_pq_accepted"] == {"n": 3, "of": 5, "percent": 60.0}  # pq-first, secp-only, quic-big
+    assert tls["pq_accepted"]["n"] == 4 and tls["pq_by_default"]["n"] == 3  # quic-big: when the client lists it first
+    assert tls["hrr_for_x25519"]["n"] == 3 and tls["pq_certificate"]["n"] == 1  # quic-big's ML-DSA-87 chain
+    assert tls["split_intolerant"]["n"] == 0 and tls["flight_over_initial_window"]["n"] == 1
 

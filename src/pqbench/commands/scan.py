@@ -31,6 +31,8 @@ def register(sub):
     p.add_argument("--concurrency", default="2", help="targets scanned at once (default 2; each target sees one "
                                                         "connection at a time)")
     p.add_argument("-n", dest="n", default="10", help="timed handshakes per accepted TLS group (default 10)")
+    p.add_argument("--groups", help="TLS groups to try, comma-separated (default: every one this build has; see "
+                                    "`pqbench algorithms`)")
     p.add_argument("--timeout", default="5s", help="per connection (default 5s)")
     p.add_argument("--ca", type=Path, help="CA certificates to verify TLS chains with (without: the result is recorded)")
     p.add_argument("--servername", help="TLS server name (SNI and verification; default: the target's host)")
@@ -38,6 +40,20 @@ def register(sub):
     p.add_argument("--db", type=Path, default=store.DEFAULT_DB, help="results database (default results.duckdb)")
     p.add_argument("--json", action="store_true", help="the results as JSON")
     p.set_defaults(func=handle)
+
+
+def scan_groups(args) -> list[str] | None:
+    """--groups as catalog names, or None for every TLS group this build has."""
+    if not args.groups:
+        return None
+    from pqbench.scan import tls
+    have = {a.name.lower(): a.name for a in tls.tls_groups()[0]}
+    out = []
+    for g in (x.strip() for x in args.groups.split(",")):
+        if g.lower() not in have:
+            raise BadInput("--groups", f"{g!r} is not a TLS group this build can offer (allowed: {', '.join(sorted(have.values()))})")
+        out.append(have[g.lower()])
+    return list(dict.fromkeys(out))
 
 
 def targets(args) -> list:
@@ -69,10 +85,11 @@ def provenance(netns: str | None) -> dict:
 def handle(args) -> int:
     if args.file is not None:
         from pqbench.commands import scan_population
-        return scan_population.handle(args, MAX_CONCURRENCY, provenance)
+        return scan_population.handle(args, MAX_CONCURRENCY, provenance, scan_groups(args))
     if args.resume:
         raise BadInput("--resume", "only with --file (a population scan)")
     found = targets(args)
+    groups = scan_groups(args)
     concurrency = units.integer("--concurrency", args.concurrency, minimum=1, maximum=MAX_CONCURRENCY)
     n = units.integer("-n", args.n, minimum=1, maximum=1000)
     timeout_s = units.duration_ms("--timeout", args.timeout, allow_zero=False) / 1000
@@ -94,7 +111,7 @@ def handle(args) -> int:
 
             def one(a):
                 return scan.scan(a, place, n=n, timeout_s=timeout_s, cafile=str(args.ca) if args.ca else None,
-                                 servername=args.servername, stop=stop)
+                                 servername=args.servername, stop=stop, groups=groups)
             with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
                 futures = [pool.submit(one, a) for a in found]
                 while not all(f.done() for f in futures):
@@ -147,7 +164,8 @@ def _print(results: list, args) -> None:
 def again(args, targets: list[str]) -> list[str]:
     """The command that scans these targets with the same options (what an interrupted scan did not finish)."""
     argv = ["pqbench", "scan", *targets, "--concurrency", args.concurrency, "-n", args.n, "--timeout", args.timeout]
-    for option, value in (("--ca", args.ca), ("--servername", args.servername), ("--netns", args.netns)):
+    for option, value in (("--ca", args.ca), ("--servername", args.servername), ("--netns", args.netns),
+                          ("--groups", args.groups)):
         if value is not None:
             argv += [option, str(value)]
     return argv + ["--db", str(args.db)] + (["--json"] if args.json else [])

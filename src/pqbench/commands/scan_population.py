@@ -18,11 +18,11 @@ MAX_TARGETS = 100_000
 def options(args) -> dict:
     """What a resumed scan must repeat (its targets' results must be comparable)."""
     return {"n": args.n, "timeout": args.timeout, "ca": str(args.ca) if args.ca else None,
-            "servername": args.servername}
+            "servername": args.servername, "groups": args.groups}
 
 
-def handle(args, max_concurrency: int, provenance) -> int:
-    """provenance(netns) -> dict: the command's (pqbench.commands.scan)."""
+def handle(args, max_concurrency: int, provenance, groups: list[str] | None) -> int:
+    """provenance(netns) -> dict: the command's (pqbench.commands.scan); groups: --groups read."""
     import os
 
     from pqbench.scan import population
@@ -48,12 +48,12 @@ def handle(args, max_concurrency: int, provenance) -> int:
     con = store.connect(args.db)
     try:
         return _scan(args, con, tf, concurrency=concurrency, n=n, timeout_s=timeout_s, rate=rate, backoff_s=backoff_s,
-                     prov=provenance(args.netns))
+                     prov=provenance(args.netns), groups=groups)
     finally:
         con.close()
 
 
-def _scan(args, con, tf, *, concurrency, n, timeout_s, rate, backoff_s, prov) -> int:
+def _scan(args, con, tf, *, concurrency, n, timeout_s, rate, backoff_s, prov, groups) -> int:
     from pqbench import interrupts, scan
     from pqbench.measure.rig import place_on
     from pqbench.scan import aggregate, population
@@ -66,7 +66,7 @@ def _scan(args, con, tf, *, concurrency, n, timeout_s, rate, backoff_s, prov) ->
             raise BadInput("--resume", f"{args.db} holds no unfinished scan of {args.file} (as it is now)")
         if earlier["options"] != options(args):
             raise BadInput("--resume", f"the scan being resumed used {earlier['options']}; give the same -n, --timeout, "
-                                       "--ca and --servername")
+                                       "--ca, --servername and --groups")
         pid = earlier["population_id"]
         skip = sp.done_targets(con, pid)
     else:
@@ -94,7 +94,7 @@ def _scan(args, con, tf, *, concurrency, n, timeout_s, rate, backoff_s, prov) ->
 
             def one(a, pace):
                 return scan.scan(a, place, n=n, timeout_s=timeout_s, cafile=str(args.ca) if args.ca else None,
-                                 servername=args.servername, stop=stop, pace=pace)
+                                 servername=args.servername, stop=stop, pace=pace, groups=groups)
             account = population.run(todo, one, rate=rate, concurrency=concurrency, backoff_s=backoff_s, done=done,
                                      stop=stop, interrupted=lambda: interrupt.arrived)
         left = len(tf.targets) - len(sp.done_targets(con, pid))
@@ -102,7 +102,8 @@ def _scan(args, con, tf, *, concurrency, n, timeout_s, rate, backoff_s, prov) ->
             sp.set_status(con, pid, "interrupted")
             again = ["pqbench", "scan", "--file", str(args.file), "--resume", "--db", str(args.db), "--rate", args.rate,
                      "--backoff", args.backoff, "-n", args.n, "--timeout", args.timeout, "--concurrency", args.concurrency]
-            for option, value in (("--ca", args.ca), ("--servername", args.servername), ("--netns", args.netns)):
+            for option, value in (("--ca", args.ca), ("--servername", args.servername), ("--netns", args.netns),
+                                  ("--groups", args.groups)):
                 if value is not None:
                     again += [option, str(value)]
             print(f"interrupted: {len(tf.targets) - left} of {len(tf.targets)} targets scanned and stored in {args.db}; "

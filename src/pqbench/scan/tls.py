@@ -10,7 +10,8 @@ connection at a time with a short pause between.
 - HelloRetryRequest per key share: each accepted group's share with the others listed after it; an HRR
   means a client that predicts that share pays a round trip;
 - the probes of what breaks in the field (pqbench.scan.probes: a split and an oversized ClientHello,
-  the first flight against TCP's and QUIC's first-round budgets, a client predicting X25519);
+  the first flight against TCP's and QUIC's first-round budgets, a client predicting X25519, QUIC tried on
+  the UDP port);
 - the chain (signature scheme, DER size and signer of each certificate, verification result) and the
   handshake time per accepted group over n samples, p50 with its 95 % bootstrap CI.
 """
@@ -57,17 +58,19 @@ class TlsProber:
     stop: threading.Event | None = None  # set: the run in progress is killed and Stopped raised
     pace: object | None = None  # pqbench.scan.polite.Pace: every connection takes a slot of the global rate
 
-    def argv(self, groups: str, count: int, warmup: int, via: tuple[str, int] | None = None) -> list[str]:
+    def argv(self, groups: str, count: int, warmup: int, via: tuple[str, int] | None = None,
+             transport: str = "tcp") -> list[str]:
         """The openssl stack's client (pqtimer), through the endpoint seam, recording verification. via:
         connect there instead (a relay of the scan's), the target's name kept."""
         host, port = via or (self.address.ip, self.address.port)
         pause_s = max(self.pause_s, self.pace.interval) if self.pace is not None else self.pause_s
         job = ClientJob(host=host, port=port, groups=[groups], cafile=self.cafile,
                         servername=self.servername, warmup=warmup, timeout_ms=self.timeout_ms,
-                        pause_ms=round(pause_s * 1000) if count + warmup > 1 else 0)
+                        pause_ms=round(pause_s * 1000) if count + warmup > 1 else 0, transport=transport)
         return endpoints.get(SCAN_CLIENT, "client").client().argv(job, count, 0, None) + ["--verify", "record"]
 
-    def run(self, groups: str, count: int = 1, warmup: int = 0, via: tuple[str, int] | None = None) -> list[dict]:
+    def run(self, groups: str, count: int = 1, warmup: int = 0, via: tuple[str, int] | None = None,
+            transport: str = "tcp") -> list[dict]:
         """count samples offering `groups` (OpenSSL's list syntax: `*` marks the key shares)."""
         if self.runs >= MAX_RUNS:
             raise RuntimeError(f"more than {MAX_RUNS} pqtimer runs against one target")
@@ -77,7 +80,7 @@ class TlsProber:
         if self.pace is not None:
             self.pace.reserve(count + warmup)  # one connection per sample
         self.runs += 1
-        proc = self.place.popen(self.argv(groups, count, warmup, via), env=endpoints.get(SCAN_CLIENT, "client").client().env(),
+        proc = self.place.popen(self.argv(groups, count, warmup, via, transport), env=endpoints.get(SCAN_CLIENT, "client").client().env(),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + (count + warmup) * self.timeout_ms / 1000 + 10
         try:
@@ -109,8 +112,8 @@ class TlsProber:
             samples = [{"ok": False, "error_class": "pqtimer", "error": why}]
         return samples
 
-    def one(self, groups: str, via: tuple[str, int] | None = None) -> dict:
-        return self.run(groups, via=via)[0]
+    def one(self, groups: str, via: tuple[str, int] | None = None, transport: str = "tcp") -> dict:
+        return self.run(groups, via=via, transport=transport)[0]
 
     def _check_stop(self) -> None:
         if self.stop is not None and self.stop.is_set():
