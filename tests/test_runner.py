@@ -206,7 +206,7 @@ calibration_samples = 20
 kex = {kex}
 sig = ["ecdsap256"]
 rtt = ["30ms"]
-loss = ["10%"]
+loss = ["5%"]  # lossy enough to spare and to touch samples; SYN losses cost 1 s each
 """
 
 
@@ -230,18 +230,18 @@ def test_a_lossy_run_stores_each_cells_late_count_and_a_cpu_hog_raises_it(built_
     from pqbench.measure import concurrency, late
     from pqbench.testbed import sched
     db = tmp_path / "lossy.duckdb"
-    runner.run(specmod.parse(LOSSY.format(n=150, kex='["X25519", "secp256r1"]'), "lossy.toml"), db, quiet=True)
+    runner.run(specmod.parse(LOSSY.format(n=100, kex='["X25519", "secp256r1"]'), "lossy.toml"), db, quiet=True)
     quiet = detectors(db)
     assert set(quiet) == {"X25519", "secp256r1"}
     for det, wire in quiet.values():
         assert det["wire"] and det["untouched"] >= 20 and det["late"] is not None  # loss spared some
-        assert wire["n"] >= 100  # the emulator's record joined most samples
+        assert wire["n"] >= 66  # the emulator's record joined most samples
 
     monkeypatch.setattr(sched, "MEASURED_FIFO", 0)
     hog = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * concurrency.CPUS)]
     try:
         db2 = tmp_path / "hog.duckdb"
-        runner.run(specmod.parse(LOSSY.format(n=120, kex='["X25519"]'), "lossy.toml"), db2, quiet=True)
+        runner.run(specmod.parse(LOSSY.format(n=90, kex='["X25519"]'), "lossy.toml"), db2, quiet=True)
     finally:
         for p in hog:
             p.kill()
