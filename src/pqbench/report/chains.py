@@ -211,7 +211,9 @@ def distance_table(a) -> Table | None:
                  "run's own microbenchmarks. Gap = p50 − ideal: whole round trips the model did not predict (a gap of "
                  "more than half an RTT, rounded to RTTs); stack CPU: the endpoints' compute phases (ClientHello "
                  "ready, ClientHello→ServerHello less one RTT, server Finished→done) beyond the crypto; the rest is "
-                 "scheduling, timers and what no phase accounts for.")
+                 "scheduling, timers and what no phase accounts for. A negative gap: the ideal lies above the "
+                 "measurement, its crypto (the microbenchmarks) slower than the handshake's own (slow signatures "
+                 "benchmarked on a busy machine), or a flight the model counts whole that went in fewer rounds.")
 
 
 def distance_figure(a) -> Figure | None:
