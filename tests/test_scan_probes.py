@@ -272,6 +272,13 @@ def test_probes_behind_the_ossified_middlebox(boxed):
     over = ossify.probe(p, a, ossify.oversized_offer(["X25519", "X25519MLKEM768"], "X25519"), split=False)
     assert (split["verdict"], over["verdict"]) == (want, want)
     assert not split["handshake_ok"] and not over["handshake_ok"]
+    # the whole scan from behind it: the post-quantum group's ClientHello spans two segments and never gets the
+    # server's answer, so the scan does not call the server classical
+    r = scan_mod.scan(a, p.place, n=1, timeout_s=2, servername=p.servername, groups=["X25519", "X25519MLKEM768"])
+    assert r["groups"]["accepted"] == ["X25519"]
+    assert r["readiness"]["pq_blocked"] == ["X25519MLKEM768"]
+    assert r["readiness"]["pq_key_exchange"] == "unknown: reset or silence on the path"
+    assert "X25519MLKEM768 met a reset or silence" in r["pq"]
 
 
 # ---- a population scan of the local population ----------------------------------------------------------

@@ -62,12 +62,18 @@ def readiness(result: dict) -> dict:
         preferred = False
     cert = result.get("certificate", {})
     pq_groups = [g for g in accepted if _kem_pq(g)]
+    # post-quantum groups whose ClientHello met a reset or silence instead of the server's alert: something on
+    # the path (an ossified middlebox, tests/test_scan_probes.py) may have stopped it
+    failed = {**result["groups"].get("rejected", {}), **result["groups"].get("errors", {})}
+    blocked = [g for g, f in failed.items() if _kem_pq(g) and (f["class"] == "timeout" or "reset" in f["error"].lower())]
     hrr = next((p for p in result.get("probes", []) if p["probe"].startswith("HelloRetryRequest")), {})
     return {"hybrid_mlkem_accepted": hybrids, "hybrid_mlkem_preferred": preferred,
             "post_quantum_accepted": pq_groups,
             "chain_post_quantum": cert.get("post_quantum"), "sigalg": cert.get("sigalg"),
             # the explicit answers: does a client that offers post-quantum and classical get post-quantum
-            "pq_key_exchange": pq_kex(pq_groups, tiers, pref.get("method") is not None or len(accepted) < 2),
+            "pq_key_exchange": pq_kex(pq_groups, tiers, pref.get("method") is not None or len(accepted) < 2)
+            if pq_groups or not blocked else "unknown: reset or silence on the path",
+            "pq_blocked": blocked,
             "pq_authentication": cert.get("post_quantum"),
             "hrr_for_x25519": {"needed": hrr["verdict"] == "needed", "group": hrr.get("group")}
             if hrr.get("verdict") in ("needed", "not needed") else None}
@@ -131,6 +137,8 @@ def explicit(result: dict) -> str | None:
         return None
     kex = r["pq_key_exchange"]
     kex = f"yes, {kex}" if kex in ("by default", "when the client lists it first", "only when asked") else kex
+    if r.get("pq_blocked") and not r["post_quantum_accepted"]:
+        kex += f" ({', '.join(r['pq_blocked'])} met a reset or silence, not the server's alert)"
     auth = {True: "yes", False: "no", None: "unknown"}[r["pq_authentication"]]
     h = r["hrr_for_x25519"]
     hrr = "unknown" if h is None else f"needed (for {h['group']})" if h["needed"] else "not needed"
