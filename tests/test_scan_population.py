@@ -17,7 +17,8 @@ def test_target_file_reports_bad_lines_and_keeps_the_rest(tmp_path):
                  "https://a.test\n10.0.0.3\n")
     tf = population.read(f)
     assert [(k, str(a)) for k, a in tf.targets] == [(2, "10.0.0.1:443"), (5, "ssh://10.0.0.2:22"), (9, "10.0.0.3:443")]
-    assert [k for k, _, _ in tf.bad] == [4, 6, 8]  # a range is a bad line, never expanded
+    assert [k for k, _, _ in tf.bad] == [4, 6, 8]
+    assert "nothing is expanded" in tf.bad[1][2]  # a range is a bad line, never expanded (nor looked up)
     assert all(why for _, _, why in tf.bad)
     f2 = tmp_path / "t2.txt"
     f2.write_text(f.read_text())

@@ -291,7 +291,7 @@ def target_file(path, server_addr: str) -> list[str]:
     """The population's four servers and 120 closed ports, with bad lines and a duplicate among them."""
     good = [f"{server_addr}:{port}" for port, _, _ in POPULATION.values()] + \
         [f"{server_addr}:{p}" for p in CLOSED_PORTS]
-    lines = ["# the local population", *good[:2], "not a target", good[0] + "   # listed twice", *good[2:60],
+    lines = ["# the local population", *good[:2], "10.0.0.1:notaport", good[0] + "   # listed twice", *good[2:60],
              "https://example.org:443", *good[60:], "10.0.0.1:99999"]
     path.write_text("\n".join(lines) + "\n")
     return good, {text: k for k, text in enumerate(lines, start=1)}
@@ -334,9 +334,10 @@ def test_population_scan_is_polite_resumable_and_summed_up(population, tmp_path)
     first = stored(err.splitlines())
     assert proc.returncode == 130, err
     assert "continue with: pqbench scan --file" in err and "--resume" in err
-    assert line_of["not a target"] == 4
-    for bad in ("not a target", "https://example.org:443", "10.0.0.1:99999"):
+    assert line_of["10.0.0.1:notaport"] == 4
+    for bad in ("10.0.0.1:notaport", "https://example.org:443", "10.0.0.1:99999"):
         assert f"{f}:{line_of[bad]}: skipped {bad!r}" in err, err
+    assert "only ssh:// may prefix" in err
     syns_first = syn_times(tb, tmp_path)
 
     r = run_pqbench(*argv, "--resume", "--json", timeout=600)

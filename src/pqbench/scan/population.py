@@ -39,6 +39,9 @@ def read(path: Path, field: str = "--file") -> TargetFile:
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
+        if "://" not in text and any(c in text for c in "/*,"):  # a range, a pattern or a list: never expanded
+            bad.append((k, text, "a range, pattern or list: list each target on its own line (nothing is expanded)"))
+            continue
         try:
             a = addr.parse(f"{path}:{k}", text)
         except BadInput as e:
