@@ -60,6 +60,8 @@ def connections_of(events: list[dict], new_sockets: set) -> tuple[list[dict], in
                 # the request's own start (its requestTime) and where its connect started, ms after it: 0 when the
                 # request took a socket another job had started connecting (Chromium then clamps that socket's
                 # connect and TLS start to the request's start, hiding when its SYN left)
-                "connect_start_after_request_ms": t.get("connectStart")}
+                "connect_start_after_request_ms": t.get("connectStart"),
+                "request_will_be_sent_mono_ns": _ns(sent[rid]["timestamp"]) if rid in sent else None,
+                "request_time_mono_ns": base}
         out.append(req)
     return out, load_event
