@@ -122,13 +122,13 @@ def test_malformed_targets_are_bad_input_naming_the_field(tmp_path):
     r = run_pqbench("scan", "--file", f, "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and f"{f}:3: skipped 'not a port:x'" in r.stderr and f"{f}:4: skipped" in r.stderr, r.stderr
     assert "--file" in r.stderr and "lists no target" in r.stderr
-    r = run_pqbench("scan", "10.0.0.1:443", "--resume", "--db", tmp_path / "s.duckdb")
+    r = run_pqbench("scan", "127.0.0.1:9", "--resume", "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and "--resume" in r.stderr
-    r = run_pqbench("scan", "10.0.0.1:443", "--groups", "X25519,bogus", "--db", tmp_path / "s.duckdb")
+    r = run_pqbench("scan", "127.0.0.1:9", "--groups", "X25519,bogus", "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and "--groups" in r.stderr and "'bogus'" in r.stderr
     r = run_pqbench("scan", "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and "TARGET" in r.stderr
-    r = run_pqbench("scan", "10.0.0.1:443", "--concurrency", "0", "--db", tmp_path / "s.duckdb")
+    r = run_pqbench("scan", "127.0.0.1:9", "--concurrency", "0", "--db", tmp_path / "s.duckdb")
     assert r.returncode == 2 and "--concurrency" in r.stderr
     assert not (tmp_path / "s.duckdb").exists()  # nothing scanned, nothing stored
 
