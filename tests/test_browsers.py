@@ -27,7 +27,7 @@ from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 
 RTT_MS = 10
-PORTS = {"pq": 4433, "classical": 4434, "mldsa": 4435}
+PORTS = {"pq": 4433, "classical": 4434, "mldsa": 4435, "quic": 4436}
 BROWSERS = ["chromium", "firefox"]
 # Where each switches post-quantum off: the site it loads for a classical cell, and what the sample records.
 PQ_OFF = {"chromium": ("classical", "server"), "firefox": ("pq", "browser")}
@@ -43,7 +43,8 @@ def bed(built_stack, tmp_path_factory):
     chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in ("ecdsap256", "mldsa44")}
     sites = [Site(PORTS["pq"], chains["ecdsap256"]),
              Site(PORTS["classical"], chains["ecdsap256"], server_groups="X25519"),  # PQ off, the server's side
-             Site(PORTS["mldsa"], chains["mldsa44"])]
+             Site(PORTS["mldsa"], chains["mldsa44"]),
+             Site(PORTS["quic"], chains["ecdsap256"], transport="quic")]  # HTTP/3: nginx-h3
     serving = Serving(run_dir / "openssl", sites, ["X25519MLKEM768", "X25519"], DEFAULT_PAGES, 4)
     # pqtimer first: it warms the server up (a browser load per warm-up handshake would take minutes)
     with Rig.pairs({"openssl": serving}, ["openssl", *BROWSERS], LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
@@ -76,9 +77,11 @@ def test_each_browser_negotiates_x25519mlkem768_with_nginx_through_pqlink(bed, b
     ports = [s["local_port"] for s in samples]
     assert None not in ports and len(set(ports)) == 3
     assert all(s["browser"]["connections"] == 1 and s["browser"]["handshakes"] == 1 for s in samples)
-    # TCP's and TLS's round trips before the handshake ends, one more for the page
-    assert all(s["t_ns"]["handshake_done"] >= 2 * RTT_MS * 1e6 for s in samples)
-    assert all(s["t_ns"]["last_byte"] >= 3 * RTT_MS * 1e6 for s in samples)
+    # on the wire, TCP's and TLS's round trips before the handshake ends; in the browser's own view at least
+    # TLS's (Chromium starts its clock after the SYN: docs/browsers.md), and one more for the page
+    assert all(s["wire"]["ms"] >= 2 * RTT_MS for s in samples), [s["wire"]["ms"] for s in samples]
+    assert all(s["t_ns"]["handshake_done"] >= RTT_MS * 1e6 for s in samples)
+    assert all(s["t_ns"]["last_byte"] >= s["t_ns"]["handshake_done"] + RTT_MS * 1e6 for s in samples)
     assert all(s["browser"]["load_event_ms"] >= s["t_ns"]["last_byte"] / 1e6 for s in samples)
     assert all(isinstance(s["cpu_wait_ns"], int) for s in samples)
 
@@ -96,6 +99,20 @@ def test_x25519_when_post_quantum_is_switched_off(bed, browser):
         assert {hello(s) for s in off} == {hello(s) for s in on} == {2}
     else:  # the browser's own switch: no ML-KEM share, a ClientHello in one packet
         assert {hello(s) for s in off} == {1} and {hello(s) for s in on} == {2}
+
+
+@pytest.mark.root
+def test_chromium_over_quic_speaks_http3_with_x25519mlkem768_and_joins_its_udp_flow(bed):
+    samples, _ = load(bed, "chromium", "quic", "X25519MLKEM768", n=2, transport="quic")
+    assert all(s["ok"] for s in samples), [s.get("error") for s in samples]
+    assert {s["group"] for s in samples} == {"X25519MLKEM768"}
+    assert {r["protocol"] for s in samples for r in s["browser"]["requests_detail"]} == {"h3"}
+    assert all(s["transport"] == "quic" and s.get("wire") and s["wire"].get("datagrams_c2s") for s in samples), samples
+    # QUIC's handshake has no TCP round trip before it: the server's first datagrams come one round trip after
+    # the client's first, and the browser's handshake ends after them
+    assert all(s["t_ns"]["handshake_done"] > 0 for s in samples)
+    assert all(s["wire"]["flights_ms"][0][0] == "c2s" and s["wire"]["flights_ms"][1][1] >= RTT_MS * 0.99
+               for s in samples), [s["wire"]["flights_ms"] for s in samples]
 
 
 @pytest.mark.root
@@ -191,8 +208,9 @@ def test_the_browser_sends_nothing_outside_the_testbed(bed, browser):
     for line in packets:
         src, dst = line.split(" > ")[0].split()[-1], line.split(" > ")[1].split(":")[0]
         hosts = {a.rsplit(".", 1)[0] for a in (src, dst)}
+        ports = {a.rsplit(".", 1)[1] for a in (src, dst)}
         if hosts == {"127.0.0.1"}:  # the worker's own control connection to Firefox's Marionette port: TCP only
-            assert " lo " in line and "Flags" in line and ".53:" not in line and " > 127.0.0.1.53" not in line, line
+            assert " lo " in line and "Flags" in line and "53" not in ports, line
             continue
         assert hosts <= allowed, line
 

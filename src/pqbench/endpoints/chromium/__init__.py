@@ -52,7 +52,8 @@ def unsupported(kex: str, sig: str, role: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
-    return Capabilities(stack="chromium", protocol="tls", transports=("tcp",), modes=("handshake", "page"),
+    # over QUIC: HTTP/3 from the first request (--origin-to-force-quic-on), its connection a UDP socket
+    return Capabilities(stack="chromium", protocol="tls", transports=("tcp", "quic"), modes=("handshake", "page"),
                         versions={"chromium": version()}, unsupported=unsupported,
                         feature_notes={"offer": "Chromium's ClientHello is its own: X25519MLKEM768 and X25519 "
                                                 "shares, always (post-quantum off is the server's side)"})

@@ -50,7 +50,8 @@ class Browser:
         # before any sample, so each sample is a browser's steady cold load (a new context: new connections)
         self.load(url(job), STARTUP_S, set())
 
-    def load(self, target_url: str, timeout_s: float, remote_hosts: set[str]) -> tuple[list[dict], set, set, str | None]:
+    def load(self, target_url: str, timeout_s: float, remote_hosts: set[str],
+             proto: str = "tcp") -> tuple[list[dict], set, set, str | None]:
         """One page load in a new browser context: (its DevTools events, sockets before, after, net error)."""
         pipe = self.pipe
         ctx = pipe.send("Target.createBrowserContext")["browserContextId"]
@@ -60,13 +61,13 @@ class Browser:
             pipe.send("Network.enable", session=session)
             pipe.send("Page.enable", session=session)
             pipe.take_events()
-            before = sockets.connections("tcp", remote_hosts)
+            before = sockets.connections(proto, remote_hosts)
             nav = pipe.send("Page.navigate", {"url": target_url}, session=session, timeout=timeout_s)
             error = nav.get("errorText")
             if not error and not pipe.wait_for(lambda evs: any(e["method"] == "Page.loadEventFired" and
                                                            e.get("sessionId") == session for e in evs), timeout_s):
                 error = "timeout"
-            after = sockets.connections("tcp", remote_hosts)
+            after = sockets.connections(proto, remote_hosts)
             return [e for e in pipe.take_events() if e.get("sessionId") == session], before, after, error
         finally:
             try:
@@ -86,9 +87,21 @@ class Browser:
             self.proc.wait()
 
 
+def transport_flags(job: dict) -> list[str]:
+    """HTTP/3 over QUIC to the job's port from the first request (no Alt-Svc round first): a QUIC cell's."""
+    if job.get("transport") != "quic":
+        return []
+    return ["--enable-quic", f"--origin-to-force-quic-on={job['servername']}:{job['port']}"]
+
+
+def proto(job: dict) -> str:
+    """The kernel's socket table a connection of the job is in (a QUIC connection is a UDP socket)."""
+    return "udp" if job.get("transport") == "quic" else "tcp"
+
+
 def start(home: Path, job: dict) -> Browser:
     try:
-        return Browser(home, job, [])
+        return Browser(home, job, transport_flags(job))
     except CdpGone as e:
         raise BrowserGone(str(e)) from None
 
@@ -104,13 +117,15 @@ def main(argv: list[str] | None = None) -> int:
 def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
     offset, waited = clock_offset_ns(), cpuwait.waited_ns(browser.proc.pid)
     try:
-        events, before, after, error = browser.load(url(job), timeout_s, {job["host"]})
+        events, before, after, error = browser.load(url(job), timeout_s, {job["host"]}, proto(job))
     except CdpGone as e:
         raise BrowserGone(str(e)) from None
     except TimeoutError:
         return failure(job, worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
     requests, load_event = connections_of(events, after - before)
     s = sample_of(requests, load_event, offset)
+    if job.get("transport", "tcp") != "tcp":
+        s["transport"] = job["transport"]  # the wire join reads the flow over the transport's IP protocol
     s.update(worker=worker, i=i, mode=job["mode"], stack="chromium", mono_minus_raw_ns=offset,
              cpu_wait_ns=max(0, cpuwait.waited_ns(browser.proc.pid) - waited))
     # The browser offers its own shares whatever the cell: the server's groups decide; a cell whose group the
