@@ -15,7 +15,7 @@ from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 DEFAULT_SERVER_NAME = "server.pqbench.test"
 VALID_DAYS = 3650
 
-_EXTENSIONS = """
+EXTENSIONS = """
 [req]
 distinguished_name = req_dn
 
@@ -114,7 +114,7 @@ def make_chain(sig: str, out: Path, *, ca_sig: str | None = None, intermediates:
     _check_signer(ca_alg, "--ca-sig")
     out = _prepare_out(out)
     ext = out / "extensions.cnf"
-    ext.write_text(_EXTENSIONS.format(server_name=server_name))
+    ext.write_text(EXTENSIONS.format(server_name=server_name))
 
     _new_key(ca_alg, out / "root.key")
     _openssl(["req", "-x509", "-new", "-key", str(out / "root.key"), "-subj",

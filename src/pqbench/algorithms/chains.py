@@ -36,8 +36,8 @@ from pathlib import Path
 from asn1crypto import core, ocsp
 
 from pqbench.algorithms import catalog
-from pqbench.algorithms.certs import (DEFAULT_SERVER_NAME, Chain, _check_signer, _new_key, _openssl, _prepare_out,
-                                      make_chain)
+from pqbench.algorithms.certs import (DEFAULT_SERVER_NAME, EXTENSIONS, Chain, _check_signer, _new_key, _openssl,
+                                      _prepare_out, make_chain)
 from pqbench.errors import BadInput, MeasurementFailed
 
 SCT_LIST_OID = "1.3.6.1.4.1.11129.2.4.2"  # RFC 6962 §3.3: embedded SCT list
@@ -244,25 +244,6 @@ def pem_ders(text: str) -> list[bytes]:
 
 # --- making chains -----------------------------------------------------------------------------------------
 
-_EXT = """
-[req]
-distinguished_name = req_dn
-[req_dn]
-[ca]
-basicConstraints = critical, CA:TRUE
-keyUsage = critical, keyCertSign, cRLSign
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-[leaf]
-basicConstraints = critical, CA:FALSE
-keyUsage = critical, digitalSignature
-extendedKeyUsage = serverAuth
-subjectAltName = DNS:{server_name}
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid:always
-"""
-
-
 class _Maker:
     """Keys and certificates in one directory, issued with fixed serials and dates (so a certificate issued
     twice, before and after its SCTs, differs only by them)."""
@@ -272,11 +253,11 @@ class _Maker:
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
         self.not_before = (now - datetime.timedelta(days=1)).strftime("%Y%m%d%H%M%SZ")
         self.not_after = (now + datetime.timedelta(days=90)).strftime("%Y%m%d%H%M%SZ")
-        (out / "extensions.cnf").write_text(_EXT.format(server_name=server_name))
+        (out / "extensions.cnf").write_text(EXTENSIONS.format(server_name=server_name))
 
     def leaf_section(self, name: str, more: str) -> str:
         """A section of its own: the leaf's extensions and more."""
-        return f"[{name}]\n" + _EXT.format(server_name=self.server_name).split("[leaf]\n")[1] + more
+        return f"[{name}]\n" + EXTENSIONS.format(server_name=self.server_name).split("[leaf]\n")[1] + more
 
     def key(self, name: str, alg: catalog.Algorithm) -> Path:
         _new_key(alg, self.out / f"{name}.key")
