@@ -77,7 +77,7 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000, by_node: bool =
 def _write(con, run_id: str, a, out: Path) -> dict:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     rendered = []
-    for fid, title, fig in plots.render_all(a) + chain_report.figures(a):
+    for fid, title, fig in plots.render_all(a) + plots.render_all(a, chain_report.FIGURES):
         png = _png(fig)
         (out / "figures" / f"{fid}.png").write_bytes(png)
         rendered.append((fid, title, png, CAPTIONS.get(fid) or chain_report.CAPTIONS.get(fid, "")))

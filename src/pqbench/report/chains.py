@@ -259,14 +259,5 @@ CAPTIONS = {
 }
 
 
-def figures(a) -> list[tuple[str, str, Figure]]:
-    out = []
-    for fid, title, fn in FIGURES:
-        fig = fn(a)
-        if fig is not None:
-            out.append((fid, title, fig))
-    return out
-
-
 def tables(a) -> list[Table]:
     return [t for t in (parts_table(a), staircase_table(a), distance_table(a)) if t is not None]

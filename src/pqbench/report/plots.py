@@ -613,10 +613,10 @@ FIGURES = (
 )
 
 
-def render_all(a: Analysis) -> list[tuple[str, str, Figure]]:
-    """The figures this run has data for, as (id, title, figure)."""
+def render_all(a: Analysis, figures=FIGURES) -> list[tuple[str, str, Figure]]:
+    """The figures (of a table like FIGURES) this run has data for, as (id, title, figure)."""
     out = []
-    for fid, title, fn in FIGURES:
+    for fid, title, fn in figures:
         fig = fn(a)
         if fig is not None:
             out.append((fid, title, fig))
