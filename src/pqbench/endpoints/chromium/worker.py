@@ -21,6 +21,7 @@ from pqbench.endpoints.browsers.loop import BrowserGone
 from pqbench.endpoints.browsers.timing import sample_of
 from pqbench.endpoints.chromium.devtools import connections_of
 from pqbench.endpoints.chromium import launch
+from pqbench.transport import TRANSPORTS
 
 # Chromium 156's ClientHello: its supported groups with a key share each for the first two
 BROWSER_OFFER = "X25519MLKEM768+X25519:secp256r1:secp384r1"
@@ -48,10 +49,10 @@ class Browser:
         # The browser's first navigation to an origin starts what it starts once (its network service's state for
         # the origin; a speculative connection besides the page's own, which the page then does not use): made here,
         # before any sample, so each sample is a browser's steady cold load (a new context: new connections)
-        self.load(url(job), STARTUP_S, set())
+        self.load(url(job), STARTUP_S, set(), proto(job))
 
     def load(self, target_url: str, timeout_s: float, remote_hosts: set[str],
-             proto: str = "tcp") -> tuple[list[dict], set, set, str | None]:
+             proto: str) -> tuple[list[dict], set, set, str | None]:
         """One page load in a new browser context: (its DevTools events, sockets before, after, net error)."""
         pipe = self.pipe
         ctx = pipe.send("Target.createBrowserContext")["browserContextId"]
@@ -89,14 +90,14 @@ class Browser:
 
 def transport_flags(job: dict) -> list[str]:
     """HTTP/3 over QUIC to the job's port from the first request (no Alt-Svc round first): a QUIC cell's."""
-    if job.get("transport") != "quic":
+    if not TRANSPORTS[job["transport"]].datagram:
         return []
     return ["--enable-quic", f"--origin-to-force-quic-on={job['servername']}:{job['port']}"]
 
 
 def proto(job: dict) -> str:
     """The kernel's socket table a connection of the job is in (a QUIC connection is a UDP socket)."""
-    return "udp" if job.get("transport") == "quic" else "tcp"
+    return TRANSPORTS[job["transport"]].ip_proto
 
 
 def start(home: Path, job: dict) -> Browser:
@@ -124,7 +125,7 @@ def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> d
         return failure(job, worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
     requests, load_event = connections_of(events, after - before)
     s = sample_of(requests, load_event, offset)
-    if job.get("transport", "tcp") != "tcp":
+    if not TRANSPORTS[job["transport"]].is_default:
         s["transport"] = job["transport"]  # the wire join reads the flow over the transport's IP protocol
     s.update(worker=worker, i=i, mode=job["mode"], stack="chromium", mono_minus_raw_ns=offset,
              cpu_wait_ns=max(0, cpuwait.waited_ns(browser.proc.pid) - waited))
