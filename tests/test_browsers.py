@@ -18,6 +18,7 @@ import pytest
 from conftest import processes_mentioning
 from pqbench import endpoints
 from pqbench.algorithms import certs
+from pqbench.algorithms.chains import make_padded
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.endpoints.browsers import timing
 from pqbench.endpoints.browsers.names import error_class
@@ -27,7 +28,8 @@ from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 
 RTT_MS = 10
-PORTS = {"pq": 4433, "classical": 4434, "mldsa": 4435, "quic": 4436}
+PORTS = {"pq": 4433, "classical": 4434, "mldsa": 4435, "quic": 4436, "padded": 4437}
+PADDED_BYTES = 10_000  # about an ML-DSA-65 chain's (root and leaf), as an ECDSA chain padded to it (size-only)
 BROWSERS = ["chromium", "firefox"]
 # Where each switches post-quantum off: the site it loads for a classical cell, and what the sample records.
 PQ_OFF = {"chromium": ("classical", "server"), "firefox": ("pq", "browser")}
@@ -41,10 +43,12 @@ def bed(built_stack, tmp_path_factory):
         pytest.fail("a browser is missing: scripts/build.sh chromium firefox")
     run_dir = tmp_path_factory.mktemp("chromium")
     chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in ("ecdsap256", "mldsa44")}
+    chains["padded"] = make_padded("ecdsap256", run_dir / "certs" / "padded", PADDED_BYTES)
     sites = [Site(PORTS["pq"], chains["ecdsap256"]),
              Site(PORTS["classical"], chains["ecdsap256"], server_groups="X25519"),  # PQ off, the server's side
              Site(PORTS["mldsa"], chains["mldsa44"]),
-             Site(PORTS["quic"], chains["ecdsap256"], transport="quic")]  # HTTP/3: nginx-h3
+             Site(PORTS["quic"], chains["ecdsap256"], transport="quic"),  # HTTP/3: nginx-h3
+             Site(PORTS["padded"], chains["padded"])]
     serving = Serving(run_dir / "openssl", sites, ["X25519MLKEM768", "X25519"], DEFAULT_PAGES, 4)
     # pqtimer first: it warms the server up (a browser load per warm-up handshake would take minutes)
     with Rig.pairs({"openssl": serving}, ["openssl", *BROWSERS], LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
@@ -152,6 +156,21 @@ def test_an_ml_dsa_chain_is_refused_by_the_stack_and_by_the_real_browser(bed, br
     s = samples[0]
     assert s["ok"] is False and s["error_class"] in ("tls_error", "verify_failed"), s
     assert "NSS could not add the CA" in s["trust_error"], s  # neither browser's NSS database holds an ML-DSA root
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_a_classical_chain_padded_to_a_post_quantum_chains_size_verifies(bed, browser):
+    """The filler is a non-critical extension: the browser verifies the chain as usual and the server's first
+    flight carries the padded bytes (size-only)."""
+    padded, _ = load(bed, browser, "padded", "X25519MLKEM768", n=2, sig="padded")
+    plain, _ = load(bed, browser, "pq", "X25519MLKEM768", n=2)
+    assert all(s["ok"] for s in padded), [s.get("error") for s in padded]
+    assert {s["sigalg"] for s in padded} == {"ecdsa_secp256r1_sha256"}
+    extra = bed["chains"]["padded"].sent_bytes - bed["chains"]["ecdsap256"].sent_bytes
+    assert extra > PADDED_BYTES // 2
+    grew = [p["wire"]["bytes_s2c"] - q["wire"]["bytes_s2c"] for p, q in zip(padded, plain)]
+    assert all(g >= extra for g in grew), (grew, extra)
 
 
 @pytest.mark.root
