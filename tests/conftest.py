@@ -43,21 +43,25 @@ def processes_mentioning(*needles) -> list[str]:
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 
 
+def _ppid(pid: int) -> int | None:
+    try:
+        stat = open(f"/proc/{pid}/stat", "rb").read()
+    except OSError:
+        return None
+    return int(stat.rsplit(b")", 1)[1].split()[1])  # the field after the state, past the command's ")"
+
+
 def _another_workers(pid: int) -> bool:
-    """Whether pid descends from another xdist worker: the nearest ancestor (or itself) whose environment names a
-    worker names another one. A process whose owner died has init as its parent and counts as this test's."""
+    """Whether pid descends from another xdist worker: the workers are the children of the process that started
+    this one (the controller). A process whose owner died has init as its parent and counts as this test's."""
     if _WORKER is None:
         return False
-    while pid > 1:
-        try:
-            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
-            stat = open(f"/proc/{pid}/stat", "rb").read()
-        except OSError:
-            return False
-        worker = next((e[len(b"PYTEST_XDIST_WORKER="):] for e in env if e.startswith(b"PYTEST_XDIST_WORKER=")), None)
-        if worker is not None:
-            return worker.decode() != _WORKER
-        pid = int(stat.rsplit(b")", 1)[1].split()[1])  # ppid: the field after the state, past the command's ")"
+    controller = os.getppid()
+    while pid and pid > 1:
+        parent = _ppid(pid)
+        if parent == controller:
+            return pid != os.getpid()
+        pid = parent
     return False
 
 
