@@ -33,8 +33,10 @@ each other by spinning (its locks, the background sweeper's yield loop), which a
 CPU between them. At SCHED_FIFO a spinning thread keeps the CPU from its own sibling of equal priority that
 holds what it waits for; with two such programs on 2 CPUs both spun at 95 % for minutes (every sample a
 timeout, their signals undelivered; perf: runtime.lock2 under bgsweep's Gosched). Browsers are the same
-(Firefox spun at 95 % for 7 minutes), and so are the Python workers that start them. These get the nice
-and slice instead, which still take a CPU from normal tasks at once on Linux >= 6.12 (realtime_safe).
+(Firefox at FIFO spun at 95 % for 7 minutes). These get the nice and slice instead, which still take a CPU
+from normal tasks at once on Linux >= 6.12 (realtime_safe; a browser's worker stays real-time, as the
+probes' Python sink must: read late, a backlog read in one go made the calibration's goodput 1.07 x the
+link's rate).
 """
 
 from __future__ import annotations
@@ -45,7 +47,6 @@ import functools
 import mmap
 import os
 import struct
-import sys
 import threading
 from pathlib import Path
 
@@ -100,18 +101,14 @@ _GO_BUILDINFO = b"\xff Go buildinf:"  # the magic that opens a Go binary's .go.b
 
 
 def realtime_safe(program: str | os.PathLike) -> bool:
-    """Whether program may run at real-time priority: not a Go program, and not a Python one (pqbench's
-    browser workers, whose browsers' many threads wait for each other the same way; Firefox at FIFO spun
-    at 95 % for 7 minutes), nor a browser started directly (see the module's note)."""
-    name = os.path.basename(os.fspath(program))
-    if name.startswith(_BROWSERS) or name.startswith("python"):
+    """Whether program may run at real-time priority: not a Go program, nor a browser (see the module's
+    note; a browser started by a measured worker leaves real-time itself: leave_realtime)."""
+    if os.path.basename(os.fspath(program)).startswith(_BROWSERS):
         return False
     try:
         st = os.stat(program)
     except OSError:
         return True  # a name found on PATH, or missing: the spawn says what is wrong
-    if os.path.realpath(program) == os.path.realpath(sys.executable):
-        return False
     return not _is_go_binary(os.fspath(program), st.st_mtime_ns)
 
 

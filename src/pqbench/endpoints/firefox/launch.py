@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from pqbench.endpoints.browsers import nssdb
+from pqbench.testbed import sched
 
 BINARY = "firefox-esr"
 FIX = "run `scripts/build.sh firefox` (Firefox ESR and certutil from Debian's archive)"
@@ -62,7 +63,11 @@ def profile(home: Path, cafile: str | None, host: str, pq: bool) -> str | None:
 
 def _die_with_parent():
     libc = ctypes.CDLL(None, use_errno=True)
-    return lambda: libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the browser dies with the worker
+
+    def setup():
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the browser dies with the worker
+        sched.leave_realtime()  # the worker runs as measured processes do; a browser must not run real-time
+    return setup
 
 
 def start(home: Path) -> tuple[subprocess.Popen, int]:
