@@ -169,8 +169,10 @@ def test_a_classical_chain_padded_to_a_post_quantum_chains_size_verifies(bed, br
     assert {s["sigalg"] for s in padded} == {"ecdsa_secp256r1_sha256"}
     extra = bed["chains"]["padded"].sent_bytes - bed["chains"]["ecdsap256"].sent_bytes
     assert extra > PADDED_BYTES // 2
-    grew = [p["wire"]["bytes_s2c"] - q["wire"]["bytes_s2c"] for p, q in zip(padded, plain)]
-    assert all(g >= extra for g in grew), (grew, extra)
+    # the server's first flight (ServerHello … Finished, the chain in it) grew by the padding's segments (a
+    # connection's total varies: a favicon request may follow the page or not)
+    packets = lambda samples: {s["wire"]["server_flight_packets"] for s in samples}  # noqa: E731
+    assert min(packets(padded)) >= max(packets(plain)) + extra // 1500, (packets(padded), packets(plain), extra)
 
 
 @pytest.mark.root
@@ -179,25 +181,30 @@ def test_a_killed_browser_is_a_failure_not_a_hang(bed, browser):
     rig = bed["rig"]
     scratch = bed["dir"] / f"killed-{browser}"
     scratch.mkdir()
-    killed = []
+    killed, first = [], []
     mark = f"user-data-dir={scratch}/" if browser == "chromium" else f"--profile {scratch}/"
 
-    def kill_the_browser():
+    def kill_the_browser():  # every process of the browser that shows up, until 3 s after the first kill
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not killed:
+        while time.monotonic() < deadline:
+            if killed:
+                deadline = min(deadline, first[0] + 3)
             found = subprocess.run(["pgrep", "-f", "--", mark], capture_output=True, text=True)
             for pid in found.stdout.split():
                 try:
                     os.kill(int(pid), signal.SIGKILL)
+                    first.append(first[0] if first else time.monotonic())
                     killed.append(int(pid))
                 except ProcessLookupError:
                     pass
             time.sleep(0.05)
-    threading.Thread(target=kill_the_browser, daemon=True).start()
+    killer = threading.Thread(target=kill_the_browser, daemon=True)
+    killer.start()
     started = time.monotonic()
     samples = rig.sample(job(bed, "pq", "X25519MLKEM768", timeout_ms=20_000), 5, 1, scratch, client=browser)
     assert killed
-    assert time.monotonic() - started < 60
+    assert time.monotonic() - started < 90  # the browser's start is waited for 60 s at most (launch.STARTUP_S)
+    killer.join(timeout=130)
     assert len(samples) == 5 and not all(s["ok"] for s in samples)
     classes = {s["error_class"] for s in samples if not s["ok"]}
     assert classes <= {"browser_crashed", "client_lost"}, samples
@@ -219,7 +226,7 @@ def test_the_browser_sends_nothing_outside_the_testbed(bed, browser):
         time.sleep(0.5)
         dump.send_signal(signal.SIGINT)
         dump.wait(timeout=10)
-    assert all(s["ok"] for s in samples)
+    assert all(s["ok"] for s in samples), [s.get("error") for s in samples]
     text = subprocess.run(["tcpdump", "-nn", "-r", str(capture)], capture_output=True, text=True).stdout
     packets = [line for line in text.splitlines() if " IP" in line]
     assert packets, "nothing captured"
