@@ -77,22 +77,9 @@ def popen(argv: list[str], **kwargs) -> subprocess.Popen:
 
 # --- the guardian ------------------------------------------------------------------------------------
 
-def _children() -> dict[int, list[int]]:
-    """ppid -> pids of every process now."""
-    tree: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-            except OSError:
-                continue
-            tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    return tree
-
-
 def _descendants(roots: list[dict]) -> list[dict]:
     """The watched processes still alive and everything they started, deepest first."""
-    tree, out = _children(), []
+    tree, out = registry.children(), []
 
     def visit(pid: int) -> None:
         for child in tree.get(pid, []):

@@ -76,6 +76,19 @@ def all_records() -> dict[str, dict]:
 
 # --- processes ---------------------------------------------------------------------------------
 
+def children() -> dict[int, list[int]]:
+    """ppid -> pids of every process now."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    return tree
+
+
 def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (identifies it across pid reuse); None
     once it has ended, as a zombie too: a killed owner nobody has waited for yet is dead."""

@@ -6,22 +6,12 @@ from __future__ import annotations
 
 import os
 
-
-def _children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-            except OSError:
-                continue
-            tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    return tree
+from pqbench.testbed import registry
 
 
 def waited_ns(root: int) -> int:
     """The run-queue wait so far of root's process tree, ns (threads that ended are not counted)."""
-    tree, todo, total = _children(), [root], 0
+    tree, todo, total = registry.children(), [root], 0
     while todo:
         pid = todo.pop()
         todo += tree.get(pid, [])
