@@ -13,10 +13,9 @@ import functools
 import shutil
 import subprocess
 
-from pqbench.algorithms import catalog
 from pqbench.endpoints.base import Capabilities, Stack
+from pqbench.endpoints.browsers import NoServer, unsupported_for
 from pqbench.endpoints.chromium.client import Chromium
-from pqbench.errors import MissingCapability
 
 __all__ = ["STACK"]
 
@@ -39,15 +38,7 @@ def version() -> str | None:
     return out.split()[1] if len(out.split()) > 1 else None
 
 
-def unsupported(kex: str, sig: str, role: str) -> str | None:
-    if role == "server":
-        return "chromium is a browser: a client only (its cells take another stack's server, e.g. --server openssl)"
-    if catalog.find(kex, "kem").name not in GROUPS:
-        return f"Chromium offers only {', '.join(GROUPS)} in its ClientHello, not {kex}"
-    if not catalog.is_size_only(sig) and catalog.find(sig, "sig").name not in SIGNATURES:
-        return (f"Chromium verifies only {', '.join(SIGNATURES)} server signatures in TLS 1.3, not {sig} "
-                "(a browser has no post-quantum signature; a size-only chain stands in for its size)")
-    return None
+unsupported = unsupported_for("chromium", "Chromium", GROUPS, SIGNATURES)
 
 
 @functools.lru_cache(maxsize=None)
@@ -59,13 +50,4 @@ def capabilities() -> Capabilities:
                                                 "shares, always (post-quantum off is the server's side)"})
 
 
-class _NoServer:
-    def start(self, place, serving) -> None:
-        raise MissingCapability("chromium is a browser: it serves nothing", "serve its cells with --server openssl")
-
-    def ready(self, client_place) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-STACK = Stack(name="chromium", protocol="tls", server=_NoServer, client=Chromium, capabilities=capabilities)
+STACK = Stack(name="chromium", protocol="tls", server=NoServer, client=Chromium, capabilities=capabilities)

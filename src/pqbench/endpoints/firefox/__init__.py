@@ -11,9 +11,8 @@ import functools
 import shutil
 import subprocess
 
-from pqbench.algorithms import catalog
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.chromium import _NoServer
+from pqbench.endpoints.browsers import NoServer, unsupported_for
 from pqbench.endpoints.firefox.client import Firefox
 
 __all__ = ["STACK"]
@@ -37,15 +36,7 @@ def version() -> str | None:
     return out[-1] if out else None
 
 
-def unsupported(kex: str, sig: str, role: str) -> str | None:
-    if role == "server":
-        return "firefox is a browser: a client only (its cells take another stack's server, e.g. --server openssl)"
-    if catalog.find(kex, "kem").name not in GROUPS:
-        return f"Firefox offers only {', '.join(GROUPS)} in its ClientHello, not {kex}"
-    if not catalog.is_size_only(sig) and catalog.find(sig, "sig").name not in SIGNATURES:
-        return (f"Firefox verifies only {', '.join(SIGNATURES)} server signatures in TLS 1.3, not {sig} "
-                "(a browser has no post-quantum signature; a size-only chain stands in for its size)")
-    return None
+unsupported = unsupported_for("firefox", "Firefox", GROUPS, SIGNATURES)
 
 
 @functools.lru_cache(maxsize=None)
@@ -56,4 +47,4 @@ def capabilities() -> Capabilities:
                                                 "prefs, from the cell's group"})
 
 
-STACK = Stack(name="firefox", protocol="tls", server=_NoServer, client=Firefox, capabilities=capabilities)
+STACK = Stack(name="firefox", protocol="tls", server=NoServer, client=Firefox, capabilities=capabilities)
