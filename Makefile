@@ -39,10 +39,10 @@ test-native: native-asan
 # The tests on PYTEST_WORKERS pytest-xdist workers, then the `solo` ones alone (they load the machine themselves or
 # judge its load); both passes always run. Tests that act on every testbed of the machine share one worker
 # (tests/conftest.py); PYTEST_WORKERS=0 runs the first pass in this process, one test after another.
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 4
 test-python: build-all
 	@$(PY) -m pytest -q -rs -p no:cacheprovider --durations=20 -n $(PYTEST_WORKERS) --dist loadgroup -m "not solo" tests; a=$$?; \
-	  $(PY) -m pytest -q -rs -p no:cacheprovider -m solo tests; b=$$?; \
+	  $(PY) -m pytest -q -rs -p no:cacheprovider --durations=5 -m solo tests; b=$$?; \
 	  [ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 test: test-native test-python
