@@ -174,3 +174,27 @@ def test_a_padded_chain_of_n_bytes_puts_n_on_the_wire(built_stack, tmp_path):
     md = (tmp_path / "report" / "summary.md").read_text()
     assert "Certificate chains: bytes by part" in md and "4000 B (size-only)" in md
     assert "Distance to the limit" in md and "staircase" in out["figures"]
+
+
+def test_handshake_names_a_bad_chain_option():
+    from conftest import run_pqbench
+    r = run_pqbench("handshake", "--kex", "X25519", "--sig", "ecdsap256", "--chain", "bogus", "-n", "1")
+    assert r.returncode == 2 and "--chain:" in r.stderr and "webpki" in r.stderr, r.stderr
+    r = run_pqbench("handshake", "--kex", "X25519", "--sig", "ecdsap256", "--chain", "webpki", "--chain-bytes", "3k")
+    assert r.returncode == 2 and "--chain-bytes" in r.stderr and "plain" in r.stderr, r.stderr
+
+
+@pytest.mark.root
+def test_handshake_measures_a_webpki_chain_as_a_spec_would():
+    """`pqbench handshake --chain` (and `--chain-bytes`, the same way) reach the same axes as a spec's cells: the
+    server sends the leaf and the intermediate, not the root."""
+    import json
+
+    from conftest import run_pqbench
+    r = run_pqbench("handshake", "--kex", "X25519", "--sig", "ecdsap256", "--chain", "webpki", "--rtt", "5ms",
+                    "-n", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    sizes = out["chain"]["der_sizes"]
+    assert out["summary"]["ok"] == 2 and out["config"]["chain"] == "webpki"
+    assert out["chain"]["bytes_sent_by_server"] == sizes["leaf"] + sizes["intermediate1"]  # the root stays home

@@ -2,7 +2,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from pqbench import endpoints, transport, units
+from pqbench import axis, endpoints, transport, units
 from pqbench.analysis import single
 from pqbench.cli import print_json
 from pqbench.commands.net import add_linkspec_options, parse_link_options
@@ -49,6 +49,11 @@ def register(sub):
     p.add_argument("--initial-size", dest="initial_size",
                    help="with --transport quic: the UDP payload of the client's Initial datagrams (1200..1472)")
     p.add_argument("--pad", default="0", help="ClientHello padding extension of this many bytes")
+    p.add_argument("--chain", help="the server's chain shape: plain (default: root -> leaf), webpki (leaf and "
+                   "intermediate sent, two SCTs), webpki-ocsp, suppressed, or a size-only stand-in: "
+                   "mtc-standalone, mtc-landmark, abridged (docs/chains.md)")
+    p.add_argument("--chain-bytes", dest="chain_bytes", help="a padded, size-only chain of exactly this many bytes "
+                   "(e.g. 14k), for the byte staircase; with a plain chain")
     p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
     p.add_argument("--server", default="openssl", help="server stack (default openssl: nginx); see `pqbench algorithms`")
     p.add_argument("--client", default="openssl", help="client stack (default openssl: pqtimer)")
@@ -174,7 +179,7 @@ def config_from_args(args) -> single.HandshakeConfig:
     return single.HandshakeConfig(
         kex=args.kex or offer.shares[0], sig=args.sig or "", **{"server": args.server, **target}, client=args.client,
         mode=mode, page=page, requests=requests,
-        pad=units.integer("--pad", args.pad, minimum=0, maximum=60000),
+        pad=units.integer("--pad", args.pad, minimum=0, maximum=60000), **chain_config(args),
         warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
         offer=offer.notation() if offer else None, server_groups=args.server_groups,
         cert_compression=cert_compression, compress_certs=server_compression == "on",
@@ -182,6 +187,16 @@ def config_from_args(args) -> single.HandshakeConfig:
         initial_size=units.integer("--initial-size", args.initial_size, minimum=transport.MIN_INITIAL,
                                    maximum=transport.MAX_INITIAL) if args.initial_size is not None else None,
         **sampling_config(args))
+
+
+def chain_config(args) -> dict:
+    """The HandshakeConfig's chain fields, parsed by their axes (pqbench.algorithms.chain_axes)."""
+    chain = axis.get("chain").parse("--chain", args.chain) if args.chain is not None else None
+    if args.chain_bytes is None:
+        return {"chain": chain, "chain_bytes": None}
+    if chain is not None:
+        raise BadInput("--chain-bytes", f"pads a plain chain: not with --chain {args.chain}")
+    return {"chain": None, "chain_bytes": axis.get("chain_bytes").parse("--chain-bytes", args.chain_bytes)}
 
 
 def handle(args) -> int:

@@ -64,6 +64,8 @@ class HandshakeConfig:
     transport: str = "tcp"  # pqbench.transport.TRANSPORTS
     quic_retry: bool = False  # QUIC: the server validates the client's address with Retry first
     initial_size: int | None = None  # QUIC: the client's Initial datagram size (None: the client's default)
+    chain: str | None = None  # the chain's shape (pqbench.algorithms.chain_axes; None: root -> leaf)
+    chain_bytes: int | None = None  # a padded, size-only chain of this many bytes
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
@@ -179,7 +181,8 @@ def _axis_values(cfg: HandshakeConfig, over, offer, server_groups) -> dict:
             "transport": None if over.is_default else over.name,
             "quic_retry": axis.get("quic_retry").value_for({"transport": over.name}, cfg.quic_retry),
             "initial_size": cfg.initial_size, "pad": cfg.pad, "mtu": cfg.spec.mtu,
-            "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl}
+            "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl,
+            "chain": cfg.chain, "chain_bytes": cfg.chain_bytes}
 
 
 def _one_cell_spec(cfg: HandshakeConfig, cell: Cell) -> Spec:
