@@ -108,18 +108,23 @@ def interrupt(argv: list, delay: float, rng: random.Random, *, until: str | None
         proc = subprocess.Popen([sys.executable, "-m", "pqbench", *map(str, argv)], stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL, env=ENV, start_new_session=True)
     watch = Watch(proc.pid)
-    began = time.monotonic()
-    while not cli_running(proc.pid) and proc.poll() is None:
-        assert time.monotonic() - began < start_timeout, f"{how}: pqbench's CLI did not start"
-        time.sleep(0.01)
-    began = time.monotonic()
-    if until:
-        while until not in err_path.read_text() and proc.poll() is None:
-            assert time.monotonic() - began < start_timeout, f"{how}: no {until!r} in {start_timeout} s:\n" \
-                                                             f"{err_path.read_text()[-2000:]}"
-            watch.look()
-            time.sleep(0.05)
+    try:
         began = time.monotonic()
+        while not cli_running(proc.pid) and proc.poll() is None:
+            assert time.monotonic() - began < start_timeout, f"{how}: pqbench's CLI did not start"
+            time.sleep(0.01)
+        began = time.monotonic()
+        if until:
+            while until not in err_path.read_text() and proc.poll() is None:
+                assert time.monotonic() - began < start_timeout, f"{how}: no {until!r} in {start_timeout} s:\n" \
+                                                                 f"{err_path.read_text()[-2000:]}"
+                watch.look()
+                time.sleep(0.05)
+            began = time.monotonic()
+    except BaseException:  # its own session: nothing else would end it (its guardian waits for it to die)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     while time.monotonic() - began < delay and proc.poll() is None:
         watch.look()
         time.sleep(0.05)
