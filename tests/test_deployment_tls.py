@@ -69,6 +69,7 @@ def test_two_key_shares_travel_in_one_client_hello_and_the_server_chooses_as_con
     assert not any(s["hrr"] for s in measure(bed, HYBRID_FIRST, n=3, offer="X25519MLKEM768+X25519"))
 
 
+@pytest.mark.solo  # per-sample times against the RTT: beside four workers a flight came 10-14 ms late
 def test_a_wrong_prediction_costs_one_hello_retry_and_one_round_trip(bed):
     right = measure(bed, HYBRID_FIRST, offer="X25519MLKEM768 / X25519")
     rig = bed["rig"]
