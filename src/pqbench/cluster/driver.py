@@ -118,7 +118,16 @@ class _ClusterRun:
         cells = {self._submit(nodemod.measure_task, shipped, pos, cell, key=f"cell-{cell.cell_id}",
                               priority=len(todo) - k): (pos, cell) for k, (pos, cell) in enumerate(todo)}
         self.futures.update(cells)
-        for future in engine().as_completed(list(cells), loop=self.client.loop):
+        pending = engine().as_completed(list(cells), loop=self.client.loop)
+        for future in pending:
+            if future.cancelled():  # the scheduler forgot a killed worker's task: the cell goes out again
+                pos, cell = cells[future]
+                again = self._submit(nodemod.measure_task, shipped, pos, cell,
+                                     key=f"cell-{cell.cell_id}-again{len(cells)}", priority=len(todo))
+                cells[again] = (pos, cell)
+                self.futures[again] = (pos, cell)
+                pending.add(again)
+                continue
             result = _result(future)
             self._joined(result["start"])
             runner.save_measured(self.con, self.run_id, cells[future][1], result["record"], result["samples"],
