@@ -101,18 +101,13 @@ _GO_BUILDINFO = b"\xff Go buildinf:"  # the magic that opens a Go binary's .go.b
 
 
 def realtime_safe(program: str | os.PathLike) -> bool:
-    """Whether program may run at real-time priority: not a Go program, nor a browser (see the module's
-    note; a browser started by a measured worker leaves real-time itself: leave_realtime)."""
-    if os.path.basename(os.fspath(program)).startswith(_BROWSERS):
-        return False
+    """Whether program may run at real-time priority: not a Go program (see the module's note; a browser is
+    started by its measured worker, and leaves real-time itself: leave_realtime)."""
     try:
         st = os.stat(program)
     except OSError:
         return True  # a name found on PATH, or missing: the spawn says what is wrong
     return not _is_go_binary(os.fspath(program), st.st_mtime_ns)
-
-
-_BROWSERS = ("chromium", "chrome", "firefox")
 
 
 @functools.lru_cache(maxsize=64)
