@@ -43,8 +43,10 @@ def _realtime_thread() -> bool:
         return False
 
 
-def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realtime: bool = True) -> list[float]:
-    """n TCP connect() durations in ms, client -> server, one after another.
+def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realtime: bool = True,
+                 to: str | None = None) -> list[float]:
+    """n TCP connect() durations in ms, client -> server (its address `to`, by default its own), one
+    after another.
 
     The server only listens (the kernel completes handshakes without accept()); the queue is
     drained between samples, so nothing else runs in this process while a sample is timed.
@@ -52,7 +54,8 @@ def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realti
     recorded as timeout_s (a lost SYN shows as a ~1 s sample)."""
     listener = tb.socket("server")
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind((tb.server_addr, 0))
+    to = to or tb.server_addr
+    listener.bind((to, 0))
     listener.listen(4096)
     listener.setblocking(False)
     port = listener.getsockname()[1]
@@ -76,7 +79,7 @@ def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realti
             s.settimeout(timeout_s)
             t0 = time.perf_counter_ns()
             try:
-                s.connect((tb.server_addr, port))
+                s.connect((to, port))
                 dt = (time.perf_counter_ns() - t0) / 1e6
             except (socket.timeout, OSError):
                 dt = timeout_s * 1e3

@@ -83,6 +83,7 @@ class Testbed(Path):
         self.record: dict | None = None
         self.subnet = None
         self.final_counters: dict | None = None
+        self._extra_server_addrs: list[str] = []
         self._is_up = False
         self._old_handlers: dict = {}
         self._deferred_signal: int | None = None
@@ -116,6 +117,11 @@ class Testbed(Path):
     @property
     def server_addr(self) -> str:
         return str(self.subnet.network_address + 2)
+
+    @property
+    def server_addrs(self) -> list[str]:
+        """The server namespace's addresses: its own first, then those add_server_addresses gave."""
+        return [self.server_addr, *self._extra_server_addrs]
 
     @property
     def run_dir(self):
@@ -259,19 +265,42 @@ class Testbed(Path):
             return NetemBackend()
         return PqlinkBackend(self.emulator)
 
-    def _apply_routes(self) -> None:
+    def add_server_addresses(self, count: int) -> list[str]:
+        """count more addresses in the server namespace, each reached from the client over the same
+        emulated link (the origins of a multi-origin page, the hosts of a local population). They come
+        from the testbed's own /16 (10.x.1.1, …), so nothing outside it is ever addressed. Returns them."""
+        self._require_up()
+        first = len(self._extra_server_addrs)
+        if first + count > 250 * 254:
+            raise BadInput("count", f"at most {250 * 254} addresses beside the server's own")
+        new = [str(self.subnet.network_address + 256 * (1 + i // 254) + 1 + i % 254)
+               for i in range(first, first + count)]
+        for a in new:
+            netns.ip("addr", "add", f"{a}/32", "dev", self.server_dev, netns=self.server_ns)
+        self._extra_server_addrs += new
+        self.record["server"]["extra_addrs"] = list(self._extra_server_addrs)
+        registry.write_record(self.name, self.record)
+        self._apply_routes(new)
+        return new
+
+    def _apply_routes(self, only: list[str] | None = None) -> None:
+        """The routes to the peer (and to the server's other addresses): TCP's knobs ride on them."""
         for side in SIDES:
             ns = self.ns(side)
             dev = self.client_dev if side == "client" else self.server_dev
-            peer = self.server_addr if side == "client" else self.client_addr
-            cp = netns.ip("route", "replace", f"{peer}/32", "dev", dev, "src", self.addr(side),
-                          *self.tcp.route_args(), netns=ns, check=False)
-            if cp.returncode != 0:
-                if self.tcp.congctl and "congctl" in " ".join(self.tcp.route_args()):
-                    avail = netns.read_sysctl(ns, "net.ipv4.tcp_available_congestion_control")
-                    if self.tcp.congctl not in avail.split():
-                        raise BadInput("congctl", f"{self.tcp.congctl!r} is not available here (available: {avail})")
-                raise MeasurementFailed(f"setting the route in {ns} failed: {cp.stderr.strip()}")
+            peers = [self.client_addr] if side == "server" else self.server_addrs
+            for peer in (peers if only is None else [p for p in peers if p in only]):
+                self._route(ns, dev, peer, side)
+
+    def _route(self, ns: str, dev: str, peer: str, side: str) -> None:
+        cp = netns.ip("route", "replace", f"{peer}/32", "dev", dev, "src", self.addr(side),
+                      *self.tcp.route_args(), netns=ns, check=False)
+        if cp.returncode != 0:
+            if self.tcp.congctl and "congctl" in " ".join(self.tcp.route_args()):
+                avail = netns.read_sysctl(ns, "net.ipv4.tcp_available_congestion_control")
+                if self.tcp.congctl not in avail.split():
+                    raise BadInput("congctl", f"{self.tcp.congctl!r} is not available here (available: {avail})")
+            raise MeasurementFailed(f"setting the route in {ns} failed: {cp.stderr.strip()}")
 
     def note_process(self, pid: int) -> None:
         """Registers a process this testbed started, so clean can stop it after a crash."""
