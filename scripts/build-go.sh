@@ -6,7 +6,7 @@
 #   do_quicgo                                       native/quicgo (quic-go + HTTP/3) -> build/quicgo/bin/quicgo
 # Go itself comes from scripts/go-env.sh (Go 1.27 fetched by the installed go command from the Go
 # module proxy); modules are pinned by the module's committed go.sum and fetched from the Go module
-# proxy into build/go/mod. What the Go stacks share is the local module native/gotlskit, which their
+# proxy into the Go module cache (scripts/go-env.sh). What the Go stacks share is the local module native/gotlskit, which their
 # go.mod files replace by its directory. A finished tree is marked by .done ("GOVERSION RECIPE"); the
 # recipe hashes the Go version, go.mod, go.sum, every source file of the module and of the local
 # modules it replaces, and the build flags, so changing any of them rebuilds that module and nothing

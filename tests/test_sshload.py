@@ -157,7 +157,7 @@ def test_bad_options_exit_2_naming_the_option(sshload, args, field):
 def test_go_unit_tests_pass_offline(sshload):
     """native/sshgo's own tests (the SSH stream parser and error classes shared with sshtimer, sshload's
     schedule, percentiles, summary and options), with no network (GOPROXY=off) once the pinned toolchain
-    and modules are in build/go (`go mod download` fetches them from the Go module registry when the
+    and modules are in the Go cache (scripts/go-env.sh; `go mod download` fetches them from the Go module registry when the
     build came from the machine cache; a no-op otherwise)."""
     root = paths.PROJECT_ROOT
     script = (f"source {root}/scripts/go-env.sh && cd {root}/native/sshgo && go mod download "

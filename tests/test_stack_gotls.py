@@ -211,7 +211,7 @@ def test_go_unit_tests_pass_offline(gotls_built):
     """native/tlsgo's own tests (the t_ns keys, the ClientHello as sent) and those of gotlskit, which it
     shares with quicgo (names, the t_ns shape, the sample's head), run with no network
     (GOPROXY=off). When the build restored gotls from the machine cache, the toolchain and modules are
-    not in build/go yet: `go mod download` fetches them from the Go module registry first (pinned by
+    not in the Go cache yet (scripts/go-env.sh): `go mod download` fetches them from the Go module registry first (pinned by
     go.sum; a no-op when they are there)."""
     from pqbench import paths
     root = paths.PROJECT_ROOT
