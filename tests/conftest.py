@@ -94,6 +94,9 @@ def chains(built_stack, tmp_path_factory):
 # Tests that act on every testbed of the machine (`net clean` removes the detached ones too) or keep a detached one
 # (`net up`) that such a test would remove: on one worker of a parallel suite (pytest-xdist's loadgroup).
 MACHINE_WIDE = {"test_testbed.py", "test_runner.py::test_killed_run_resumes_without_duplicates_or_gaps"}
+# Modules whose module fixture makes real runs (about 30 s): on one worker, so it runs once, not once per worker
+# that received one of the module's tests (the 20 slowest of a parallel pass had it set up three times).
+ONE_WORKER_MODULES = {"test_report.py", "test_protocols.py"}
 
 
 @pytest.fixture
@@ -123,6 +126,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in MACHINE_WIDE or f"{item.path.name}::{item.originalname}" in MACHINE_WIDE:
             item.add_marker(pytest.mark.xdist_group("machine"))
+        elif item.path.name in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root (network namespaces, TUN devices)")
