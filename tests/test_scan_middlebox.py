@@ -16,6 +16,9 @@ from pqbench.testbed.middlebox import Middlebox
     ("drop", Middlebox("drop", True, 0)),
     ("DROP max=1400", Middlebox("drop", True, 1400)),
     ("reset split=off max=1k", Middlebox("reset", False, 1000)),
+    ("reset to=10.3.1.7", Middlebox("reset", True, 0, "10.3.1.7")),
+    ("drop to=10.3.1.7/32", Middlebox("drop", True, 0, "10.3.1.7")),
+    ("drop to=10.3.1.0/24", Middlebox("drop", True, 0, "10.3.1.0/24")),
 ])
 def test_middlebox_spec_text(text, want):
     got = Middlebox.parse(text)
@@ -26,6 +29,7 @@ def test_middlebox_spec_text(text, want):
 @pytest.mark.parametrize("text,why", [
     ("", "start with an action"), ("block", "start with an action"), ("reset split=maybe", "split=on|off"),
     ("reset max=70000", "0..65535"), ("drop split=off", "never act"), ("reset max=x", "middlebox"),
+    ("reset to=10.3.1.300", "IPv4 address or network"), ("reset to=10.3.1.1/24", "IPv4 address or network"),
 ])
 def test_middlebox_bad_text_names_the_field(text, why):
     with pytest.raises(BadInput) as e:
@@ -44,6 +48,10 @@ def test_middlebox_is_client_to_server_and_reaches_pqlink():
         in spec.describe()
     assert LinkSpec.from_dict(spec.to_dict()) == spec  # as stored
     assert "c2s.middlebox=off" in link_params(LinkSpec())  # a live change back to none applies
+    assert "c2s.middlebox_to=any" in params
+    one = LinkSpec.parse(middlebox="reset to=10.3.1.7")
+    assert "c2s.middlebox_to=10.3.1.7" in link_params(one) and "segments to 10.3.1.7;" in one.describe()
+    assert LinkSpec.from_dict(one.to_dict()) == one
 
 
 def test_middlebox_option_is_bad_input_on_the_cli():

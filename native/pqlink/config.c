@@ -39,6 +39,25 @@ static int parse_prob(const char *v, double *out)
     return 0;
 }
 
+/* "any" (0/0) or A.B.C.D[/N]: a network in host byte order and its mask */
+static int parse_prefix(const char *v, uint32_t *net, uint32_t *mask)
+{
+    if (!strcmp(v, "any")) {
+        *net = *mask = 0;
+        return 0;
+    }
+    unsigned a, b, c, d, n = 32;
+    char tail;
+    int got = sscanf(v, "%u.%u.%u.%u/%u%c", &a, &b, &c, &d, &n, &tail);
+    if ((got != 4 && got != 5) || a > 255 || b > 255 || c > 255 || d > 255 || n > 32)
+        return -1;
+    if (got == 4 && strchr(v, '/'))
+        return -1;
+    *mask = n ? 0xffffffffu << (32 - n) : 0;
+    *net = (a << 24 | b << 16 | c << 8 | d) & *mask;
+    return 0;
+}
+
 static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 {
     char *end;
@@ -193,6 +212,9 @@ static int set_key(struct dir_config *c, const char *key, const char *v, char *e
         if (parse_u64(v, 65535, &n))
             return -1;
         c->middlebox_max = (uint32_t)n;
+    } else if (!strcmp(key, "middlebox_to")) {
+        if (parse_prefix(v, &c->middlebox_to, &c->middlebox_to_mask))
+            return -1;
     } else if (!strcmp(key, "seed")) {
         if (parse_u64(v, UINT64_MAX, &n))
             return -1;
@@ -232,7 +254,7 @@ int config_apply(struct dir_config cfg[2], bool changed[2], const char *kv, char
                      "unknown key '%s' (allowed: loss loss_model ge_p ge_r ge_1h ge_1k rate_bps overhead "
                      "trace trace_bytes queue_packets queue_bytes aqm codel_target_ns codel_interval_ns "
                      "pie_target_ns pie_tupdate_ns pie_max_burst_ns pie_alpha pie_beta ecn "
-                     "delay_ns jitter_ns reorder seed middlebox middlebox_split middlebox_max, optionally prefixed c2s. or s2c.)",
+                     "delay_ns jitter_ns reorder seed middlebox middlebox_split middlebox_max middlebox_to, optionally prefixed c2s. or s2c.)",
                      k);
             return -1;
         }
@@ -289,7 +311,8 @@ int config_json(const struct dir_config *c, char *buf, size_t len)
                     "\"codel_interval_ns\":%lld,\"pie_target_ns\":%lld,\"pie_tupdate_ns\":%lld,"
                     "\"pie_max_burst_ns\":%lld,\"pie_alpha\":%.9g,\"pie_beta\":%.9g,\"ecn\":%s,"
                     "\"delay_ns\":%lld,\"jitter_ns\":%lld,\"reorder\":%s,\"seed\":%llu,"
-                    "\"middlebox\":\"%s\",\"middlebox_split\":%s,\"middlebox_max\":%u}",
+                    "\"middlebox\":\"%s\",\"middlebox_split\":%s,\"middlebox_max\":%u,"
+                    "\"middlebox_to\":\"%u.%u.%u.%u/%d\"}",
                     models[c->loss_model], c->loss, c->ge_p, c->ge_r, c->ge_1h, c->ge_1k,
                     (unsigned long long)c->rate_bps, c->overhead, trace, c->trace_bytes, c->queue_packets,
                     (unsigned long long)c->queue_bytes, aqms[c->aqm], (long long)c->codel_target_ns,
@@ -297,5 +320,6 @@ int config_json(const struct dir_config *c, char *buf, size_t len)
                     (long long)c->pie_max_burst_ns, c->pie_alpha, c->pie_beta, c->ecn ? "true" : "false",
                     (long long)c->delay_ns, (long long)c->jitter_ns, c->reorder ? "true" : "false",
                     (unsigned long long)c->seed, boxes[c->middlebox], c->middlebox_split ? "true" : "false",
-                    c->middlebox_max);
+                    c->middlebox_max, c->middlebox_to >> 24, c->middlebox_to >> 16 & 255, c->middlebox_to >> 8 & 255,
+                    c->middlebox_to & 255, __builtin_popcount(c->middlebox_to_mask));
 }

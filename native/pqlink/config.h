@@ -41,6 +41,9 @@ struct dir_config {
     enum middlebox_action middlebox;
     bool middlebox_split;
     uint32_t middlebox_max;
+    /* the destinations it stands in front of: an IPv4 network (host byte order) and its mask; 0/0 = all
+     * (one host of a local population behind it, the others reached directly) */
+    uint32_t middlebox_to, middlebox_to_mask;
 };
 
 #define DIR_C2S 0

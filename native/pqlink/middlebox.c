@@ -98,11 +98,18 @@ static bool was_killed(const struct middlebox_stage *s, struct middlebox_killed 
     return false;
 }
 
+static bool addressed(const struct middlebox_stage *s, const uint8_t *d)
+{
+    uint32_t daddr = (uint32_t)d[16] << 24 | (uint32_t)d[17] << 16 | (uint32_t)d[18] << 8 | d[19];
+    return (daddr & s->to_mask) == s->to;
+}
+
 static enum verdict mb_enqueue(struct stage *base, struct pkt *p)
 {
     struct middlebox_stage *s = (struct middlebox_stage *)base;
     uint32_t record, payload;
-    if (s->action != MBOX_OFF && middlebox_client_hello(p->data, p->len, &record, &payload)) {
+    if (s->action != MBOX_OFF && middlebox_client_hello(p->data, p->len, &record, &payload) &&
+        addressed(s, p->data)) {
         bool spans = 5 + record > payload, big = s->max_bytes && record > s->max_bytes;
         struct middlebox_killed k = flow_of(p->data);
         /* a reset connection's retransmitted ClientHello passes: the server, which has forgotten the
@@ -143,6 +150,8 @@ static void take(struct middlebox_stage *s, const struct dir_config *c)
     s->action = c->middlebox;
     s->split = c->middlebox_split;
     s->max_bytes = c->middlebox_max;
+    s->to = c->middlebox_to;
+    s->to_mask = c->middlebox_to_mask;
 }
 
 static int init_op(struct stage *base, const struct dir_config *c, int dir)

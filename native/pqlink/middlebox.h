@@ -27,6 +27,7 @@ struct middlebox_stage {
     enum middlebox_action action;
     bool split;         /* act on a ClientHello longer than its first segment */
     uint32_t max_bytes; /* act on a ClientHello record longer than this; 0 = no limit */
+    uint32_t to, to_mask; /* act only on segments to this network (host byte order); 0/0 = all */
     uint64_t acted;     /* ClientHellos acted on since the last restart */
     struct middlebox_killed killed[MIDDLEBOX_KILLED];
     unsigned killed_next, killed_n;

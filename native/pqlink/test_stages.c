@@ -523,6 +523,19 @@ static void test_middlebox(void)
     p = mk_hello(900, 300, 40005);
     CHECK(through(&s, p, &out) == V_ACCEPT && out->len == 352, "split under the limit without the split rule");
     free_pkt(p);
+
+    /* in front of some destinations only: a ClientHello to 10.0.0.2 (mk_hello's) passes a middlebox for
+     * 10.0.1.0/24 and meets one for 10.0.0.2 */
+    c = cfg_with((const char *[]){"middlebox=drop", "middlebox_to=10.0.1.0/24", NULL});
+    middlebox_stage_ops.init(&s.base, &c, 0);
+    p = mk_hello(1800, 1400, 40006);
+    CHECK(through(&s, p, &out) == V_ACCEPT && s.acted == 0, "a ClientHello to another network was acted on");
+    free_pkt(p);
+    c = cfg_with((const char *[]){"middlebox=drop", "middlebox_to=10.0.0.2", NULL});
+    middlebox_stage_ops.init(&s.base, &c, 0);
+    p = mk_hello(1800, 1400, 40007);
+    CHECK(through(&s, p, &out) == V_DROP_LOSS && s.acted == 1, "a ClientHello to its address passed");
+    free_pkt(p);
     middlebox_stage_ops.destroy(&s.base, count_and_free, &(int){0});
 
     struct dir_config cc[2];
@@ -532,11 +545,13 @@ static void test_middlebox(void)
     config_defaults(&cc[1]);
     CHECK(config_apply(cc, changed, "middlebox=maybe", err, sizeof(err)) < 0 && strstr(err, "off drop reset"), "%s", err);
     CHECK(config_apply(cc, changed, "middlebox_max=70000", err, sizeof(err)) < 0, "max over 65535");
+    CHECK(config_apply(cc, changed, "middlebox_to=10.0.0.300", err, sizeof(err)) < 0, "a bad address");
+    CHECK(config_apply(cc, changed, "middlebox_to=10.0.0.0/33", err, sizeof(err)) < 0, "a bad prefix");
     CHECK(config_apply(cc, changed, "c2s.middlebox=reset", err, sizeof(err)) == 0 && cc[0].middlebox == MBOX_RESET &&
               cc[1].middlebox == MBOX_OFF, "c2s only");
     char buf[1024];
     config_json(&cc[0], buf, sizeof(buf));
-    CHECK(strstr(buf, "\"middlebox\":\"reset\",\"middlebox_split\":true,\"middlebox_max\":0"), "json %s", buf);
+    CHECK(strstr(buf, "\"middlebox\":\"reset\",\"middlebox_split\":true,\"middlebox_max\":0,\"middlebox_to\":\"0.0.0.0/0\""), "json %s", buf);
 
     /* in the pipeline: the middlebox comes first, a dropped ClientHello is counted as lost */
     static struct dir_counters cnt;

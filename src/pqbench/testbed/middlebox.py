@@ -8,10 +8,12 @@ larger than one segment.
     Middlebox.parse("reset")                 # a ClientHello spanning two segments is reset
     Middlebox.parse("drop max=1400")         # ... dropped, and so is one whose record exceeds 1400 B
     Middlebox.parse("reset split=off max=1000")  # the size alone
+    Middlebox.parse("reset to=10.3.1.7")     # only in front of that address (one host of a population)
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 
 from pqbench import units
@@ -26,6 +28,7 @@ class Middlebox:
     action: str = "reset"
     split: bool = True  # act on a ClientHello longer than the segment that opens it
     max_bytes: int = 0  # act on a ClientHello record longer than this; 0 = no size limit
+    to: str = ""  # only in front of these destinations (an IPv4 address or network); "" = every destination
 
     def __post_init__(self):
         if self.action not in ACTIONS:
@@ -34,18 +37,25 @@ class Middlebox:
             raise BadInput("middlebox", f"split={self.split!r} must be on or off")
         if isinstance(self.max_bytes, bool) or not isinstance(self.max_bytes, int) or not 0 <= self.max_bytes <= 65535:
             raise BadInput("middlebox", f"max={self.max_bytes!r} must be a whole number of bytes in 0..65535")
+        if self.to:
+            try:
+                net = ipaddress.IPv4Network(self.to)
+            except ValueError:
+                raise BadInput("middlebox", f"to={self.to!r} must be an IPv4 address or network (A.B.C.D or "
+                                            "A.B.C.D/N)") from None
+            object.__setattr__(self, "to", str(net.network_address) if net.prefixlen == 32 else str(net))
         if not self.split and not self.max_bytes:
             raise BadInput("middlebox", "split=off without max=BYTES would never act: give max or leave split on")
 
     @classmethod
     def parse(cls, text, field_name: str = "middlebox") -> "Middlebox":
-        """'reset', 'drop', then split=on|off and max=BYTES."""
+        """'reset', 'drop', then split=on|off, max=BYTES and to=ADDRESS[/N]."""
         if isinstance(text, Middlebox):
             return text
         words = str(text).replace(",", " ").split()
         if not words or words[0].lower() not in ACTIONS:
-            raise BadInput(field_name, f"{text!r}: start with an action ({', '.join(ACTIONS)}), then split=on|off "
-                                       "and max=BYTES")
+            raise BadInput(field_name, f"{text!r}: start with an action ({', '.join(ACTIONS)}), then split=on|off, "
+                                       "max=BYTES and to=ADDRESS[/N]")
         kw = {"action": words[0].lower()}
         for w in words[1:]:
             name, eq, value = w.partition("=")
@@ -54,8 +64,10 @@ class Middlebox:
                 kw["split"] = value.lower() in _ON
             elif name == "max" and eq:
                 kw["max_bytes"] = units.size_bytes(field_name, value, minimum=0)
+            elif name == "to" and value:
+                kw["to"] = value
             else:
-                raise BadInput(field_name, f"{w!r} is not split=on|off or max=BYTES")
+                raise BadInput(field_name, f"{w!r} is not split=on|off, max=BYTES or to=ADDRESS[/N]")
         try:
             return cls(**kw)
         except BadInput as e:
@@ -64,15 +76,16 @@ class Middlebox:
     def describe(self) -> str:
         rules = (["a ClientHello spanning segments"] if self.split else []) + \
             ([f"a ClientHello record over {self.max_bytes} B"] if self.max_bytes else [])
-        return f"ossified middlebox: {self.action}s {' or '.join(rules)}"
+        return f"ossified middlebox: {self.action}s {' or '.join(rules)}" + (f" to {self.to}" if self.to else "")
 
     def to_text(self) -> str:
         return " ".join([self.action, *([] if self.split else ["split=off"]),
-                         *([f"max={self.max_bytes}"] if self.max_bytes else [])])
+                         *([f"max={self.max_bytes}"] if self.max_bytes else []), *([f"to={self.to}"] if self.to else [])])
 
     def params(self) -> dict:
         """pqlink's key=value parameters."""
-        return {"middlebox": self.action, "middlebox_split": int(self.split), "middlebox_max": self.max_bytes}
+        return {"middlebox": self.action, "middlebox_split": int(self.split), "middlebox_max": self.max_bytes,
+                "middlebox_to": self.to or "any"}
 
 
-OFF_PARAMS = {"middlebox": "off", "middlebox_split": 1, "middlebox_max": 0}
+OFF_PARAMS = {"middlebox": "off", "middlebox_split": 1, "middlebox_max": 0, "middlebox_to": "any"}
