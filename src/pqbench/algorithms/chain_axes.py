@@ -56,7 +56,9 @@ def _fits(value, caps, role: str, values) -> str | None:
 def credential_key(values) -> tuple:
     """What of a cell's values picks its chain beyond (protocol, sig): () for today's chain, so every
     credentials key made before these axes stays as it was."""
-    shape, nbytes = values.get("chain"), values.get("chain_bytes")
+    shape, nbytes, like = values.get("chain"), values.get("chain_bytes"), values.get("sized_as")
+    if like:  # a classical chain padded to a post-quantum one's bytes (pqbench.algorithms.sized_chain_axis)
+        return (shape, nbytes, like)
     return (shape, nbytes) if shape or nbytes else ()
 
 

@@ -481,10 +481,13 @@ def _finish(chain: Chain, size_only: bool = False) -> Chain:
     return chain
 
 
-def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = None,
+def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = None, sized_as: str | None = None,
          server_name: str = DEFAULT_SERVER_NAME) -> Chain:
-    """The chain a cell's chain and chain_bytes axes ask for (neither: today's root → leaf)."""
+    """The chain a cell's chain, chain_bytes and sized_as axes ask for (none: today's root → leaf)."""
     out = Path(out)
+    if sized_as:
+        from pqbench.algorithms import sized_chain_axis
+        return sized_chain_axis.make(sig, out, sized_as, server_name)
     if shape in ("webpki", "webpki-ocsp", "suppressed"):
         return make_webpki(sig, out, staple=shape == "webpki-ocsp", suppressed=shape == "suppressed",
                            server_name=server_name)
@@ -501,6 +504,7 @@ def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = Non
     return make_chain(sig, out, server_name=server_name)
 
 
-def directory_name(sig: str, shape: str | None, nbytes: int | None) -> str:
+def directory_name(sig: str, shape: str | None, nbytes: int | None, sized_as: str | None = None) -> str:
     """Where a run keeps the chain (under its certs/)."""
-    return sig + (f"-{shape}" if shape else "") + (f"-{nbytes}B" if nbytes else "")
+    return sig + (f"-{shape}" if shape else "") + (f"-{nbytes}B" if nbytes else "") + \
+        (f"-sized-{sized_as}" if sized_as else "")

@@ -217,7 +217,16 @@ def _offer_check(value: str, caps, role: str, values) -> str | None:
 
 
 def _server_groups_check(value: str, caps, role: str, values) -> str | None:
-    return _groups_usable(parse_server_groups(value).groups, caps, role, values) if role == "server" else None
+    if role != "server":
+        return None
+    accepted = parse_server_groups(value).groups
+    # a server that accepts none of the groups the client offers measures a failed handshake, not the cell (a
+    # spec crossing kex with server_groups to switch post-quantum off on the server's side makes such pairs)
+    offered = parse_offer(values["offer"]).groups if values.get("offer") else (values.get("kex"),)
+    wanted = {catalog.find(g, "kem").name for g in offered if g}
+    if wanted and not wanted & {catalog.find(g, "kem").name for g in accepted}:
+        return f"the server accepts only {value}: none of the groups the client offers ({', '.join(sorted(wanted))})"
+    return _groups_usable(accepted, caps, role, values)
 
 
 def _compress_check(value: str, caps, role: str, values) -> str | None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from pqbench import analysis as analysis_mod
 from pqbench import store
 from pqbench.report import deployment, html, links, load, markdown, nodes, plots, scans, tables, targets, transports
-from pqbench.report import chains as chain_report
+from pqbench.report import browsers as browser_report, chains as chain_report
 
 CAPTIONS = {
     "handshake-vs-loss": "One panel per RTT (and per other link setting that varies). Solid: median; dashed: p95; "
@@ -77,17 +77,19 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000, by_node: bool =
 def _write(con, run_id: str, a, out: Path) -> dict:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     rendered = []
-    for fid, title, fig in plots.render_all(a) + plots.render_all(a, chain_report.FIGURES):
+    for fid, title, fig in (plots.render_all(a) + plots.render_all(a, chain_report.FIGURES)
+                            + plots.render_all(a, browser_report.figures(con, run_id))):
         png = _png(fig)
         (out / "figures" / f"{fid}.png").write_bytes(png)
-        rendered.append((fid, title, png, CAPTIONS.get(fid) or chain_report.CAPTIONS.get(fid, "")))
+        rendered.append((fid, title, png, CAPTIONS.get(fid) or chain_report.CAPTIONS.get(fid)
+                         or browser_report.CAPTIONS.get(fid, "")))
     present = {r[0] for r in rendered}
     absent = [f"{title} ({ABSENT[fid]})" for fid, title, _ in plots.FIGURES if fid not in present and fid in ABSENT]
     title = f"pqbench report: {a.run.get('name') or run_id}"
     summary = tables.summary(a)
     warnings = tables.warnings(a)
     body = [t for t in (load.table(a), targets.table(a), deployment.offers(a), deployment.compression(a),
-                        deployment.zero_rtt(a, store.early_data(con, run_id)), links.table(a), links.queue_cost(a), transports.table(a), *chain_report.tables(a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
+                        deployment.zero_rtt(a, store.early_data(con, run_id)), links.table(a), links.queue_cost(a), transports.table(a), *chain_report.tables(a), *browser_report.tables(con, run_id, a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
                         tables.model(a), tables.not_run(a), tables.crypto(a), nodes.table(a), tables.calibration(a),
                         tables.provenance(a), scans.table(con)) if t is not None]
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,

@@ -23,6 +23,7 @@ def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -
     first_start = min((r["connection"]["start_mono_ns"] for r in opened), default=None)
     s["browser"] = {"requests": len(requests), "connections": len(opened),
                     "handshakes": sum(1 for r in opened if r["connection"]["t_ns"].get("handshake_done") is not None),
+                    "critical_handshakes": critical_handshakes([r["connection"] for r in opened]),
                     "load_event_ms": (load_event_ns - first_start) / 1e6 if load_event_ns and first_start else None,
                     "last_byte_ms": max(((r["connection"]["start_mono_ns"] + r["connection"]["t_ns"]["last_byte"]
                                           - first_start) / 1e6 for r in opened if r["connection"]["t_ns"].get("last_byte")),
@@ -35,6 +36,24 @@ def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -
         s.update(start_mono_ns=c["start_mono_ns"] - offset_ns, local_port=c["local_port"], group=c["group"],
                  sigalg=c["sigalg"], request_sent_ns=c["t_ns"].get("request_sent"))
     return s
+
+
+def critical_handshakes(connections: list[dict]) -> int:
+    """The TLS handshakes the load waited for one after another: the longest chain of connections each started
+    after the previous one's handshake ended (a page's subresource connections start once the document, which
+    came over a handshake of its own, names them; those opened together count once), ending at the connection
+    whose last byte came last."""
+    done = [c for c in connections if c["t_ns"].get("handshake_done") is not None]
+    if not done:
+        return 0
+    done.sort(key=lambda c: c["start_mono_ns"])
+    depth: list[int] = []
+    for i, c in enumerate(done):
+        before = [depth[j] for j in range(i) if done[j]["start_mono_ns"] + done[j]["t_ns"]["handshake_done"]
+                  <= c["start_mono_ns"]]
+        depth.append(1 + max(before, default=0))
+    last = max(range(len(done)), key=lambda i: done[i]["start_mono_ns"] + (done[i]["t_ns"].get("last_byte") or 0))
+    return depth[last]
 
 
 def wire_milestones(wire: dict) -> dict:

@@ -66,7 +66,9 @@ class NginxConfig:
         return self.tcp_sites
 
     def listen(self, site: Site) -> list[str]:
-        return [f"listen {self.listen_addr}:{site.port} ssl reuseport;"]
+        # the http axis (pqbench.endpoints.http_version): h2 by ALPN (Debian's nginx 1.22 knows only the listen flag)
+        h2 = " http2" if (site.options or {}).get("http") == "2" else ""
+        return [f"listen {self.listen_addr}:{site.port} ssl{h2} reuseport;"]
 
     def temp_paths(self) -> list[str]:
         tmp = self.run_dir / f"{self.NAME}-tmp"

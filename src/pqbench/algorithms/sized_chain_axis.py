@@ -1,0 +1,79 @@
+"""The sized_as axis (pqbench.axis): a classical chain padded to the bytes of a post-quantum one, size-only.
+
+Browsers verify classical signatures only (docs/browsers.md), so a post-quantum chain reaches them as its size:
+the cell's own root → leaf chain (its sig, e.g. ecdsap256, root and leaf alike, which every client verifies),
+its leaf padded with pqbench's filler extension (pqbench.algorithms.chains.make_padded) until the server sends
+exactly what a root → leaf chain of the named algorithm sends (its leaf: the algorithm's key and its root's
+signature in a real certificate of this build, so framing and encodings are the real ones).
+
+    [axes]
+    sig = ["ecdsap256"]
+    sized_as = ["plain", "mldsa44", "mldsa65"]    # plain: the cell's chain as it is
+
+Labelled "size-only" wherever it appears; a port of its own per value (the server serves each chain on its own
+port); its bytes by part are the cell's chain_parts, with the algorithm it stands for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pqbench import axis
+from pqbench.algorithms import catalog
+from pqbench.errors import BadInput
+
+PLAIN = "plain"
+
+
+def parse(field: str, value) -> str | None:
+    if value == PLAIN:
+        return None
+    if not isinstance(value, str):
+        raise BadInput(field, f"{value!r} is not a signature name (allowed: {PLAIN} or a signature of the catalog)")
+    alg = catalog.find(value, "sig", field=field)
+    if alg.source == "ssh":
+        raise BadInput(field, f"{alg.name} has no certificate to be sized as")
+    return alg.name
+
+
+def _unpadded(values) -> bool:
+    return values.get("chain") is None and values.get("chain_bytes") is None
+
+
+def _tls_only(value, protocol: str) -> str | None:
+    return None if value is None or protocol == "tls" else f"{protocol.upper()} sends host keys, not certificate chains"
+
+
+def _fits(value, caps, role: str, values) -> str | None:
+    """The padded chain must be larger than the cell's own: a chain cannot be padded down."""
+    sig = values.get("sig")
+    if role != "server" or not sig or catalog.is_size_only(sig):
+        return None
+    own, like = catalog.find(sig, "sig"), catalog.find(value, "sig")
+    if own.pk + (own.sig or 0) >= like.pk + (like.sig or 0):
+        return f"a {own.name} chain is not smaller than a {like.name} one: nothing to pad"
+    return None
+
+
+def label(value: str | None) -> str | None:
+    return f"chain sized as {value} (size-only)" if value else None
+
+
+def make(sig: str, out: Path, like: str, server_name: str):
+    """The cell's root → leaf chain of sig, padded to the bytes a root → leaf chain of like sends (size-only)."""
+    from pqbench.algorithms import certs, chains
+    reference = certs.make_chain(like, Path(out) / f"{like}-reference", server_name=server_name)
+    nbytes = reference.sent_bytes
+    chain = chains.make_padded(sig, out, nbytes, server_name=server_name)
+    chain.parts = {**chain.parts, "stand_in": {"sized_as": like, "bytes": nbytes,
+                                               "formula": f"the leaf of a real {like} root → leaf chain: {nbytes} B"}}
+    (Path(out) / "chain.json").write_text(json.dumps(chain.to_json(), indent=2) + "\n")
+    return chain
+
+
+axis.register(
+    axis.Axis("sized_as", parse, f"signature names ({PLAIN}: the cell's chain as it is)", admits=_tls_only,
+              applies=_unpadded, needs_text='applies to cells whose chain is plain and unpadded',
+              check=_fits, site=True, order=45, label=lambda v, row, short: label(v)),
+)
