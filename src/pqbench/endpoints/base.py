@@ -107,6 +107,9 @@ class ClientJob:
     initial_size: int | None = None  # QUIC: the UDP payload of the client's Initial datagrams; None: its default
     # Registered axes (pqbench.axis) that reach the client as an option of their own: name -> the cell's value.
     axes: dict = dataclasses.field(default_factory=dict)
+    # More names than servername the client reaches without DNS: name -> address (a multi-origin page's origins,
+    # pqbench.webpages; the browsers read it)
+    hosts: dict = dataclasses.field(default_factory=dict)
 
     def tls_client_options(self, groups: list[str], count: int, worker: int, claims: Path | None) -> list[str]:
         """The options every TLS timing client takes as pqtimer defines them (pqtimer, tlsgo, pqrustls,

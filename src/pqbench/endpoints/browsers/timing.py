@@ -56,6 +56,25 @@ def critical_handshakes(connections: list[dict]) -> int:
     return depth[last]
 
 
+def connection_wire(sample: dict, flows: list[dict]) -> list[dict]:
+    """Each connection the load opened joined to the emulator's record of its flow (flows.jsonl) by its local port
+    and its server's address: where it went, and the bytes and packets each way (None where no flow matched)."""
+    out = []
+    for r in (sample.get("browser") or {}).get("requests_detail") or []:
+        c = r.get("connection")
+        if not c:
+            continue
+        remote = (r.get("remote") or "").rsplit(":", 1)[0]
+        mine = [f for f in flows if c.get("local_port") is not None
+                and int(f["client"].rsplit(":", 1)[1]) == c["local_port"] and f["server"].rsplit(":", 1)[0] == remote]
+        # a local port is reused over a run: the flow that opened nearest the connection's start
+        f = min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - c["start_mono_ns"]), default=None)
+        out.append({"url": r["url"], "remote": r.get("remote"), "local_port": c.get("local_port"),
+                    "protocol": r.get("protocol"), "flow": f["client"] + " > " + f["server"] if f else None,
+                    **{f"{k}_{d}": (f[d].get(k) if f else None) for k in ("packets", "bytes") for d in ("c2s", "s2c")}})
+    return out
+
+
 def wire_milestones(wire: dict) -> dict:
     """What the emulator's record of a TLS-over-TCP flow (pqbench.measure.wire.summary) says of the milestones a
     browser reports, ms since the SYN, at the client's side of the link: the SYN-ACK (TCP connected), the

@@ -33,6 +33,11 @@ def url(job: dict) -> str:
     return f"https://{job['servername']}:{job['port']}/html{job['path'] if job['path'] != '/' else '/1k'}"
 
 
+def names(job: dict) -> dict[str, str]:
+    """Every name the job's page reaches -> its address: the server's, and a multi-origin page's origins."""
+    return {job["servername"]: job["host"], **(job.get("hosts") or {})}
+
+
 def clock_offset_ns() -> int:
     """CLOCK_MONOTONIC minus CLOCK_MONOTONIC_RAW (samples' start_mono_ns are RAW, as pqtimer's)."""
     raw0 = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
@@ -43,8 +48,7 @@ def clock_offset_ns() -> int:
 
 class Browser:
     def __init__(self, home: Path, job: dict, flags: list[str]):
-        self.proc, self.pipe, self.untrusted = launch.start(home, job.get("cafile"), {job["servername"]: job["host"]},
-                                                            flags)
+        self.proc, self.pipe, self.untrusted = launch.start(home, job.get("cafile"), names(job), flags)
         self.pipe.send("Browser.getVersion", timeout=STARTUP_S)
         # The browser's first navigation to an origin starts what it starts once (its network service's state for
         # the origin; a speculative connection besides the page's own, which the page then does not use): made here,
@@ -118,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
     offset, waited = clock_offset_ns(), cpuwait.waited_ns(browser.proc.pid)
     try:
-        events, before, after, error = browser.load(url(job), timeout_s, {job["host"]}, proto(job))
+        events, before, after, error = browser.load(url(job), timeout_s, set(names(job).values()), proto(job))
     except CdpGone as e:
         raise BrowserGone(str(e)) from None
     except TimeoutError:

@@ -41,13 +41,15 @@ def binary() -> str | None:
     return shutil.which(BINARY)
 
 
-def prefs(host: str, pq: bool) -> dict:
-    """The profile's prefs: Marionette on a port Firefox picks, every name to host, ML-KEM on or off."""
-    return {**QUIET, "marionette.port": 0, "network.dns.forceResolve": host,
+def prefs(host: str, pq: bool, per_name: bool = False) -> dict:
+    """The profile's prefs: Marionette on a port Firefox picks, every name to host (per_name: each name to its own
+    address instead, by the native resolver's overrides the worker sets: forceResolve would win over them),
+    ML-KEM on or off."""
+    return {**QUIET, "marionette.port": 0, **({} if per_name else {"network.dns.forceResolve": host}),
             "security.tls.enable_kyber": pq, "network.http.http3.enable_kyber": pq}
 
 
-def profile(home: Path, cafile: str | None, host: str, pq: bool) -> str | None:
+def profile(home: Path, cafile: str | None, host: str, pq: bool, per_name: bool = False) -> str | None:
     """A fresh profile in home (its NSS database trusting our CA, its prefs); why our CA is not trusted, or None."""
     home.mkdir(parents=True, exist_ok=True)
     untrusted = None
@@ -57,7 +59,7 @@ def profile(home: Path, cafile: str | None, host: str, pq: bool) -> str | None:
         except nssdb.Untrusted as e:
             untrusted = str(e)
     (home / "user.js").write_text("".join(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n"
-                                          for k, v in prefs(host, pq).items()))
+                                          for k, v in prefs(host, pq, per_name).items()))
     return untrusted
 
 

@@ -17,11 +17,14 @@ from pathlib import Path
 from pqbench.endpoints.browsers import cpuwait, loop, names
 from pqbench.endpoints.browsers.loop import BrowserGone
 from pqbench.endpoints.browsers.timing import sample_of
-from pqbench.endpoints.chromium.worker import url
+from pqbench.endpoints.chromium.worker import names, url
 from pqbench.endpoints.firefox import launch, marionette
 from pqbench.endpoints.firefox.channels import requests_of
 
 LOAD_JS = (Path(__file__).with_name("load.js")).read_text()
+# Firefox's own name -> address overrides of its native resolver (what its tests use instead of DNS)
+OVERRIDE_JS = """const ov = Cc["@mozilla.org/network/native-dns-override;1"].getService(Ci.nsINativeDNSResolverOverride);
+for (const [name, addr] of Object.entries(arguments[0])) ov.addIPOverride(name, addr);"""
 # Firefox ESR 153's ClientHello with ML-KEM on: X25519MLKEM768 and X25519 shares (off: X25519 and P-256)
 OFFERS = {True: "X25519MLKEM768+X25519:secp256r1:secp384r1:secp521r1", False: "X25519+secp256r1:secp384r1:secp521r1"}
 
@@ -32,12 +35,14 @@ def pq_on(job: dict) -> bool:
 
 class Browser:
     def __init__(self, home: Path, job: dict):
-        self.untrusted = launch.profile(home, job.get("cafile"), job["host"], pq_on(job))
+        self.untrusted = launch.profile(home, job.get("cafile"), job["host"], pq_on(job), per_name=bool(job.get("hosts")))
         self.proc, port = launch.start(home)
         try:
             self.m = marionette.Marionette(port, timeout=launch.STARTUP_S)
             self.m.send("WebDriver:NewSession", {"capabilities": {}}, timeout=launch.STARTUP_S)
             self.m.send("Marionette:SetContext", {"value": "chrome"})
+            if job.get("hosts"):  # a multi-origin page: each name to its own address, still without DNS
+                self.m.script(OVERRIDE_JS, [names(job)])
         except marionette.BrowserGone as e:
             raise BrowserGone(str(e)) from None
         self.container = 1000  # a new userContextId per load: its connections are its own
