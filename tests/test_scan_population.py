@@ -124,3 +124,37 @@ def test_aggregate_counts_shares_of_those_that_answered():
     assert "TLS: accept a hybrid post-quantum key exchange" in text and "33.3 % (1 of 3)" in text
     assert "published: 49.3 %" in text and "published: 6 %" in text
     assert "SSH OpenSSH_9.2p1: post-quantum key exchange offered by 100.0 % (1 of 1)" in text
+
+
+def test_stacks_are_registered_once_for_threads_asking_at_once():
+    # a population scan's threads ask for pqtimer at the same time; one of them found no stack at all
+    import subprocess
+    import sys
+    code = ("import threading\nfrom pqbench import endpoints\nout = []\n"
+            "ts = [threading.Thread(target=lambda: out.append(endpoints.get('openssl', 'client').name)) for _ in range(16)]\n"
+            "[t.start() for t in ts]\n[t.join() for t in ts]\nprint(len(out), set(out))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "16 {'openssl'}", r.stderr
+
+
+def test_local_population_layout_and_its_expected_aggregate():
+    from pqbench.scan import local
+    entries = local.layout(["10.9.1.1", "10.9.1.2"], "10.9.1.3", "10.9.1.4")
+    per_host = len(local.KINDS)
+    assert len(entries) == 2 * per_host + 2 and len({e["target"] for e in entries}) == len(entries)
+    assert {e["host"] for e in entries} == {"10.9.1.1", "10.9.1.2", "10.9.1.3", "10.9.1.4"}
+    assert "ssh://10.9.1.2:22" in {e["target"] for e in entries}
+    want = local.expected_aggregate(entries)
+    tls_kinds = [k for k, v in local.KINDS.items() if v.protocol == "tls" and k != "closed"]
+    assert want["tls_answered"] == 2 * len(tls_kinds) + 2 and want["failures"] == {"refused": 2}
+    assert want["pq_certificate"] == 1 and want["split_intolerant"] == 1 == want["oversized_intolerant"]
+    assert want["ssh_answered"] == want["ssh_pq_offered"] == want["ssh_pq_first"] == 2
+    # nginx-pq-first, -pq-tie, -secp-only, s2n, rustls, gotls per host; quic-big
+    assert want["hybrid_pq_accepted"] == 2 * 6 + 1 and want["pq_accepted"] == 2 * 7 + 1
+    assert want["flight_over_initial_window"] == 1
+
+
+def test_local_population_hosts_are_bad_input():
+    from pqbench.scan import local
+    with pytest.raises(BadInput, match="--hosts"):
+        local.up(0, __import__("pathlib").Path("/nonexistent"))

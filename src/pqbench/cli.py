@@ -13,7 +13,7 @@ from pqbench import __version__
 from pqbench.errors import EXIT_BAD_INPUT, PqbenchError
 
 # One module per command group under pqbench.commands; each has register(subparsers).
-COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net", "handshake", "ssh", "serve", "scan", "load", "run", "worker", "merge",
+COMMAND_MODULES = ["doctor", "algorithms", "certs", "crypto", "net", "handshake", "ssh", "serve", "scan", "scan_local", "load", "run", "worker", "merge",
                    "report", "export", "clean"]
 
 

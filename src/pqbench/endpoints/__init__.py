@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Mapping
 
 from pqbench import axis
@@ -20,6 +21,8 @@ STACK_MODULES = ("openssl", "s2n", "rustls", "gotls", "openssh", "gossh", "quicg
 _STACKS: dict[str, Stack] = {}
 _TARGETS: dict[str, Stack] = {}  # servers pqbench did not start (endpoints/remote): by get(), not in names()
 _imported = False
+_import_lock = threading.Lock()
+_importing: int | None = None  # the thread importing the stacks (a stack's module may ask while imported)
 
 
 def register(stack: Stack) -> None:
@@ -94,12 +97,21 @@ def default_pair(protocol: str, sig: str) -> tuple[str, str]:
 
 
 def _import_stacks() -> None:
-    global _imported
-    if _imported:
+    global _imported, _importing
+    if _imported or _importing == threading.get_ident():  # done, or asked again by a stack being imported
         return
-    _imported = True
-    import importlib
-    for module in STACK_MODULES:
-        register(importlib.import_module(f"pqbench.endpoints.{module}").STACK)
-    from pqbench.endpoints.remote import STACKS
-    _TARGETS.update({s.name: s for s in STACKS})
+    # once, under a lock: a population scan's threads ask at the same time, and one that saw the flag set
+    # before the stacks were registered found none ("'openssl' is not one of ")
+    with _import_lock:
+        if _imported:
+            return
+        _importing = threading.get_ident()
+        try:
+            import importlib
+            for module in STACK_MODULES:
+                register(importlib.import_module(f"pqbench.endpoints.{module}").STACK)
+            from pqbench.endpoints.remote import STACKS
+            _TARGETS.update({s.name: s for s in STACKS})
+            _imported = True
+        finally:
+            _importing = None
