@@ -10,6 +10,7 @@ import pytest
 
 from pqbench import paths, store
 from pqbench.cluster import node as nodemod
+from pqbench.cluster.driver import CONNECT_TIMEOUT_S
 from pqbench.cluster.local import BIN, LocalCluster
 from pqbench.testbed import registry
 
@@ -151,6 +152,44 @@ def test_ctrl_c_stops_the_cluster_s_cells_and_leaves_no_testbed(cluster, tmp_pat
     con = store.connect(db, read_only=True)
     assert {c["status"] for c in store.cell_rows(con, run_id)} == {"done"}
     assert [r["status"] for r in store.node_rows(con, run_id)] == ["interrupted", "done"]  # one segment per start
+
+
+def test_a_run_whose_scheduler_dies_ends_with_an_error_and_keeps_its_finished_cells(cluster, tmp_path):
+    """The scheduler killed after the first cell: the driver waits out the engine's reconnection, then ends
+    (it waited for ever before), the node's worker stops and takes its testbeds along, and a local --resume
+    measures only the cells left."""
+    cluster.worker("node-a")
+    cluster.wait_for(1)
+    before = namespaces()
+    db = tmp_path / "r.duckdb"
+    spec = spec_file(tmp_path, 40)
+    proc = cluster.run(spec, db)
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if " 1/4 " in line:
+            break
+    cluster.scheduler.send_signal(signal.SIGKILL)
+    t0 = time.monotonic()
+    out, err = proc.communicate(timeout=CONNECT_TIMEOUT_S + 60)
+    err = "".join(lines) + err
+    assert time.monotonic() - t0 < CONNECT_TIMEOUT_S + 30, err
+    assert proc.returncode == 1 and "the cluster's scheduler went away" in err and "--resume" in err, err
+    deadline = time.monotonic() + 30
+    while leftover_namespaces(before, cluster, proc) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert leftover_namespaces(before, cluster, proc) == set()
+    con = store.connect(db, read_only=True)
+    run_id = store.resolve_run(con, "latest")
+    done = [c for c in store.cell_rows(con, run_id) if c["status"] == "done"]
+    assert 1 <= len(done) < 4
+    con.close()
+    resumed = subprocess.run([BIN / "pqbench", "run", str(spec), "--db", str(db), "--resume", "--quiet"],
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0 and resumed.stdout.strip() == run_id, resumed.stderr[-2000:]
+    con = store.connect(db, read_only=True)
+    assert {c["status"] for c in store.cell_rows(con, run_id)} == {"done"}
+    assert con.execute("SELECT count(*) FROM samples WHERE run_id = ?", [run_id]).fetchone()[0] == 4 * 40
 
 
 def test_a_node_with_another_openssl_is_refused(cluster, tmp_path):

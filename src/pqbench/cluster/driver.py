@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import time
 from pathlib import Path
 
 from pqbench import paths, store
 from pqbench.cluster import node as nodemod
 from pqbench.cluster.security import engine
-from pqbench.errors import BadInput, MissingCapability
+from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 from pqbench.measure import identity, provenance, runner, session
 
 CONNECT_TIMEOUT_S = 30
+POLL_S = 0.1  # how often a wait for tasks looks whether the scheduler is still there
 CLOSE_TIMEOUT_S = 600  # the end's crypto rounds and calibration, after the last cell finished
 
 
@@ -102,6 +104,9 @@ class _ClusterRun:
                  for addr, name in workers.items()]
         self.futures.update(dict.fromkeys(opens))
         for f in opens:
+            self._ready([f])
+            if f.cancelled():  # only the engine cancels an open: it lost the scheduler
+                self._connected()
             self._joined(_result(f))
 
     def _joined(self, report: dict | None) -> None:
@@ -119,8 +124,9 @@ class _ClusterRun:
                               priority=len(todo) - k): (pos, cell) for k, (pos, cell) in enumerate(todo)}
         self.futures.update(cells)
         pending = engine().as_completed(list(cells), loop=self.client.loop)
-        for future in pending:
-            if future.cancelled():  # the scheduler forgot a killed worker's task: the cell goes out again
+        for future in self._completed(pending):
+            if future.cancelled():  # the scheduler forgot a killed worker's task, or was lost: the cell goes out again
+                self._connected()
                 pos, cell = cells[future]
                 again = self._submit(nodemod.measure_task, shipped, pos, cell,
                                      key=f"cell-{cell.cell_id}-again{len(cells)}", priority=len(todo))
@@ -132,6 +138,33 @@ class _ClusterRun:
             self._joined(result["start"])
             runner.save_measured(self.con, self.run_id, cells[future][1], result["record"], result["samples"],
                                  result["why"], self.progress, result["node"], where=f" on {result['node']}")
+
+    def _gone(self) -> None:
+        """The scheduler is gone (the engine gave up reconnecting and closed the client): an error, not a wait
+        for tasks nobody will report on."""
+        if self.client.status in ("closing", "closed"):
+            raise MeasurementFailed(f"the cluster's scheduler went away (no answer for {CONNECT_TIMEOUT_S} s); "
+                                    "its unfinished cells were not measured")
+
+    def _connected(self) -> None:
+        """Until the engine is connected to the scheduler (again); gone for good is an error."""
+        while self.client.status != "running":
+            self._gone()
+            time.sleep(POLL_S)
+
+    def _ready(self, futures: list) -> None:
+        while not all(f.done() for f in futures):
+            self._gone()
+            time.sleep(POLL_S)
+
+    def _completed(self, pending):
+        """pending's futures as they finish (futures added meanwhile included), watching the scheduler."""
+        while not pending.is_empty():
+            batch = pending.next_batch(block=False)
+            if not batch:
+                self._gone()
+                time.sleep(POLL_S)
+            yield from batch
 
     def close(self, measure_end: bool) -> None:
         """Every node ends the run (measure_end: its floor and crypto once more); segments that never reported
@@ -162,8 +195,11 @@ class _ClusterRun:
 
     def stop(self) -> None:
         """Ctrl-C or a failure: the queued cells are cancelled, the running ones stopped, every node's lanes closed."""
-        self.client.cancel(list(self.futures), force=True)
+        if self.client.status in ("closing", "closed"):
+            self.progress.say("warning: the scheduler is gone; each node stops its cells as its worker loses it")
+            return
         try:
+            self.client.cancel(list(self.futures), force=True)
             self.client.run(nodemod.abort, self.attempt)
             self.close(measure_end=False)
         except Exception as e:  # the original error matters more; say what could not be cleaned
