@@ -102,3 +102,67 @@ def test_a_multi_origin_page_opens_one_connection_per_origin_each_joined_to_its_
             body = sum(r.size for r in where.page.resources if r.origin == origin)
             assert c["bytes_s2c"] > body and c["packets_s2c"] > body / 1500, c
         assert b["load_event_ms"] >= b["last_byte_ms"] - 1 >= 3 * RTT_MS
+
+
+def test_the_webpage_axis_skips_what_cannot_load_a_multi_origin_page():
+    from pqbench.experiment import cells as cellsmod, spec as specmod
+    spec = specmod.parse("""
+name = "w"
+samples = 2
+[axes]
+kex = ["X25519MLKEM768"]
+sig = ["ecdsap256"]
+client = ["chromium", "firefox", "openssl"]
+page = ["10k"]
+webpage = ["single", "origins-3"]
+transport = ["tcp", "quic"]
+rtt = ["10ms"]
+loss = ["0%"]
+""", "w.toml")
+    why = {(c.client, c.transport, c.webpage): cellsmod.unavailable_reason(c, spec) for c in cellsmod.expand(spec)}
+    assert why[("chromium", None, "origins-3")] is None and why[("firefox", None, "origins-3")] is None
+    assert "fetches one resource" in why[("openssl", None, "origins-3")]
+    assert "over TCP only" in why[("chromium", "quic", "origins-3")]
+    assert why[("openssl", None, None)] is None  # a single resource stays pqtimer's too
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_run_with_the_webpage_axis_serves_each_origin_at_its_own_address(built_stack, tmp_path):
+    from pqbench import store
+    from pqbench.experiment import spec as specmod
+    from pqbench.measure import runner
+    spec = specmod.parse("""
+name = "origins"
+seed = 38
+parallel = 1
+lanes = 1
+workers = 2
+timeout = "20s"
+samples = 2
+[axes]
+kex = ["X25519MLKEM768"]
+sig = ["ecdsap256"]
+client = ["chromium", "firefox"]
+page = ["10k"]
+webpage = ["origins-3"]
+http = ["2"]
+rtt = ["10ms"]
+loss = ["0%"]
+""", "origins.toml")
+    db = tmp_path / "r.duckdb"
+    run_id = runner.run(spec, db, quiet=True, keep_files=False)
+    con = store.connect(db, read_only=True)
+    rows = con.execute("SELECT c.client, s.ok, s.raw FROM cells c JOIN samples s USING (run_id, cell_id) "
+                       "WHERE c.run_id = ? ORDER BY ALL", [run_id]).fetchall()
+    assert sorted(r[0] for r in rows) == ["chromium", "chromium", "firefox", "firefox"]
+    for client, ok, raw in rows:
+        s = json.loads(raw)
+        assert ok, s.get("error")
+        b = s["browser"]
+        assert b["connections"] == 3 and b["critical_handshakes"] == 2, b
+        opened = [r for r in b["requests_detail"] if r.get("connection")]
+        hosts = {r["url"].split("/")[2].split(":")[0] for r in opened}
+        assert hosts == {"server.pqbench.test", "origin1.pqbench.test", "origin2.pqbench.test"}, hosts
+        assert len({r["remote"].rsplit(":", 1)[0] for r in opened}) == 3  # each origin its own address
+        assert {r["protocol"] for r in opened} == {"h2"}

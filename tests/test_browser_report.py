@@ -61,8 +61,8 @@ def test_a_browser_run_reports_page_load_pq_on_vs_off_per_browser(built_stack, t
     assert len(table) == 4, section  # 2 browsers x 2 chains, each with PQ off and on side by side
     for line in table:
         cols = [c.strip() for c in line.strip("|").split("|")]
-        assert cols[1] == "HTTP/2 (TCP)" and cols[8] == "3 / 3", cols
-        assert all("[" in cols[i] and "–" not in cols[i] for i in (5, 6, 7)), cols  # medians with their CIs
+        assert cols[1] == "single 10k" and cols[2] == "HTTP/2 (TCP)" and cols[9] == "3 / 3", cols
+        assert all("[" in cols[i] and "–" not in cols[i] for i in (6, 7, 8)), cols  # medians with their CIs
     assert "sized as mldsa65 (size-only)" in section
     libs = md.split("## Handshake time per TLS library (ms)")[1].split("\n## ")[0]
     assert "BoringSSL (Chromium)" in libs and "NSS (Firefox)" in libs

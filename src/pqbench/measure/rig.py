@@ -86,6 +86,7 @@ class Rig:
         self.server_pids: dict[str, list[int]] = {}  # what each server started (load's CPU accounting)
         self._servers: dict[str, tuple] = {}  # name -> (server, its processes as started: pid and start time)
         self._offset_ns = 0
+        self.hosts: dict[int, dict[str, str]] = {}  # port -> a multi-origin page's further origins (name -> address)
 
     def __enter__(self) -> "Rig":
         try:
@@ -102,6 +103,9 @@ class Rig:
     def _start_server(self, name: str, serving: Serving) -> None:
         server = endpoints.get(name, "server").server()
         self._opened.callback(server.stop)
+        if any((s.options or {}).get("webpage") for s in serving.sites):  # their origins' addresses and leaves
+            from pqbench.webpages import serve
+            self.hosts.update(serve.prepare(self.tb, serving))
         self.server_pids[name] = []
         server.start(self.place("server", started=self.server_pids[name]), serving)
         # the processes that run as it serves (one already ended was a helper of its start, not the server)
@@ -172,6 +176,8 @@ class Rig:
 
     def job(self, port: int, kex: str, chain, host: str | None = None, **kw) -> ClientJob:
         """host: a target's address (default: the testbed's server side)."""
+        if host is None and port in self.hosts:
+            kw.setdefault("hosts", self.hosts[port])
         return ClientJob(host=host or self.tb.server_addr, port=port, groups=[kex],
                          cafile=str(chain.root_cert) if chain.root_cert else None, servername=chain.server_name,
                          target=host is not None, **kw)

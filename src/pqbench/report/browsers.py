@@ -47,6 +47,11 @@ def _chain(row: dict) -> str:
     return (sized_label(row.get("sized_as")) or f"{row.get('sig')} root → leaf").removeprefix("chain ")
 
 
+def _page(row: dict) -> str:
+    """The page a cell loaded: a multi-origin page (the webpage axis), or the single resource of its size."""
+    return row.get("webpage") or f"single {row.get('page') or '1k'}"
+
+
 def _loss(row: dict) -> str:
     return f"{100 * (row.get('loss') or 0):g} %"
 
@@ -84,27 +89,27 @@ class Loads:
 
 
 def _pairs(loads: Loads) -> dict:
-    """(browser, protocol, chain, rtt, loss) -> {"on": cell, "off": cell}."""
+    """(browser, page, protocol, chain, rtt, loss) -> {"on": cell, "off": cell}."""
     out: dict[tuple, dict] = {}
     for c in loads.browser_cells():
         r = c.row
-        key = (r["client"], _protocol(r), _chain(r), r.get("rtt_ms") or 0.0, r.get("loss") or 0.0)
+        key = (r["client"], _page(r), _protocol(r), _chain(r), r.get("rtt_ms") or 0.0, r.get("loss") or 0.0)
         out.setdefault(key, {})[_pq(r.get("kex"))] = c
     return dict(sorted(out.items(), key=lambda kv: tuple(str(x) if isinstance(x, str) else x for x in kv[0])))
 
 
 def page_load_table(loads: Loads) -> Table | None:
     rows = []
-    for (browser, proto, chain, rtt, loss), pair in _pairs(loads).items():
+    for (browser, page, proto, chain, rtt, loss), pair in _pairs(loads).items():
         on = loads.values(pair[ON], "load_event_ms") if ON in pair else []
         off = loads.values(pair[OFF], "load_event_ms") if OFF in pair else []
         diff = stats.bootstrap_diff(off, on) if on and off else (math.nan,) * 3
-        rows.append([browser, proto, chain, f"{rtt:g}", f"{100 * loss:g} %", with_ci(_ci(off)), with_ci(_ci(on)),
+        rows.append([browser, page, proto, chain, f"{rtt:g}", f"{100 * loss:g} %", with_ci(_ci(off)), with_ci(_ci(on)),
                      with_ci(diff), f"{len(off)} / {len(on)}"])
     if not rows:
         return None
     return Table("browser-page-load", "Browsers: page-load time, post-quantum on vs off (ms)",
-                 ["browser", "protocol", "chain", "RTT ms", "loss", "PQ off p50 [95 % CI]", "PQ on p50 [95 % CI]",
+                 ["browser", "page", "protocol", "chain", "RTT ms", "loss", "PQ off p50 [95 % CI]", "PQ on p50 [95 % CI]",
                   "on − off [95 % CI]", "n off / on"], rows,
                  "The page's load event (Chromium's Page.loadEventFired, Firefox's window stop), from the start of "
                  "the load's first connection, per sample in a new browser context (cold connections). PQ on: "
@@ -119,16 +124,16 @@ def page_load_figure(loads: Loads) -> Figure | None:
     if not pairs:
         return None
     panels: dict[tuple, dict] = {}
-    for (browser, proto, chain, rtt, loss), pair in pairs.items():
-        panels.setdefault((browser, proto, loss), {}).setdefault(chain, {})[rtt] = pair
-    cols = min(3, len(panels))
+    for (browser, page, proto, chain, rtt, loss), pair in pairs.items():
+        panels.setdefault((browser, page, proto, loss), {}).setdefault(chain, {})[rtt] = pair
+    cols = min(4, len(panels))
     nrows = math.ceil(len(panels) / cols)
     fig = Figure(figsize=(max(6.4, 4.4 * cols + 0.6), 3.4 * nrows + 1.0), layout="constrained")
     axes = fig.subplots(nrows, cols, squeeze=False).ravel()
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     chains = sorted({ch for p in panels.values() for ch in p})
-    for ax, ((browser, proto, loss), by_chain) in zip(axes, sorted(panels.items())):
+    for ax, ((browser, page, proto, loss), by_chain) in zip(axes, sorted(panels.items())):
         for k, chain in enumerate(chains):
             for pq, style, marker in ((OFF, "--", "o"), (ON, "-", "s")):
                 pts = [(rtt, _ci(loads.values(pair[pq], "load_event_ms")))
@@ -142,7 +147,7 @@ def page_load_figure(loads: Loads) -> Figure | None:
                 err = [[e[0] - e[1] for _, e in pts], [e[2] - e[0] for _, e in pts]]
                 ax.errorbar(xs, ys, yerr=err, color=f"C{k}", ls=style, marker=marker, ms=4, capsize=3,
                             label=f"{chain}, PQ {pq}")
-        ax.set_title(f"{browser}, {proto}, loss {100 * loss:g} %", fontsize=9)
+        ax.set_title(f"{browser}, {page}, {proto}, loss {100 * loss:g} %", fontsize=8)
         ax.set_xlabel("RTT (ms)")
         ax.set_ylabel("page load (ms)")
         ax.grid(alpha=0.3)
@@ -175,19 +180,19 @@ def library_table(loads: Loads) -> Table | None:
 
 def critical_path_table(loads: Loads) -> Table | None:
     rows = []
-    for (browser, proto, chain, rtt, loss), pair in _pairs(loads).items():
+    for (browser, page, proto, chain, rtt, loss), pair in _pairs(loads).items():
         for pq in (OFF, ON):
             c = pair.get(pq)
             if c is None:
                 continue
             med = lambda f: _ci(loads.values(c, f))[0]  # noqa: E731
-            rows.append([browser, proto, chain, f"{rtt:g}", f"{100 * loss:g} %", pq, f"{med('connections'):g}",
+            rows.append([browser, page, proto, chain, f"{rtt:g}", f"{100 * loss:g} %", pq, f"{med('connections'):g}",
                          f"{med('handshakes'):g}", f"{med('critical_handshakes'):g}", ms(med("load_event_ms")),
                          ms(med("last_byte_ms"))])
     if not rows:
         return None
     return Table("browser-critical-path", "Browsers: connections and TLS handshakes on the critical path (medians)",
-                 ["browser", "protocol", "chain", "RTT ms", "loss", "PQ", "connections", "TLS handshakes",
+                 ["browser", "page", "protocol", "chain", "RTT ms", "loss", "PQ", "connections", "TLS handshakes",
                   "on the critical path", "load event ms", "last resource ms"], rows,
                  "On the critical path: the longest chain of the load's connections each started after the previous "
                  "one's handshake ended, to the connection whose last byte came last (a page whose resources come "
@@ -207,7 +212,7 @@ def figures(con, run_id: str):
 
 
 CAPTIONS = {
-    "browser-page-load": "One panel per browser, protocol and loss rate: the page's load event (median, 95 % bootstrap "
+    "browser-page-load": "One panel per browser, page, protocol and loss rate: the page's load event (median, 95 % bootstrap "
                          "CI) against the RTT, post-quantum key exchange on (X25519MLKEM768, solid) and off (X25519, "
                          "dashed), one colour per chain (size-only: a classical chain padded to a post-quantum "
                          "chain's bytes).",

@@ -29,8 +29,10 @@ def body(kind: str, size: int, head: str = "") -> bytes:
     return (head + start + _filler(size - len(head) - len(start) - len(end)) + end).encode()
 
 
-def document(page: WebPage, port: int) -> bytes:
-    url = lambda r: f"https://{origin_name(r.origin)}:{port}{r.path}"  # noqa: E731
+def document(page: WebPage, port: int, origin0: str | None = None) -> bytes:
+    """origin0: the document's own origin's name where it is not origin0.pqbench.test (a run's site)."""
+    host = lambda k: origin0 if k == 0 and origin0 else origin_name(k)  # noqa: E731
+    url = lambda r: f"https://{host(r.origin)}:{port}{r.path}"  # noqa: E731
     head = "".join(TAGS[r.kind].format(url=url(r)) for r in page.resources[1:] if r.kind != "image")
     imgs = "".join(TAGS[r.kind].format(url=url(r)) for r in page.resources[1:] if r.kind == "image")
     html = f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{page.name}</title>{head}</head><body>{imgs}"
@@ -38,9 +40,9 @@ def document(page: WebPage, port: int) -> bytes:
     return body("document", page.document.size - len(tail), html) + tail.encode()
 
 
-def write(www: Path, page: WebPage, port: int) -> None:
+def write(www: Path, page: WebPage, port: int, origin0: str | None = None) -> None:
     """The page's document and resources under www (every origin serves the same root)."""
     for r in page.resources:
         path = www / r.path.lstrip("/")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(document(page, port) if r.kind == "document" else body(r.kind, r.size))
+        path.write_bytes(document(page, port, origin0) if r.kind == "document" else body(r.kind, r.size))

@@ -48,10 +48,15 @@ def parse(field: str, value) -> str:
     raise BadInput(field, f"{value!r} is not a page (allowed: single, origins-N with N 2..{MAX_ORIGINS})")
 
 
-def page(name: str) -> WebPage:
+def document_path(name: str, port: int | None = None) -> str:
+    """Where a page's document is: one per port when served by a run's nginx (its URLs name the port)."""
+    return f"/pages/{name}" + (f"-{port}" if port else "") + ".html"
+
+
+def page(name: str, port: int | None = None) -> WebPage:
     name = parse("page", name)
     n = 1 if name == "single" else int(name.split("-")[1])
-    doc = Resource(0, f"/pages/{name}.html", "document", DOCUMENT_BYTES)
+    doc = Resource(0, document_path(name, port), "document", DOCUMENT_BYTES)
     more = tuple(Resource(k, f"/res/o{k}-{kind}.{suffix}", kind, size)
                  for k in range(1, n) for kind, suffix, size in PER_ORIGIN)
     return WebPage(name, n, (doc, *more))

@@ -144,11 +144,16 @@ def agreement(samples: list[dict], flows: list[dict] | None = None) -> dict:
             if v else {"n": 0} for p, v in diffs.items()}
 
 
-if __name__ == "__main__":  # python -m pqbench.endpoints.browsers.timing RUN_DIR: browser − wire per milestone
+if __name__ == "__main__":  # python -m pqbench.endpoints.browsers.timing RUN_DIR: browser − wire per milestone,
+    # and every connection of every load joined to its flow (bytes and packets each way)
     import json
     import sys
     from pathlib import Path
     run = Path(sys.argv[1])
-    rows = [json.loads(line) for line in open(run / "samples.jsonl") if line.strip()]
+    # a handshake command's samples, or a run's lanes' last cells (each client's own output)
+    files = [run / "samples.jsonl"] if (run / "samples.jsonl").exists() else sorted(run.glob("lane-*/*-[0-9]*.jsonl"))
+    rows = [json.loads(line) for f in files for line in open(f) if line.strip().startswith("{")]
     flows = [json.loads(line) for f in sorted(run.glob("lane-*/flows.jsonl")) for line in open(f) if line.strip()]
-    print(json.dumps({"since_own_start": agreement(rows), "absolute": agreement(rows, flows)}, indent=1))
+    per_connection = [c for s in rows if s.get("ok") for c in connection_wire(s, flows)]
+    print(json.dumps({"since_own_start": agreement(rows), "absolute": agreement(rows, flows),
+                      "connections": per_connection}, indent=1))

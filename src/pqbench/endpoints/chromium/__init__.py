@@ -45,7 +45,7 @@ unsupported = unsupported_for("chromium", "Chromium", GROUPS, SIGNATURES)
 def capabilities() -> Capabilities:
     # over QUIC: HTTP/3 from the first request (--origin-to-force-quic-on), its connection a UDP socket
     return Capabilities(stack="chromium", protocol="tls", transports=("tcp", "quic"), modes=("handshake", "page"),
-                        features=("h2_alpn",),  # HTTP/2 by ALPN (the http axis)
+                        features=("h2_alpn", "pages"),  # HTTP/2 by ALPN (the http axis), every resource of a page (webpage)
                         versions={"chromium": version()}, unsupported=unsupported,
                         feature_notes={"offer": "Chromium's ClientHello is its own: X25519MLKEM768 and X25519 "
                                                 "shares, always (post-quantum off is the server's side)"})

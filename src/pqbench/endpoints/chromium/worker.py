@@ -22,6 +22,7 @@ from pqbench.endpoints.browsers.timing import sample_of
 from pqbench.endpoints.chromium.devtools import connections_of
 from pqbench.endpoints.chromium import launch
 from pqbench.transport import TRANSPORTS
+from pqbench.webpages import pages
 
 # Chromium 156's ClientHello: its supported groups with a key share each for the first two
 BROWSER_OFFER = "X25519MLKEM768+X25519:secp256r1:secp384r1"
@@ -29,11 +30,14 @@ STARTUP_S = 60.0  # the browser's first answer on a busy machine
 
 
 def url(job: dict) -> str:
-    """What the browser loads: the job's page as a document (nginx's /html/ location), by the server's name."""
-    return f"https://{job['servername']}:{job['port']}/html{job['path'] if job['path'] != '/' else '/1k'}"
+    """What the browser loads: the job's page as a document (nginx's /html/ location), by the server's name; a
+    multi-origin page's document (the webpage axis, pqbench.webpages) in its place."""
+    webpage = (job.get("axes") or {}).get("webpage")
+    path = pages.document_path(webpage, job["port"]) if webpage else job["path"] if job["path"] != "/" else "/1k"
+    return f"https://{job['servername']}:{job['port']}/html{path}"
 
 
-def names(job: dict) -> dict[str, str]:
+def host_map(job: dict) -> dict[str, str]:
     """Every name the job's page reaches -> its address: the server's, and a multi-origin page's origins."""
     return {job["servername"]: job["host"], **(job.get("hosts") or {})}
 
@@ -48,7 +52,7 @@ def clock_offset_ns() -> int:
 
 class Browser:
     def __init__(self, home: Path, job: dict, flags: list[str]):
-        self.proc, self.pipe, self.untrusted = launch.start(home, job.get("cafile"), names(job), flags)
+        self.proc, self.pipe, self.untrusted = launch.start(home, job.get("cafile"), host_map(job), flags)
         self.pipe.send("Browser.getVersion", timeout=STARTUP_S)
         # The browser's first navigation to an origin starts what it starts once (its network service's state for
         # the origin; a speculative connection besides the page's own, which the page then does not use): made here,
@@ -122,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
 def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
     offset, waited = clock_offset_ns(), cpuwait.waited_ns(browser.proc.pid)
     try:
-        events, before, after, error = browser.load(url(job), timeout_s, set(names(job).values()), proto(job))
+        events, before, after, error = browser.load(url(job), timeout_s, set(host_map(job).values()), proto(job))
     except CdpGone as e:
         raise BrowserGone(str(e)) from None
     except TimeoutError:

@@ -17,7 +17,7 @@ from pathlib import Path
 from pqbench.endpoints.browsers import cpuwait, loop, names
 from pqbench.endpoints.browsers.loop import BrowserGone
 from pqbench.endpoints.browsers.timing import sample_of
-from pqbench.endpoints.chromium.worker import names, url
+from pqbench.endpoints.chromium.worker import host_map, url
 from pqbench.endpoints.firefox import launch, marionette
 from pqbench.endpoints.firefox.channels import requests_of
 
@@ -42,7 +42,7 @@ class Browser:
             self.m.send("WebDriver:NewSession", {"capabilities": {}}, timeout=launch.STARTUP_S)
             self.m.send("Marionette:SetContext", {"value": "chrome"})
             if job.get("hosts"):  # a multi-origin page: each name to its own address, still without DNS
-                self.m.script(OVERRIDE_JS, [names(job)])
+                self.m.script(OVERRIDE_JS, [host_map(job)])
         except marionette.BrowserGone as e:
             raise BrowserGone(str(e)) from None
         self.container = 1000  # a new userContextId per load: its connections are its own

@@ -1,0 +1,37 @@
+"""The webpage axis (pqbench.axis): what page a browser cell loads. "single" (the default): the cell's page as it
+is, one resource; "origins-N": a multi-origin page (pqbench.webpages.pages) whose document comes from the cell's
+site and whose stylesheets, scripts and images come from N-1 more origins, each its own name, address and
+certificate (pqbench.webpages.serve makes them when the run's server starts).
+
+    [axes]
+    webpage = ["single", "origins-3"]
+
+A port of its own per value. A client that fetches one resource (pqtimer) and a server without the origins
+(every stack but openssl's nginx) are skipped cells with the reason; so are QUIC cells (the origins are served
+over TCP so far)."""
+
+from __future__ import annotations
+
+from pqbench import axis
+from pqbench.webpages import pages
+
+CLIENT_FEATURE = "pages"  # a client that loads a page's every resource (a browser)
+SERVER_FEATURE = "origins"  # a server that serves a page's origins (pqbench.webpages.serve)
+
+
+def parse(field: str, value) -> str | None:
+    name = pages.parse(field, value)
+    return None if name == "single" else name
+
+
+def _tcp_only(value, caps, role: str, values) -> str | None:
+    if values.get("transport") == "quic":
+        return "a multi-origin page's origins are served over TCP only so far (no HTTP/3 origins)"
+    return None
+
+
+axis.register(
+    axis.Axis("webpage", parse, "pages (single, origins-N)", client_feature=CLIENT_FEATURE,
+              server_feature=SERVER_FEATURE, check=_tcp_only, client_option="--webpage", site=True, order=71,
+              label=lambda v, row, short: f"{v} page"),
+)
