@@ -166,3 +166,37 @@ loss = ["0%"]
         assert hosts == {"server.pqbench.test", "origin1.pqbench.test", "origin2.pqbench.test"}, hosts
         assert len({r["remote"].rsplit(":", 1)[0] for r in opened}) == 3  # each origin its own address
         assert {r["protocol"] for r in opened} == {"h2"}
+
+
+class _Addresses:
+    """A testbed's add_server_addresses, counted (the rest of a testbed is not needed to prepare a page)."""
+    def __init__(self):
+        self.given = []
+
+    def add_server_addresses(self, count):
+        new = [f"10.250.1.{len(self.given) + i + 1}" for i in range(count)]
+        self.given += new
+        return new
+
+
+def test_a_sites_further_origins_get_addresses_leaves_of_its_ca_and_server_blocks(tmp_path):
+    from pqbench.algorithms import chains
+    from pqbench.endpoints.openssl.nginx_config import NginxConfig
+    from pqbench.webpages import serve
+    chain = chains.make("ecdsap256", tmp_path / "c", sized_as="mldsa44")  # a size-only padded chain's CA too
+    site = Site(4434, chain, options={"webpage": "origins-3", "http": "2"})
+    serving = Serving(tmp_path / "srv", [Site(4433, chain), site], ["X25519"], {}, 1)
+    tb = _Addresses()
+    hosts = serve.prepare(tb, serving)
+    assert hosts == {4434: {"origin1.pqbench.test": "10.250.1.1", "origin2.pqbench.test": "10.250.1.2"}}
+    for addr, leaf in site.options["origins"]:
+        assert leaf.server_name in hosts[4434] and hosts[4434][leaf.server_name] == addr
+        out = certs._openssl(["verify", "-CAfile", str(chain.root_cert), str(leaf.leaf_cert)], "verify")
+        assert b"OK" in out
+    doc = (serving.run_dir / "www" / "pages" / "origins-3-4434.html").read_bytes()
+    assert b"https://server.pqbench.test:4434/" not in doc and b"https://origin2.pqbench.test:4434/res/" in doc
+    conf = NginxConfig(serving.run_dir, "10.250.0.2", serving.sites, ["X25519"]).render()
+    assert "listen 10.250.1.1:4434 ssl http2;" in conf and "listen 10.250.1.2:4434 ssl http2;" in conf
+    assert "text/css css" in conf
+    # a server started again (after a crash) reuses what was made: no more addresses
+    assert serve.prepare(tb, serving) == hosts and len(tb.given) == 2
