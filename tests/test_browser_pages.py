@@ -166,6 +166,18 @@ loss = ["0%"]
         assert hosts == {"server.pqbench.test", "origin1.pqbench.test", "origin2.pqbench.test"}, hosts
         assert len({r["remote"].rsplit(":", 1)[0] for r in opened}) == 3  # each origin its own address
         assert {r["protocol"] for r in opened} == {"h2"}
+        # each connection joined to its own flow when the cell ended: bytes and packets per connection
+        wired = b["connections_wire"]
+        assert len(wired) == 3 and len({c["flow"] for c in wired if c["flow"]}) == 3, wired
+        assert all(c["bytes_s2c"] > 30_000 and c["packets_s2c"] > 20 for c in wired), wired
+    from pqbench import report
+    report.build(con, run_id, tmp_path / "report", resamples=100)
+    md = (tmp_path / "report" / "summary.md").read_text()
+    table = md.split("## Browsers: connections and TLS handshakes on the critical path")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
+            if line.startswith(("| chromium", "| firefox"))]
+    assert len(rows) == 2 and all(r[1] == "origins-3" and r[7:10] == ["3", "3", "2"] for r in rows), table
+    assert all(r[12] != "–" and r[13] != "–" for r in rows), table  # bytes and packets per connection
 
 
 class _Addresses:

@@ -221,6 +221,10 @@ class Rig:
             records = flows(Path(scratch) / "flows.jsonl")
             rtt_ns = round((self.link.client_to_server.delay_ms + self.link.server_to_client.delay_ms) * 1e6)
             joined = wire.join(samples, records, self._offset_ns, self.clients[client].milestones[mode], rtt_ns)
+            from pqbench.endpoints.browsers.timing import connection_wire
+            for s in samples:  # a browser's load: every connection it opened, each joined to its own flow
+                if (s.get("browser") or {}).get("requests_detail"):
+                    s["browser"]["connections_wire"] = connection_wire(s, records)
         protocol = endpoints.get(client).protocol
         for s in samples:
             s.setdefault("stack", client)

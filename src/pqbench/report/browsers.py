@@ -81,6 +81,14 @@ class Loads:
             self.by_cell.setdefault(s["cell_id"], []).append(s)
         self.cells = [c for c in a.cells if c.row.get("cell_id") in self.by_cell]
 
+    def per_connection(self, cell, field: str) -> list[float]:
+        """field (bytes_s2c, packets_c2s …) of every connection of the cell's successful loads."""
+        out = []
+        for s in self.by_cell.get(cell.row["cell_id"], []):
+            if s["ok"] and s.get("connections_wire"):
+                out += [c[field] for c in json.loads(s["connections_wire"]) if c.get(field) is not None]
+        return out
+
     def values(self, cell, field: str) -> list[float]:
         return [s[field] for s in self.by_cell.get(cell.row["cell_id"], []) if s["ok"] and s[field] is not None]
 
@@ -186,18 +194,23 @@ def critical_path_table(loads: Loads) -> Table | None:
             if c is None:
                 continue
             med = lambda f: _ci(loads.values(c, f))[0]  # noqa: E731
+            conn = lambda f: _ci(loads.per_connection(c, f))[0]  # noqa: E731
+            each = lambda f: "–" if math.isnan(conn(f + "_c2s")) else f"{conn(f + '_c2s'):,.0f} / {conn(f + '_s2c'):,.0f}"  # noqa: E731
             rows.append([browser, page, proto, chain, f"{rtt:g}", f"{100 * loss:g} %", pq, f"{med('connections'):g}",
                          f"{med('handshakes'):g}", f"{med('critical_handshakes'):g}", ms(med("load_event_ms")),
-                         ms(med("last_byte_ms"))])
+                         ms(med("last_byte_ms")), each("bytes"), each("packets")])
     if not rows:
         return None
     return Table("browser-critical-path", "Browsers: connections and TLS handshakes on the critical path (medians)",
                  ["browser", "page", "protocol", "chain", "RTT ms", "loss", "PQ", "connections", "TLS handshakes",
-                  "on the critical path", "load event ms", "last resource ms"], rows,
+                  "on the critical path", "load event ms", "last resource ms", "bytes per connection c→s / s→c",
+                  "packets per connection c→s / s→c"], rows,
                  "On the critical path: the longest chain of the load's connections each started after the previous "
                  "one's handshake ended, to the connection whose last byte came last (a page whose resources come "
                  "from other origins waits for the document's handshake, then for theirs). Last resource: the last "
-                 "byte of the load's last response, from the start of its first connection.")
+                 "byte of the load's last response, from the start of its first connection. Bytes and packets: "
+                 "medians over every connection of the cell's loads, each joined to its own flow in the emulator's "
+                 "record (IP packets at the client's side of the link, each way).")
 
 
 def tables(con, run_id: str, a) -> list[Table]:

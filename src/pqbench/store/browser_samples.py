@@ -13,11 +13,13 @@ _FIELDS = {  # name -> JSON path in a sample's raw record
 
 def page_loads(con, run_id: str) -> list[dict]:
     """Every sample of the run: cell_id, ok, stack, transport, handshake_done_ms, duration_ms, the emulator's
-    record of its connection (wire, JSON text) and the browser's fields above (None for a client that is not a
+    record of its connection (wire, JSON text), each connection of a browser's load joined to its flow
+    (connections_wire, JSON text) and the browser's fields above (None for a client that is not a
     browser)."""
     extracted = ", ".join(f"TRY_CAST(json_extract(raw, '{path}') AS DOUBLE) AS {name}" for name, path in _FIELDS.items())
     cur = con.execute(f"SELECT cell_id, ok, stack, transport, handshake_done_ms, duration_ms, "
-                      f"CAST(json_extract(raw, '$.wire') AS VARCHAR) AS wire, {extracted} "
+                      f"CAST(json_extract(raw, '$.wire') AS VARCHAR) AS wire, "
+                      f"CAST(json_extract(raw, '$.browser.connections_wire') AS VARCHAR) AS connections_wire, {extracted} "
                       "FROM samples WHERE run_id = ? ORDER BY cell_id, seq", [run_id])
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row)) for row in cur.fetchall()]
