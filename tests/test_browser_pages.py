@@ -205,6 +205,8 @@ def test_a_sites_further_origins_get_addresses_leaves_of_its_ca_and_server_block
         assert leaf.server_name in hosts[4434] and hosts[4434][leaf.server_name] == addr
         out = certs._openssl(["verify", "-CAfile", str(chain.root_cert), str(leaf.leaf_cert)], "verify")
         assert b"OK" in out
+        # every origin sends what the site's size-only chain stands for (an ML-DSA-44 root → leaf chain's bytes)
+        assert leaf.sent_bytes == chain.sent_bytes == chain.parts["stand_in"]["bytes"] and leaf.parts["size_only"]
     doc = (serving.run_dir / "www" / "pages" / "origins-3-4434.html").read_bytes()
     assert b"https://server.pqbench.test:4434/" not in doc and b"https://origin2.pqbench.test:4434/res/" in doc
     conf = NginxConfig(serving.run_dir, "10.250.0.2", serving.sites, ["X25519"]).render()

@@ -28,6 +28,7 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 import struct
 import tempfile
 import zlib
@@ -433,9 +434,10 @@ def smallest_padded(sig: str) -> int:
 
 
 def make_padded(sig: str, out: Path, nbytes: int, *, ca_sig: str | None = None,
-                server_name: str = DEFAULT_SERVER_NAME) -> Chain:
+                server_name: str = DEFAULT_SERVER_NAME, root_from: Path | None = None) -> Chain:
     """root → leaf whose leaf carries a filler extension sized so that the server sends nbytes of DER exactly
-    (size-only). BadInput when a root → leaf chain of the algorithm is already larger."""
+    (size-only). BadInput when a root → leaf chain of the algorithm is already larger. root_from: the folder of
+    an existing root (root.crt, root.key, of ca_sig) to issue the leaf from, instead of a new one."""
     if not 0 < nbytes <= MAX_PADDED:
         raise BadInput("chain_bytes", f"{nbytes} is outside 1..{MAX_PADDED} bytes")
     alg = catalog.find(sig, "sig", field="sig")
@@ -444,7 +446,11 @@ def make_padded(sig: str, out: Path, nbytes: int, *, ca_sig: str | None = None,
     _check_signer(ca, "ca_sig")
     out = _prepare_out(out)
     mk = _Maker(out, server_name)
-    mk.root(ca)
+    if root_from:  # one CA for several leaves (a multi-origin page's origins, pqbench.webpages.serve)
+        for name in ("root.crt", "root.key"):
+            shutil.copyfile(Path(root_from) / name, out / name)
+    else:
+        mk.root(ca)
     mk.key("leaf", alg)
     serial, subject = _serial(), f"/O=pqbench/CN={server_name}"
     base = len(mk.issue("leaf", subject, "leaf", "root", serial))
