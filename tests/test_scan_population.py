@@ -158,3 +158,22 @@ def test_local_population_hosts_are_bad_input():
     from pqbench.scan import local
     with pytest.raises(BadInput, match="--hosts"):
         local.up(0, __import__("pathlib").Path("/nonexistent"))
+
+
+def test_local_population_compare_names_what_differs():
+    from pqbench.scan import local
+    entries = local.layout(["10.9.1.1"], "10.9.1.3", "10.9.1.4")
+    want = local.expected_aggregate(entries)
+    results = [tls_result(["X25519"], pq_kex="no", hrr=False)]
+    differ = local.compare(aggregate.aggregate(results), want)
+    assert differ["targets"] == {"got": 1, "want": len(entries)} and "ssh_pq_offered" in differ
+
+
+def test_population_report_bad_input(tmp_path):
+    from conftest import run_pqbench
+    r = run_pqbench("population", "report", "--db", tmp_path / "none.duckdb")
+    assert r.returncode == 2 and "--db" in r.stderr, r.stderr
+    (tmp_path / "c.json").write_text("{}")
+    (tmp_path / "x.duckdb").write_bytes(b"")
+    r = run_pqbench("population", "report", "--db", tmp_path / "x.duckdb", "--composition", tmp_path / "c.json")
+    assert r.returncode == 2 and "--composition" in r.stderr, r.stderr

@@ -23,6 +23,14 @@ def register(sub) -> None:
     up.add_argument("--name", help="testbed name pqb-XXXX (default: random)")
     up.add_argument("--json", action="store_true", help="the composition as JSON")
     up.set_defaults(func=cmd_up)
+    rep = ps.add_parser("report", help="the aggregate of a population scan stored in --db, checked against the "
+                                       "population's composition when given")
+    rep.add_argument("--db", type=Path, default=Path("results.duckdb"), help="the store the scan wrote (default "
+                                                                              "results.duckdb)")
+    rep.add_argument("--composition", type=Path, help="composition.json of `population up`: compare the aggregate "
+                                                      "with the one it expects (exit 1 when they differ)")
+    rep.add_argument("--json", action="store_true")
+    rep.set_defaults(func=cmd_report)
     down = ps.add_parser("down", help="take the population's testbed down (as pqbench net down NAME)")
     down.add_argument("name")
     down.set_defaults(func=cmd_down)
@@ -45,6 +53,43 @@ def cmd_up(args) -> int:
     print(f"  scan it: {shlex.join(pop.scan_argv(Path('population.duckdb')))}")
     print(f"  remove it: pqbench population down {pop.name}")
     return 0
+
+
+def cmd_report(args) -> int:
+    import json
+
+    from pqbench import store
+    from pqbench.errors import BadInput
+    from pqbench.scan import aggregate, local
+    from pqbench.store import scan_population as sp
+    if not args.db.is_file():
+        raise BadInput("--db", f"{args.db} is not a file (the store a `pqbench scan --file` wrote)")
+    expected = None
+    if args.composition is not None:
+        try:
+            expected = json.loads(args.composition.read_text())["expected_aggregate"]
+        except (OSError, ValueError, KeyError) as e:
+            raise BadInput("--composition", f"{args.composition}: not a composition.json of `pqbench population up` "
+                                            f"({e})") from None
+    con = store.connect(args.db, read_only=True)
+    try:
+        pid = sp.latest(con)
+        if pid is None:
+            raise BadInput("--db", f"{args.db} holds no population scan (pqbench scan --file)")
+        agg = aggregate.aggregate(sp.results(con, pid))
+    finally:
+        con.close()
+    differ = local.compare(agg, expected) if expected is not None else None
+    if args.json:
+        print_json({"population_id": pid, "aggregate": agg, "differs_from_composition": differ})
+    else:
+        print(f"population scan {pid} in {args.db}")
+        print("\n".join(aggregate.lines(agg)))
+        if differ is not None:
+            print("matches the composition" if not differ else
+                  "differs from the composition: " + "; ".join(f"{k} {v['got']} (expected {v['want']})"
+                                                               for k, v in differ.items()))
+    return 1 if differ else 0
 
 
 def cmd_down(args) -> int:

@@ -35,6 +35,7 @@ SCAN_GROUPS = ["X25519", "secp256r1", "secp384r1", "X448", "X25519MLKEM768", "Se
                "SecP384r1MLKEM1024", "MLKEM768", "MLKEM1024"]
 SERVER_NAME = certs.DEFAULT_SERVER_NAME
 MAX_HOSTS = 200
+SSHD_LISTEN_MAX = 16  # OpenSSH's MAX_LISTEN_SOCKS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,7 +187,8 @@ def start_members(tb, run: Path, client: Place, fleet, quic_host, boxed_host, ch
     runs in the namespace)."""
     progress("Debian's nginx and sshd")
     start_debian_nginx(tb, run / "debian-nginx", debs["nginx"], fleet, chain)
-    start_debian_sshd(tb, run / "debian-sshd", debs["sshd"], fleet)
+    for i in range(0, len(fleet), SSHD_LISTEN_MAX):  # one sshd per 16 addresses: its most listening sockets
+        start_debian_sshd(tb, run / f"debian-sshd-{i // SSHD_LISTEN_MAX}", debs["sshd"], fleet[i:i + SSHD_LISTEN_MAX])
     for i, h in enumerate(fleet, start=1):
         progress(f"host {i}/{len(fleet)} {h}: our nginx, s2n, rustls, Go")
         place = _place(tb, "server", h)
@@ -207,7 +209,8 @@ def start_members(tb, run: Path, client: Place, fleet, quic_host, boxed_host, ch
            Serving(run / "boxed", [Site(443, chain, server_groups=BOXED_GROUPS)], ["X25519"], {"1k": 1000}, 1))
     for h in fleet:
         wait_listening(client, h, KINDS["debian-nginx"].port, run / "debian-nginx" / "error.log")
-        wait_listening(client, h, KINDS["debian-sshd"].port, run / "debian-sshd" / "sshd.log")
+    for i, h in enumerate(fleet):
+        wait_listening(client, h, KINDS["debian-sshd"].port, run / f"debian-sshd-{i // SSHD_LISTEN_MAX}" / "sshd.log")
     wait_listening(client, boxed_host, BOXED_KIND.port)
 
 
@@ -367,3 +370,14 @@ def verdicts(result: dict) -> dict:
         out["over_quic"] = sorted(udp.get("groups") or [])
         out["quic_measured"] = by.get("QUIC first flight vs 3x amplification budget (measured)", {}).get("verdict")
     return out
+
+
+def compare(agg: dict, expected: dict) -> dict:
+    """pqbench.scan.aggregate's figures in expected_aggregate's keys, each {"got", "want"}, for those that differ."""
+    tls, ssh = agg["tls"], agg["ssh"]
+    got = {"targets": agg["targets"], "failures": dict(agg["failures"]), "tls_answered": tls["answered"],
+           "ssh_answered": ssh["answered"], "ssh_pq_offered": ssh["pq_offered"]["n"], "ssh_pq_first": ssh["pq_first"]["n"],
+           **{k: tls[k]["n"] for k in ("hybrid_pq_accepted", "pq_accepted", "pq_by_default", "hrr_for_x25519",
+                                      "pq_certificate", "flight_over_initial_window", "split_intolerant",
+                                      "oversized_intolerant")}}
+    return {k: {"got": got.get(k), "want": v} for k, v in expected.items() if got.get(k) != v}
