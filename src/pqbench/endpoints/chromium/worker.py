@@ -100,7 +100,8 @@ def transport_flags(job: dict) -> list[str]:
     """HTTP/3 over QUIC to the job's port from the first request (no Alt-Svc round first): a QUIC cell's."""
     if not TRANSPORTS[job["transport"]].datagram:
         return []
-    return ["--enable-quic", f"--origin-to-force-quic-on={job['servername']}:{job['port']}"]
+    # every origin of the page (a multi-origin page's too): HTTP/3 to each from its first request
+    return ["--enable-quic", "--origin-to-force-quic-on=" + ",".join(f"{name}:{job['port']}" for name in host_map(job))]
 
 
 def proto(job: dict) -> str:

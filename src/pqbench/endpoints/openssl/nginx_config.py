@@ -76,13 +76,15 @@ class NginxConfig:
                                                                    ("fastcgi", "fastcgi"), ("uwsgi", "uwsgi"),
                                                                    ("scgi", "scgi"))]
 
+    def origin_listen(self, addr: str, site: Site) -> list[str]:
+        h2 = " http2" if (site.options or {}).get("http") == "2" else ""
+        return [f"listen {addr}:{site.port} ssl{h2};"]
+
     def origins(self, site: Site) -> list[str]:
         """The server blocks of a multi-origin page's further origins (pqbench.webpages.serve): each on its own
         address at the site's port, with its own chain."""
-        h2 = " http2" if (site.options or {}).get("http") == "2" else ""
         return [f"""
-    server {{
-        listen {addr}:{site.port} ssl{h2};
+    server {{{"".join(f"{chr(10)}        {line}" for line in self.origin_listen(addr, site))}
         ssl_certificate {chain.chain_file};
         ssl_certificate_key {chain.leaf_key};{self.site_options(site)}
         location / {{ root {self.run_dir / 'www'}; }}

@@ -84,6 +84,10 @@ class H3Config(NginxConfig):
         return [f"listen {self.listen_addr}:{site.port} quic reuseport;", "http3 on;",
                 f"quic_retry {'on' if site.retry else 'off'};"]
 
+    def origin_listen(self, addr: str, site: Site) -> list[str]:
+        """A multi-origin page's further origin over QUIC (pqbench.webpages.serve): HTTP/3 at its own address."""
+        return [f"listen {addr}:{site.port} quic;", "http3 on;", "quic_retry off;"]
+
     def temp_paths(self) -> list[str]:
         return [f"client_body_temp_path {self.run_dir / 'nginx-h3-tmp'};"]  # built without the proxy modules
 
