@@ -1,10 +1,9 @@
-"""Multi-origin pages through a real testbed (issue 38, item 3): a page whose document on origin0.pqbench.test
-names a stylesheet, a script and an image on each of two more origins, each origin its own name, its own address
-in the server namespace (Testbed.add_server_addresses) and its own certificate, in nginx server blocks on our
-OpenSSL. Each browser maps the names to the addresses without DNS, opens one HTTP/2 connection per origin, each
+"""Multi-origin pages through a real testbed (issue 38, item 3): a page whose document on the site's own origin
+(server.pqbench.test) names a stylesheet, a script and an image on each of two more origins, each origin its own
+name, its own address in the server namespace (Testbed.add_server_addresses) and its own certificate, in nginx
+server blocks on our OpenSSL. Each browser maps the names to the addresses without DNS, opens one HTTP/2 connection per origin, each
 joined to its own flow in pqlink's record, and waits for two TLS handshakes one after another."""
 
-import dataclasses
 import json
 import time
 
@@ -15,7 +14,7 @@ from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.endpoints.browsers import timing
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
-from pqbench.webpages import content, origins, pages
+from pqbench.webpages import content, pages
 
 RTT_MS = 10
 PORT = 4443
@@ -49,41 +48,33 @@ def bed(built_stack, tmp_path_factory):
         pytest.skip("needs root (network namespaces)")
     run_dir = tmp_path_factory.mktemp("pages")
     chain = certs.make_chain("ecdsap256", run_dir / "certs" / "main")
-    groups = ["X25519MLKEM768", "X25519"]
-    serving = Serving(run_dir / "openssl", [Site(4433, chain)], groups, DEFAULT_PAGES, 2)
-    page = pages.page(PAGE)
+    # the rig makes the site's further origins as its server starts (pqbench.webpages.serve)
+    site = Site(PORT, chain, options={"webpage": PAGE, "http": "2"})
+    serving = Serving(run_dir / "openssl", [site], ["X25519MLKEM768", "X25519"], DEFAULT_PAGES, 2)
     with Rig.pairs({"openssl": serving}, ["openssl", "chromium", "firefox"], LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
-        addrs = rig.tb.add_server_addresses(page.origins)
-        where = origins.Origins(page, addrs, origins.make_chains("ecdsap256", run_dir / "certs" / "origins",
-                                                                 page.origins), PORT)
-        server = origins.OriginsServer(where, run_dir / "origins", groups)
-        server.start(rig.place("server"))
-        try:
-            server.ready(rig.place("client"))
-            yield {"rig": rig, "origins": where, "dir": run_dir}
-        finally:
-            server.stop()
+        yield {"rig": rig, "chain": chain, "dir": run_dir}
 
 
 def load(bed, browser, n=2):
-    rig, where = bed["rig"], bed["origins"]
-    job = rig.job(PORT, "X25519MLKEM768", where.chains[0], mode="page", path=where.page.document.path,
-                  hosts=where.hosts(), timeout_ms=20_000)
-    job = dataclasses.replace(job, host=where.addrs[0], target=False)
+    rig = bed["rig"]
+    job = rig.job(PORT, "X25519MLKEM768", bed["chain"], mode="page", path="/10k", timeout_ms=20_000,
+                  axes={"webpage": PAGE})
     scratch = bed["dir"] / f"{browser}-{time.monotonic_ns()}"
     scratch.mkdir()
     rig.begin_cell(rig.link)
     samples = rig.sample(job, n, 1, scratch, client=browser)
     rig.end_cell(samples, "page", scratch, client=browser)
     flows = [json.loads(line) for line in open(scratch / "flows.jsonl")]
-    return samples, flows
+    return samples, flows, job
 
 
 @pytest.mark.root
 @pytest.mark.parametrize("browser", ["chromium", "firefox"])
 def test_a_multi_origin_page_opens_one_connection_per_origin_each_joined_to_its_flow(bed, browser):
-    samples, flows = load(bed, browser)
-    where = bed["origins"]
+    samples, flows, job = load(bed, browser)
+    names = {job.servername: job.host, **job.hosts}  # the site's own origin, and its further origins
+    assert set(job.hosts) == {"origin1.pqbench.test", "origin2.pqbench.test"} and len(set(names.values())) == 3
+    page = pages.page(PAGE, PORT)
     assert all(s["ok"] for s in samples), [s.get("error") for s in samples]
     for s in samples:
         b = s["browser"]
@@ -91,15 +82,17 @@ def test_a_multi_origin_page_opens_one_connection_per_origin_each_joined_to_its_
         # the document's handshake, then the two other origins' together
         assert b["critical_handshakes"] == 2, b
         got = [r for r in b["requests_detail"] if r.get("status") == 200]
-        assert {r["url"].split("/")[2].split(":")[0] for r in got} == set(where.hosts()), got
+        assert {r["url"].split("/")[2].split(":")[0] for r in got} == set(names), got
         assert {r["protocol"] for r in got} == {"h2"}
         conns = timing.connection_wire(s, flows)
         # one connection per origin, each to its own address, each its own flow on the wire
-        assert sorted(c["remote"].rsplit(":", 1)[0] for c in conns) == sorted(where.addrs), conns
+        assert sorted(c["remote"].rsplit(":", 1)[0] for c in conns) == sorted(names.values()), conns
         assert all(c["flow"] for c in conns) and len({c["flow"] for c in conns}) == 3, conns
+        assert conns == b["connections_wire"]  # the same join, made as the cell ended
         for c in conns:
-            origin = next(k for k, a in enumerate(where.addrs) if c["remote"].startswith(a + ":"))
-            body = sum(r.size for r in where.page.resources if r.origin == origin)
+            origin = [n for n, a in names.items() if c["remote"].startswith(a + ":")][0]
+            k = 0 if origin == job.servername else int(origin.split(".")[0].removeprefix("origin"))
+            body = sum(r.size for r in page.resources if r.origin == k)
             assert c["bytes_s2c"] > body and c["packets_s2c"] > body / 1500, c
         assert b["load_event_ms"] >= b["last_byte_ms"] - 1 >= 3 * RTT_MS
 

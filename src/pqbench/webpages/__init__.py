@@ -4,5 +4,7 @@ own certificate, served by nginx on our OpenSSL.
 
     pages     what a page is: its origins and its resources (document, stylesheets, scripts, images)
     content   the files of a page on disk: its document naming every resource by its origin's URL
-    origins   the origins' certificates (one CA, a leaf per name) and their nginx: a server block per origin
+    origins   a further origin's certificate (a leaf for its name from the site chain's CA)
+    serve     a run's pages made as its server starts: addresses, leaves, files, the nginx server blocks' input
+    axis      the webpage axis (single, origins-N)
 """

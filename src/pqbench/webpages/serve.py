@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pqbench.algorithms.chains import DEFAULT_SERVER_NAME
 from pqbench.webpages import content, pages
-from pqbench.webpages.origins import _leaf
+from pqbench.webpages.origins import leaf_for
 
 
 def _origin_chain(site_chain, out, name: str):
@@ -19,7 +19,7 @@ def _origin_chain(site_chain, out, name: str):
         from pqbench.algorithms.chains import make_padded
         return make_padded(site_chain.sig, out, stand_in["bytes"], ca_sig=site_chain.ca_sig, server_name=name,
                            root_from=site_chain.directory)
-    return _leaf(site_chain, site_chain.sig, out, name)
+    return leaf_for(site_chain, site_chain.sig, out, name)
 
 
 def prepare(tb, serving) -> dict[int, dict[str, str]]:

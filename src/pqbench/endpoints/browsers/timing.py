@@ -57,19 +57,25 @@ def critical_handshakes(connections: list[dict]) -> int:
 
 
 def connection_wire(sample: dict, flows: list[dict]) -> list[dict]:
-    """Each connection the load opened joined to the emulator's record of its flow (flows.jsonl) by its local port
-    and its server's address: where it went, and the bytes and packets each way (None where no flow matched)."""
+    """Each connection the load opened joined to the emulator's record of its flow (flows.jsonl): the flow to its
+    server's address (and from its local port, where the browser or the socket table named one) that opened
+    nearest its start, within a second; where it went, and the bytes and packets each way (None without a flow).
+    Each origin of a page has its own address, so the address and the time find a flow when the port is unknown
+    (a socket the table did not show, a channel that no longer had its port)."""
+    # the connections' starts are on CLOCK_MONOTONIC (Chromium's DevTools) or CLOCK_MONOTONIC_RAW (Firefox's, as
+    # its worker converts them); the emulator's on CLOCK_MONOTONIC
+    shift = (sample.get("mono_minus_raw_ns") or 0) if sample.get("stack") == "firefox" else 0
     out = []
     for r in (sample.get("browser") or {}).get("requests_detail") or []:
         c = r.get("connection")
         if not c:
             continue
-        remote = (r.get("remote") or "").rsplit(":", 1)[0]
-        mine = [f for f in flows if c.get("local_port") is not None
-                and int(f["client"].rsplit(":", 1)[1]) == c["local_port"] and f["server"].rsplit(":", 1)[0] == remote]
-        # a local port is reused over a run: the flow that opened nearest the connection's start
-        f = min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - c["start_mono_ns"]), default=None)
-        out.append({"url": r["url"], "remote": r.get("remote"), "local_port": c.get("local_port"),
+        remote, port, start = (r.get("remote") or "").rsplit(":", 1)[0], c.get("local_port"), c["start_mono_ns"] + shift
+        mine = [f for f in flows if f["server"].rsplit(":", 1)[0] == remote
+                and (port is None or int(f["client"].rsplit(":", 1)[1]) == port)
+                and abs((f.get("syn_ns") or f["open_ns"]) - start) < 1e9]
+        f = min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - start), default=None)
+        out.append({"url": r["url"], "remote": r.get("remote"), "local_port": port,
                     "protocol": r.get("protocol"), "flow": f["client"] + " > " + f["server"] if f else None,
                     **{f"{k}_{d}": (f[d].get(k) if f else None) for k in ("packets", "bytes") for d in ("c2s", "s2c")}})
     return out
