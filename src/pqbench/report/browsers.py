@@ -165,6 +165,8 @@ def page_load_figure(loads: Loads) -> Figure | None:
 
 
 def library_table(loads: Loads) -> Table | None:
+    if not loads.browser_cells():  # the browser section: runs without browsers report as they did
+        return None
     rows = []
     cells = [c for c in loads.cells if c.row.get("client") in LIBRARIES and loads.values(c, "handshake_done_ms")]
     key = lambda c: (c.row.get("rtt_ms") or 0, c.row.get("loss") or 0, _protocol(c.row), _chain(c.row),  # noqa: E731
