@@ -6,13 +6,13 @@ Population (one testbed, servers in its server namespace):
 - pq-first:  our nginx (OpenSSL 3.5), X25519MLKEM768 ranked above X25519 and secp256r1 (tuples);
 - mlkem-only: our nginx, MLKEM768 and MLKEM1024 only (pure ML-KEM);
 - secp-only: our nginx, SecP256r1MLKEM768 and SecP384r1MLKEM1024 only;
-- debian:    Debian's own nginx on Debian's OpenSSL 3.0 (no post-quantum group), its default groups;
+- debian:    Debian's own nginx on Debian's OpenSSL 3.0 (no post-quantum group), its default groups, unpacked
+             from Debian's archive (pqbench.scan.debian, never installed);
 - quic-big:  our nginx and nginx-h3 on one port number (TCP and UDP), an ML-DSA-87 chain (about 15 kB);
 - sshd:      our OpenSSH with OpenSSH 9.2's order (sntrup761x25519 first), ed25519 host key.
 """
 
 import os
-import shutil
 import subprocess
 import time
 
@@ -32,7 +32,6 @@ import pqbench.scan as scan_mod
 # the groups scanned (a subset of the catalog's, to keep the test short): classical, hybrid, pure ML-KEM
 GROUPS = ["X25519", "secp256r1", "secp384r1", "X448", "X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024",
           "MLKEM768", "MLKEM1024"]
-DEBIAN_NGINX = "/usr/sbin/nginx"
 
 # name -> (port, nginx groups or None for Debian's nginx, expected verdicts)
 POPULATION = {
@@ -83,6 +82,11 @@ http {{
 """
 
 
+def debian_env(root):
+    from pqbench.scan import debian as archive
+    return archive.env(root)
+
+
 def wait_listening(place: Place, ip: str, port: int, timeout_s: float = 20.0) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
@@ -110,8 +114,8 @@ def start_nginx(tb, d, groups: str, port: int, chain):
 def population(built_stack, tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces)")
-    if not shutil.which(DEBIAN_NGINX):
-        pytest.skip("Debian's nginx is not installed (apt-get install nginx-light)")
+    from pqbench.scan import debian as archive
+    root = archive.unpacked("nginx")  # Debian's nginx and OpenSSL 3.0, unpacked from Debian's archive (not installed)
     d = tmp_path_factory.mktemp("population")
     chain = certs.make_chain("ecdsap256", d / "chain", intermediates=1)
     started, debian, big = [], None, None
@@ -136,7 +140,8 @@ def population(built_stack, tmp_path_factory):
                     (d / name).mkdir()
                     conf = d / name / "nginx.conf"
                     conf.write_text(debian_nginx_conf(d / name, tb.server_addr, port, chain))
-                    debian = tb.popen("server", [DEBIAN_NGINX, "-c", str(conf), "-p", str(d / name)],
+                    debian = tb.popen("server", [str(root / "usr/sbin/nginx"), "-c", str(conf), "-p", str(d / name)],
+                                      env=debian_env(root),
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                     wait_listening(place, tb.server_addr, port)
             yield {"tb": tb, "place": place, "chain": chain, "big": big}
