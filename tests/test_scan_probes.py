@@ -326,7 +326,7 @@ def test_population_scan_is_polite_resumable_and_summed_up(population, tmp_path)
             "--groups", ",".join(GROUPS),
             "--backoff", "0", "--ca", chain.root_cert, "--servername", chain.server_name, "--db", db]
     tb.reset_counters()  # empties the wire recorder: every connection from here is the scan's
-    proc = subprocess.Popen([sys.executable, "-m", "pqbench", *map(str, argv)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "pqbench", *map(str, argv)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     seen = []
     for line in proc.stderr:  # interrupted once 20 targets are stored
@@ -334,7 +334,8 @@ def test_population_scan_is_polite_resumable_and_summed_up(population, tmp_path)
         if len(stored(seen)) == 20:
             proc.send_signal(signal.SIGINT)
             break
-    _, rest = proc.communicate(timeout=60)
+    rest = proc.stderr.read()  # through the same reader: communicate() would skip the lines it has buffered
+    proc.wait(timeout=60)
     err = "".join(seen) + rest
     first = stored(err.splitlines())
     assert proc.returncode == 130, err

@@ -120,7 +120,7 @@ class Population:
     def scan_argv(self, db: Path, rate: float = 200) -> list[str]:
         """The scan this population is made for (its expected verdicts assume these groups and -n 1)."""
         return ["pqbench", "scan", "--file", str(self.targets_file), "--netns", self.client_ns, "--ca", str(self.ca_file),
-                "--servername", SERVER_NAME, "--groups", ",".join(SCAN_GROUPS), "-n", "1", "--timeout", "2s",
+                "--servername", SERVER_NAME, "--groups", ",".join(SCAN_GROUPS), "-n", "1", "--timeout", "8s",
                 "--backoff", "0", "--rate", f"{rate:g}", "--db", str(db)]
 
 
