@@ -103,7 +103,7 @@ def _pairs(loads: Loads) -> dict:
         r = c.row
         key = (r["client"], _page(r), _protocol(r), _chain(r), r.get("rtt_ms") or 0.0, r.get("loss") or 0.0)
         out.setdefault(key, {})[_pq(r.get("kex"))] = c
-    return dict(sorted(out.items(), key=lambda kv: tuple(str(x) if isinstance(x, str) else x for x in kv[0])))
+    return dict(sorted(out.items(), key=lambda kv: kv[0]))
 
 
 def page_load_table(loads: Loads) -> Table | None:
