@@ -93,7 +93,8 @@ def chains(built_stack, tmp_path_factory):
 
 # Tests that act on every testbed of the machine (`net clean` removes the detached ones too) or keep a detached one
 # (`net up`) that such a test would remove: on one worker of a parallel suite (pytest-xdist's loadgroup).
-MACHINE_WIDE = {"test_testbed.py", "test_runner.py::test_killed_run_resumes_without_duplicates_or_gaps"}
+MACHINE_WIDE = {"test_testbed.py", "test_runner.py::test_killed_run_resumes_without_duplicates_or_gaps",
+                "test_scan_local.py"}  # the local population is a detached testbed
 # Modules whose module fixture makes real runs (about 30 s): on one worker, so it runs once, not once per worker
 # that received one of the module's tests (the 20 slowest of a parallel pass had it set up three times).
 ONE_WORKER_MODULES = {"test_report.py", "test_protocols.py"}

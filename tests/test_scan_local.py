@@ -20,10 +20,12 @@ from pqbench import store
 from pqbench.scan import local
 from pqbench.store import scan_population as sp
 
-HOSTS = 16  # 16 x 11 entries + the QUIC and the boxed hosts: 178 targets on 18 addresses
+# 4 x 11 entries + the QUIC and the boxed hosts: 46 targets on 6 addresses (the suite's share; the default
+# population, 20 hosts and 222 targets, is measured in docs/scan.md)
+HOSTS = 4
 RATE = 20  # new connections per second: below what the scan makes unpaced here (~34/s), so the pace binds
 CONCURRENCY = 12
-STOP_AFTER = 40  # targets stored before the Ctrl-C
+STOP_AFTER = 15  # targets stored before the Ctrl-C
 # per connection: beside a busy machine (load 36 on 2 CPUs) nginx's one worker answered a split ClientHello
 # after more than 2 s, and the probe called it silent
 TIMEOUT = "8s"
@@ -103,7 +105,7 @@ def scanned(population, tmp_path_factory):
 def test_population_is_many_addresses_and_ports(population):
     comp = population["comp"]
     entries = comp["entries"]
-    assert len(entries) >= 150 and len({e["host"] for e in entries}) == HOSTS + 2
+    assert len(entries) == HOSTS * len(local.KINDS) + 2 and len({e["host"] for e in entries}) == HOSTS + 2
     assert len({e["target"].rsplit(":", 1)[1] for e in entries}) == len(local.KINDS)  # each kind on its port
     assert comp["counts"]["debian-nginx"] == HOSTS and comp["counts"]["quic-big"] == comp["counts"]["boxed-nginx"] == 1
     assert comp["debian"]["nginx"]["packages"]["libssl3"].startswith("3.0.")  # Debian's OpenSSL 3.0
@@ -165,7 +167,7 @@ def test_aggregate_matches_the_known_composition(population, scanned):
     want = population["comp"]["expected_aggregate"]
     agg = json.loads(scanned["resumed"].stdout)["aggregate"]
     assert local.compare(agg, want) == {}
-    assert agg["targets"] == len(population["comp"]["entries"]) and want["tls_answered"] > 100
+    assert agg["targets"] == len(population["comp"]["entries"]) and want["tls_answered"] > 3 * HOSTS
     assert list(agg["ssh"]["by_version"]) == ["OpenSSH_9.2p1"]
     # the same from the store, as a user checks it
     r = run_pqbench("population", "report", "--db", scanned["db"], "--composition",
