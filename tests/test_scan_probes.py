@@ -24,7 +24,7 @@ from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import Place, Serving, Site
 from pqbench.measure.rig import place_on
 from pqbench.remote import address
-from pqbench.scan import ossify, tls
+from pqbench.scan import local, ossify, tls
 from pqbench.testbed import EmulatorOptions, LinkSpec, RealPath, Testbed
 
 import pqbench.scan as scan_mod
@@ -59,32 +59,6 @@ POPULATION = {
 }
 SSH_KEX = ["sntrup761x25519-sha512", "curve25519-sha256", "ecdh-sha2-nistp256"]
 SSH_PORT = 2222
-
-
-def debian_nginx_conf(d, addr: str, port: int, chain) -> str:
-    return f"""daemon off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi;
-    uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
-    server {{
-        listen {addr}:{port} ssl;
-        ssl_certificate {chain.chain_file};
-        ssl_certificate_key {chain.leaf_key};
-        ssl_protocols TLSv1.3;
-        location / {{ return 200 "ok"; }}
-    }}
-}}
-"""
-
-
-def debian_env(root):
-    from pqbench.scan import debian as archive
-    return archive.env(root)
 
 
 def wait_listening(place: Place, ip: str, port: int, timeout_s: float = 20.0) -> None:
@@ -137,12 +111,7 @@ def population(built_stack, tmp_path_factory):
                     started.append(start_nginx(tb, d / name, groups, port, chain))
                     started[-1].ready(place)
                 else:
-                    (d / name).mkdir()
-                    conf = d / name / "nginx.conf"
-                    conf.write_text(debian_nginx_conf(d / name, tb.server_addr, port, chain))
-                    debian = tb.popen("server", [str(root / "usr/sbin/nginx"), "-c", str(conf), "-p", str(d / name)],
-                                      env=debian_env(root),
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    debian = local.start_debian_nginx(tb, d / name, root, [tb.server_addr], chain, port)
                     wait_listening(place, tb.server_addr, port)
             yield {"tb": tb, "place": place, "chain": chain, "big": big}
         finally:

@@ -244,13 +244,14 @@ http {{
 """
 
 
-def start_debian_nginx(tb, d: Path, root: Path, addrs: list[str], chain) -> None:
+def start_debian_nginx(tb, d: Path, root: Path, addrs: list[str], chain,
+                       port: int = KINDS["debian-nginx"].port) -> subprocess.Popen:
     d.mkdir(parents=True)
     conf = d / "nginx.conf"
-    conf.write_text(debian_nginx_conf(d, addrs, KINDS["debian-nginx"].port, chain))
+    conf.write_text(debian_nginx_conf(d, addrs, port, chain))
     with open(d / "stderr.log", "wb") as log:
-        tb.popen("server", [str(root / "usr/sbin/nginx"), "-c", str(conf), "-p", str(d), "-e", str(d / "error.log")],
-                 env=debian.env(root), stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0)
+        return tb.popen("server", [str(root / "usr/sbin/nginx"), "-c", str(conf), "-p", str(d), "-e", str(d / "error.log")],
+                        env=debian.env(root), stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0)
 
 
 def debian_sshd_conf(d: Path, addrs: list[str], port: int) -> str:
