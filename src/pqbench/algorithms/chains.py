@@ -474,6 +474,19 @@ def make_padded(sig: str, out: Path, nbytes: int, *, ca_sig: str | None = None,
                          out / "leaf.crt", out / "intermediates.pem", out / "leaf.key", {}), size_only=True)
 
 
+def make_sized_as(sig: str, out: Path, like: str, server_name: str = DEFAULT_SERVER_NAME) -> Chain:
+    """The cell's root → leaf chain of sig, padded to the bytes a root → leaf chain of like sends (size-only:
+    the sized_as axis, pqbench.algorithms.sized_chain_axis)."""
+    from pqbench.algorithms import certs
+    reference = certs.make_chain(like, Path(out) / f"{like}-reference", server_name=server_name)
+    nbytes = reference.sent_bytes
+    chain = make_padded(sig, out, nbytes, server_name=server_name)
+    chain.parts = {**chain.parts, "stand_in": {"sized_as": like, "bytes": nbytes,
+                                               "formula": f"the leaf of a real {like} root → leaf chain: {nbytes} B"}}
+    (Path(out) / "chain.json").write_text(json.dumps(chain.to_json(), indent=2) + "\n")
+    return chain
+
+
 def _finish(chain: Chain, size_only: bool = False) -> Chain:
     """Sizes and parts into the chain and its chain.json."""
     from pqbench.algorithms.certs import der_size
@@ -492,8 +505,7 @@ def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = Non
     """The chain a cell's chain, chain_bytes and sized_as axes ask for (none: today's root → leaf)."""
     out = Path(out)
     if sized_as:
-        from pqbench.algorithms import sized_chain_axis
-        return sized_chain_axis.make(sig, out, sized_as, server_name)
+        return make_sized_as(sig, out, sized_as, server_name)
     if shape in ("webpki", "webpki-ocsp", "suppressed"):
         return make_webpki(sig, out, staple=shape == "webpki-ocsp", suppressed=shape == "suppressed",
                            server_name=server_name)

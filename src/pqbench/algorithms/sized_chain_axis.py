@@ -2,7 +2,7 @@
 
 Browsers verify classical signatures only (docs/browsers.md), so a post-quantum chain reaches them as its size:
 the cell's own root → leaf chain (its sig, e.g. ecdsap256, root and leaf alike, which every client verifies),
-its leaf padded with pqbench's filler extension (pqbench.algorithms.chains.make_padded) until the server sends
+its leaf padded with pqbench's filler extension (pqbench.algorithms.chains.make_sized_as) until the server sends
 exactly what a root → leaf chain of the named algorithm sends (its leaf: the algorithm's key and its root's
 signature in a real certificate of this build, so framing and encodings are the real ones).
 
@@ -15,9 +15,6 @@ port); its bytes by part are the cell's chain_parts, with the algorithm it stand
 """
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 from pqbench import axis
 from pqbench.algorithms import catalog
@@ -58,18 +55,6 @@ def _fits(value, caps, role: str, values) -> str | None:
 
 def label(value: str | None) -> str | None:
     return f"chain sized as {value} (size-only)" if value else None
-
-
-def make(sig: str, out: Path, like: str, server_name: str):
-    """The cell's root → leaf chain of sig, padded to the bytes a root → leaf chain of like sends (size-only)."""
-    from pqbench.algorithms import certs, chains
-    reference = certs.make_chain(like, Path(out) / f"{like}-reference", server_name=server_name)
-    nbytes = reference.sent_bytes
-    chain = chains.make_padded(sig, out, nbytes, server_name=server_name)
-    chain.parts = {**chain.parts, "stand_in": {"sized_as": like, "bytes": nbytes,
-                                               "formula": f"the leaf of a real {like} root → leaf chain: {nbytes} B"}}
-    (Path(out) / "chain.json").write_text(json.dumps(chain.to_json(), indent=2) + "\n")
-    return chain
 
 
 axis.register(

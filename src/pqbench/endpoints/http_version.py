@@ -8,7 +8,7 @@ request records the protocol it used."""
 
 from __future__ import annotations
 
-from pqbench import axis
+from pqbench import axis, transport
 from pqbench.errors import BadInput
 
 VERSIONS = ("1.1", "2")
@@ -28,7 +28,7 @@ def parse(field: str, value) -> str | None:
 
 
 def _over_tcp(values) -> bool:
-    return values.get("transport") in (None, "tcp")
+    return not transport.get(values.get("transport")).datagram  # HTTP/1.1 and 2 run over a byte stream
 
 
 def http2_of(site) -> bool:

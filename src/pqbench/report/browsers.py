@@ -20,7 +20,7 @@ import math
 
 from matplotlib.figure import Figure
 
-from pqbench import stats
+from pqbench import stats, transport
 from pqbench.algorithms.sized_chain_axis import label as sized_label
 from pqbench.endpoints.browsers import timing
 from pqbench.report.tables import Table, ms, with_ci
@@ -37,8 +37,12 @@ def _pq(kex: str) -> str:
     return ON if "mlkem" in (kex or "").lower() else OFF
 
 
+def _over_quic(row: dict) -> bool:
+    return transport.get(row.get("transport")).datagram
+
+
 def _protocol(row: dict) -> str:
-    if row.get("transport") == "quic":
+    if _over_quic(row):
         return "HTTP/3 (QUIC)"
     return f"HTTP/{row.get('http') or '1.1'} (TCP)"
 
@@ -66,7 +70,7 @@ def _ci(values: list[float]) -> tuple[float, float, float]:
 def _wire_handshake(sample: dict) -> float | None:
     """A TCP connection's handshake on the wire: the SYN to the client's Finished (the first packet of its second
     flight), at the client's side of the link; None over QUIC, whose flights interleave acknowledgements."""
-    if (sample.get("transport") or "tcp") != "tcp" or not sample.get("wire"):
+    if _over_quic(sample) or not sample.get("wire"):
         return None
     return timing.wire_milestones(json.loads(sample["wire"])).get("handshake_done")
 
@@ -173,7 +177,7 @@ def library_table(loads: Loads) -> Table | None:
                      c.row.get("kex"), LIBRARIES[c.row["client"]])
     for c in sorted(cells, key=key):
         r = c.row
-        rows.append([LIBRARIES[r["client"]], r.get("kex"), "HTTP/3 (QUIC)" if r.get("transport") == "quic" else "TCP",
+        rows.append([LIBRARIES[r["client"]], r.get("kex"), "HTTP/3 (QUIC)" if _over_quic(r) else "TCP",
                      _chain(r), f"{r.get('rtt_ms') or 0:g}", _loss(r), with_ci(_ci(loads.values(c, "wire_handshake_ms"))),
                      with_ci(_ci(loads.values(c, "handshake_done_ms"))), str(len(loads.values(c, "handshake_done_ms")))])
     if not rows:

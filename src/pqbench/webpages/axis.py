@@ -12,7 +12,7 @@ page does not tell its QUIC connections apart yet) are skipped cells with the re
 
 from __future__ import annotations
 
-from pqbench import axis
+from pqbench import axis, transport
 from pqbench.webpages import pages
 
 CLIENT_FEATURE = "pages"  # a client that loads a page's every resource (a browser)
@@ -28,7 +28,7 @@ def _tcp_only(value, caps, role: str, values) -> str | None:
     # nginx-h3 serves the origins over HTTP/3 and Chromium loads them, but its DevTools do not tell the page's QUIC
     # connections apart (connectionReused flips between requests of one origin; the UDP sockets of the further
     # origins are not connected, so no local port joins them to their flows): counts and joins would be wrong
-    if values.get("transport") == "quic" and role == "client":
+    if transport.get(values.get("transport")).datagram and role == "client":
         return ("a multi-origin page over QUIC: the browser's own record does not tell its HTTP/3 connections apart "
                 "(no per-connection count or wire join yet)")
     return None
