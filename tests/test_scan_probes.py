@@ -14,7 +14,6 @@ Population (one testbed, servers in its server namespace):
 
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -61,22 +60,6 @@ SSH_KEX = ["sntrup761x25519-sha512", "curve25519-sha256", "ecdh-sha2-nistp256"]
 SSH_PORT = 2222
 
 
-def wait_listening(place: Place, ip: str, port: int, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        s = place.socket()
-        try:
-            s.settimeout(1)
-            s.connect((ip, port))
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-        finally:
-            s.close()
-
-
 def start_nginx(tb, d, groups: str, port: int, chain):
     server = endpoints.get("openssl", "server").server()
     server.start(Place(tb.addr("server"), lambda argv, **kw: tb.popen("server", argv, **kw),
@@ -112,7 +95,7 @@ def population(built_stack, tmp_path_factory):
                     started[-1].ready(place)
                 else:
                     debian = local.start_debian_nginx(tb, d / name, root, [tb.server_addr], chain, port)
-                    wait_listening(place, tb.server_addr, port)
+                    local.wait_listening(place, tb.server_addr, port)
             yield {"tb": tb, "place": place, "chain": chain, "big": big}
         finally:
             for s in started:
@@ -199,7 +182,7 @@ def ssh_server(built_stack, tmp_path_factory):
         server.start(Place(tb.addr("server"), lambda argv, **kw: tb.popen("server", argv, **kw),
                            lambda: tb.socket("server")), Serving(d / "sshd", [Site(SSH_PORT, keys)], SSH_KEX, {}, 1))
         try:
-            wait_listening(place, tb.server_addr, SSH_PORT)
+            local.wait_listening(place, tb.server_addr, SSH_PORT)
             yield {"place": place, "target": f"ssh://{tb.server_addr}:{SSH_PORT}"}
         finally:
             server.stop()
