@@ -51,7 +51,10 @@ def test_an_ml_dsa_chain_stalls_at_three_times_the_initial_and_costs_one_round_t
     for s in mldsa.samples:
         amp = s["wire"]["amplification"]
         assert amp["stalled"] and amp["limit_bytes"] == 3 * 2 * 1200  # the ClientHello's two Initials
-        assert amp["sent_before_stall"] <= amp["limit_bytes"]
+        # within the limit, or 3 x a client ACK (<= 64 B) above it: an ACK that reached the server just inside
+        # the round trip the detector assumes raises the server's budget without counting in limit_bytes (CI
+        # saw 7,242 B against 7,200 = 3 x a 14-B ACK); a server ignoring the limit sends a datagram more
+        assert amp["sent_before_stall"] <= amp["limit_bytes"] + 3 * 64
         assert amp["stall_ms"] == pytest.approx(RTT, abs=0.25 * RTT)
     assert 1.5 * RTT < p50(mldsa) - p50(ecdsa) + RTT < 2.5 * RTT  # one round trip more
     # the client's clock and the wire's agree, counted from the first datagram
