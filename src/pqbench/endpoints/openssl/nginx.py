@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pqbench import interrupts
 from pqbench.algorithms import openssl_build
 from pqbench.endpoints.base import Place, Serving, stop_group
 from pqbench.endpoints.openssl import nginx_h3
@@ -59,9 +60,10 @@ class NginxServer:
         env = openssl_build.openssl_env()
         if self.config.compresses:
             env.update(certcomp_env())
-        self.proc = place.popen(argv, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                process_group=0)  # see backend_pqlink: own group, same session
+        with interrupts.deferred():  # a Ctrl-C as nginx starts is raised once stop() can find it (it was left)
+            self.proc = place.popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    process_group=0)  # see backend_pqlink: own group, same session
 
     def start_h3(self, place: Place) -> None:
         """nginx-h3 for the QUIC sites, if there are any."""

@@ -18,7 +18,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from pqbench import paths
+from pqbench import interrupts, paths
 from pqbench.algorithms import openssl_build
 from pqbench.endpoints.base import ClientJob, Place, Site, probe, stop_group
 from pqbench.endpoints.openssl.nginx_config import NginxConfig, certcomp_env, write_pages
@@ -115,9 +115,10 @@ class H3Server:
         env = openssl_build.openssl_env()
         if self.config.compresses:
             env.update(certcomp_env())
-        self.proc = place.popen([str(binary()), "-e", str(d / "nginx-h3-error.log"), "-c", str(self.conf_path),
-                                 "-p", str(d)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, process_group=0)  # own group: stop_group ends its workers
+        with interrupts.deferred():  # a Ctrl-C as it starts is raised once stop() can find it
+            self.proc = place.popen([str(binary()), "-e", str(d / "nginx-h3-error.log"), "-c", str(self.conf_path),
+                                     "-p", str(d)], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, process_group=0)  # own group: stop_group ends its workers
 
     def ready(self, client_place: Place) -> None:
         """Waits until every site's UDP port is bound in nginx-h3's (the server) namespace, then until each completes a
