@@ -123,12 +123,28 @@ def unpacked_store(gz: Path, path: Path) -> Path:
     return path
 
 
+def _group_suffixes(config, items) -> None:
+    """pytest-xdist's loadgroup finds a test's group in a suffix of its node id ("...@machine"), which xdist 3.8
+    writes into Item._nodeid, where pytest 9.2 no longer reads it (ids come from Item._id): every group was spread
+    over all workers (a test printing its worker showed a group of 8 on two). Written here the way pytest reads it,
+    on the workers (where xdist sets option.loadgroup)."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    from _pytest.nodeid import NodeId
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid.rsplit("]", 1)[-1]:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(names)}")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in MACHINE_WIDE or f"{item.path.name}::{item.originalname}" in MACHINE_WIDE:
             item.add_marker(pytest.mark.xdist_group("machine"))
         elif item.path.name in ONE_WORKER_MODULES:
             item.add_marker(pytest.mark.xdist_group(item.path.name))
+    _group_suffixes(config, items)
     if os.geteuid() == 0:
         return
     skip = pytest.mark.skip(reason="needs root (network namespaces, TUN devices)")
