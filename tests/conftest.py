@@ -151,3 +151,29 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "root" in item.keywords:
             item.add_marker(skip)
+
+
+# What each test costs the machine: with PQBENCH_TEST_COSTS=FILE, a JSON line per test (setup, call and teardown
+# together) with its wall time and the CPU time of this process and of the processes it started and waited for.
+# The first pass is CPU-bound on 2 cores, so CPU seconds, not wall seconds, say what shortens it.
+_COSTS = os.environ.get("PQBENCH_TEST_COSTS")
+if _COSTS:
+    import json
+    import resource
+    import time
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        def cpu():
+            own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+            return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+        began, t0, (own0, kids0) = time.time(), time.monotonic(), cpu()
+        try:
+            return (yield)
+        finally:
+            own1, kids1 = cpu()
+            with open(_COSTS, "a") as f:
+                f.write(json.dumps({"test": item.nodeid, "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+                                    "start": round(began, 2), "wall_s": round(time.monotonic() - t0, 2),
+                                    "own_cpu_s": round(own1 - own0, 2), "children_cpu_s": round(kids1 - kids0, 2)})
+                        + "\n")

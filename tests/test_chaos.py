@@ -284,6 +284,22 @@ def test_the_disk_full_while_saving_stops_the_run_and_resume_completes_it(built_
     resume_completes(spec, db, before)
 
 
+def communicate_or_stacks(proc: subprocess.Popen, cluster, timeout: float) -> tuple[str, str]:
+    """proc's output once it ends; if it is still running after timeout, a failure with where the driver's and the
+    surviving nodes' threads wait (pqbench prints its stacks on SIGUSR1) and the cluster's logs."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for p in [proc, *cluster.workers.values()]:
+            with contextlib.suppress(ProcessLookupError):
+                p.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        proc.kill()
+        out, err = proc.communicate()
+        logs = "\n".join(f"--- {f.name}\n{f.read_text()[-6000:]}" for f in sorted(cluster.logs.glob("*.log")))
+        pytest.fail(f"the driver still ran {timeout} s on\n--- driver's stderr\n{err[-8000:]}\n{logs}")
+
+
 def test_a_cluster_worker_killed_mid_cell_loses_nothing(built_stack, cluster, tmp_path):
     """A node's worker killed (SIGKILL) while it measures a cell: the engine measures that cell again on the
     other node, the driver stores it once, the dead node's segment is marked lost and nothing of it is left."""
@@ -298,7 +314,7 @@ def test_a_cluster_worker_killed_mid_cell_loses_nothing(built_stack, cluster, tm
         time.sleep(0.05)
     things = [r for r in descendants(victim.pid)]
     victim.send_signal(signal.SIGKILL)
-    out, err = proc.communicate(timeout=180)
+    out, err = communicate_or_stacks(proc, cluster, timeout=180)
     assert proc.returncode == 0, err
     assert "node node-b left during the run" in err, err
     found = cells(db)

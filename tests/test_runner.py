@@ -219,16 +219,9 @@ def detectors(db) -> dict:
         con.close()
 
 
-@pytest.mark.solo  # its CPU hog would slow the suite's other tests
-def test_a_lossy_run_stores_each_cells_late_count_and_a_cpu_hog_raises_it(built_stack, tmp_path, monkeypatch):
-    """Two lossy cells on two lanes: each stores its detector (how many samples no retransmission
-    touched, how many of those came late) and its client-vs-wire comparison. Then one cell under a
-    synthetic CPU hog (busy loops on every CPU): its late count and the report's warning appear. The
-    hog must be able to delay the measured processes: at real-time priority no normal busy loop can,
-    so that part runs them at their fallback (nice and slice)."""
-    from pqbench import analysis
-    from pqbench.measure import concurrency, late
-    from pqbench.testbed import sched
+def test_a_lossy_run_stores_each_cells_late_count_and_its_wire_comparison(built_stack, tmp_path):
+    """Two lossy cells on two lanes: each stores its detector (how many samples no retransmission touched, how
+    many of those came late) and its client-vs-wire comparison."""
     db = tmp_path / "lossy.duckdb"
     runner.run(specmod.parse(LOSSY.format(n=100, kex='["X25519", "secp256r1"]'), "lossy.toml"), db, quiet=True)
     quiet = detectors(db)
@@ -237,6 +230,15 @@ def test_a_lossy_run_stores_each_cells_late_count_and_a_cpu_hog_raises_it(built_
         assert det["wire"] and det["untouched"] >= 20 and det["late"] is not None  # loss spared some
         assert wire["n"] >= 66  # the emulator's record joined most samples
 
+
+@pytest.mark.solo  # its CPU hog would slow the suite's other tests
+def test_a_cpu_hog_raises_a_lossy_cells_late_count_and_the_report_tells_it(built_stack, tmp_path, monkeypatch):
+    """One lossy cell under a synthetic CPU hog (busy loops on every CPU): its late count and the report's
+    warning appear. The hog must be able to delay the measured processes: at real-time priority no normal busy
+    loop can, so this runs them at their fallback (nice and slice)."""
+    from pqbench import analysis
+    from pqbench.measure import concurrency, late
+    from pqbench.testbed import sched
     monkeypatch.setattr(sched, "MEASURED_FIFO", 0)
     hog = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * concurrency.CPUS)]
     try:
