@@ -225,6 +225,9 @@ class Rig:
             for s in samples:  # a browser's load: every connection it opened, each joined to its own flow
                 if (s.get("browser") or {}).get("requests_detail"):
                     s["browser"]["connections_wire"] = connection_wire(s, records)
+        if any(s.get("browser") for s in samples):
+            from pqbench.endpoints.browsers import warm  # a warm load resumed, by the server's own log
+            warm.check(samples, sorted(self.servings[server].run_dir.glob("*access.log")), self.tb.client_addr)
         protocol = endpoints.get(client).protocol
         for s in samples:
             s.setdefault("stack", client)

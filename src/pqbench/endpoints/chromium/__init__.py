@@ -5,7 +5,10 @@ Post-quantum on/off: Chromium 156 has no switch left for its ML-KEM key share (t
 features and the PostQuantumKeyAgreementEnabled policy are gone: with them disabled it still offers
 X25519MLKEM768, checked against our OpenSSL's trace of its ClientHello). Its ClientHello always carries an
 X25519MLKEM768 and an X25519 share; a classical cell is switched off from the server's side (the server accepts
-only the cell's group), which every sample records (`pq_switch`)."""
+only the cell's group), which every sample records (`pq_switch`).
+
+Warm loads (pqbench.endpoints.browsers.warm): resumed, and 0-RTT with the EnableTLS13EarlyData feature switched on
+(Chromium 156 sends no early data without it: a resumed load's GET went after the handshake, by nginx's log)."""
 
 from __future__ import annotations
 
@@ -44,7 +47,8 @@ unsupported = unsupported_for("chromium", "Chromium", GROUPS, SIGNATURES)
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
     # over QUIC: HTTP/3 from the first request (--origin-to-force-quic-on), its connection a UDP socket
-    return Capabilities(stack="chromium", protocol="tls", transports=("tcp", "quic"), modes=("handshake", "page"),
+    return Capabilities(stack="chromium", protocol="tls", transports=("tcp", "quic"), modes=Chromium.MODES["tcp"],
+                        transport_modes={"quic": Chromium.MODES["quic"]},
                         features=("h2_alpn", "pages"),  # HTTP/2 by ALPN (the http axis), every resource of a page (webpage)
                         versions={"chromium": version()}, unsupported=unsupported,
                         feature_notes={"offer": "Chromium's ClientHello is its own: X25519MLKEM768 and X25519 "

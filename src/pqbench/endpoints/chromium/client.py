@@ -20,13 +20,18 @@ class Chromium:
     name = "chromium"
     WORKER = "pqbench.endpoints.chromium.worker"
     milestones = TLS_MILESTONES
+    # The modes per transport (the stack's capabilities read them): cold loads (handshake, page) and warm ones
+    # (pqbench.endpoints.browsers.warm): resumed, and 0-RTT where the browser sends early data and the server
+    # takes it
+    MODES = {"tcp": ("handshake", "page", "resume_page", "early"), "quic": ("handshake", "page")}
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a probe)."""
         job.plain_offer(self.name)  # its ClientHello is the browser's own
-        if job.mode not in ("handshake", "page"):
-            raise MissingCapability(f"mode {job.mode}: the {self.name} client loads pages cold (handshake, page)",
-                                    "measure resumption with the openssl client (pqtimer)")
+        modes = self.MODES.get(job.transport, ())
+        if job.mode not in modes:
+            raise MissingCapability(f"mode {job.mode}: the {self.name} client over {job.transport} loads pages "
+                                    f"only as {', '.join(modes)}", "measure it with the openssl client (pqtimer)")
         argv = [sys.executable, "-m", self.WORKER, "--job", json.dumps(dataclasses.asdict(job)),
                 "--count", str(count), "--worker", str(worker)]
         # the profile beside the sampler's files, so a crashed run's profile goes with its run folder

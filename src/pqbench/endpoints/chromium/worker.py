@@ -7,7 +7,11 @@ cache: a cold connection), and prints one JSON sample per load.
 Its times come from the DevTools protocol's resource timing of each connection (connect start, TLS start and
 end, request sent, first byte) and its loading-finished and load events, all on the browser's monotonic
 clock (CLOCK_MONOTONIC, the emulator's). The sample's own phases are those of the document's connection;
-every connection of the load is in `browser.connections`."""
+every connection of the load is in `browser.connections`.
+
+A warm sample (modes resume_page, early: pqbench.endpoints.browsers.warm) is a priming load in the new context, its
+connections closed (chrome.benchmarking.closeConnections(), the --enable-net-benchmarking flag's page API), then
+the timed load, which resumes with the context's session ticket; the HTTP cache is off for both."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from pqbench.endpoints.browsers import cpuwait, loop, names, sockets
 from pqbench.endpoints.browsers.cdp import BrowserGone as CdpGone, CommandFailed
 from pqbench.endpoints.browsers.loop import BrowserGone
 from pqbench.endpoints.browsers.timing import sample_of
+from pqbench.endpoints.browsers.warm import is_warm
 from pqbench.endpoints.chromium.devtools import connections_of
 from pqbench.endpoints.chromium import launch
 from pqbench.transport import TRANSPORTS
@@ -27,6 +32,7 @@ from pqbench.webpages import pages
 # Chromium 156's ClientHello: its supported groups with a key share each for the first two
 BROWSER_OFFER = "X25519MLKEM768+X25519:secp256r1:secp384r1"
 STARTUP_S = 60.0  # the browser's first answer on a busy machine
+EARLY_DATA_SWITCH = "--enable-features=EnableTLS13EarlyData"
 
 
 def url(job: dict) -> str:
@@ -60,8 +66,10 @@ class Browser:
         self.load(url(job), STARTUP_S, set(), proto(job))
 
     def load(self, target_url: str, timeout_s: float, remote_hosts: set[str],
-             proto: str) -> tuple[list[dict], set, set, str | None]:
-        """One page load in a new browser context: (its DevTools events, sockets before, after, net error)."""
+             proto: str, warm: bool = False) -> tuple[list[dict], set, set, str | None]:
+        """One page load in a new browser context: (its DevTools events, sockets before, after, net error).
+        warm: a priming load first (untimed, its events dropped), the context's connections closed, then the
+        load, which can resume with the priming load's session ticket."""
         pipe = self.pipe
         ctx = pipe.send("Target.createBrowserContext")["browserContextId"]
         try:
@@ -69,13 +77,13 @@ class Browser:
             session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             pipe.send("Network.enable", session=session)
             pipe.send("Page.enable", session=session)
+            if warm:
+                error = self._prime(session, target_url, timeout_s)
+                if error:
+                    return [], set(), set(), f"priming load: {error}"
             pipe.take_events()
             before = sockets.connections(proto, remote_hosts)
-            nav = pipe.send("Page.navigate", {"url": target_url}, session=session, timeout=timeout_s)
-            error = nav.get("errorText")
-            if not error and not pipe.wait_for(lambda evs: any(e["method"] == "Page.loadEventFired" and
-                                                           e.get("sessionId") == session for e in evs), timeout_s):
-                error = "timeout"
+            error = self._navigate(session, target_url, timeout_s)
             after = sockets.connections(proto, remote_hosts)
             return [e for e in pipe.take_events() if e.get("sessionId") == session], before, after, error
         finally:
@@ -83,6 +91,33 @@ class Browser:
                 pipe.send("Target.disposeBrowserContext", {"browserContextId": ctx})
             except (CommandFailed, TimeoutError):
                 pass
+
+    def _navigate(self, session: str, target_url: str, timeout_s: float) -> str | None:
+        """Navigates and waits for the load event: None, or the net error (or "timeout")."""
+        nav = self.pipe.send("Page.navigate", {"url": target_url}, session=session, timeout=timeout_s)
+        if nav.get("errorText"):
+            return nav["errorText"]
+        if not self.pipe.wait_for(lambda evs: any(e["method"] == "Page.loadEventFired" and
+                                                  e.get("sessionId") == session for e in evs), timeout_s):
+            return "timeout"
+        return None
+
+    def _prime(self, session: str, target_url: str, timeout_s: float) -> str | None:
+        """The priming load of a warm sample, then its connections closed (the session ticket stays in the
+        context's session cache). No HTTP cache: the timed load must fetch its page again."""
+        self.pipe.send("Network.setCacheDisabled", {"cacheDisabled": True}, session=session)
+        # the favicon request a load makes after its load event would open a connection of its own after the
+        # close, which the timed load would then reuse
+        self.pipe.send("Network.setBlockedURLs", {"urls": ["*/favicon.ico"]}, session=session)
+        error = self._navigate(session, target_url, timeout_s)
+        if error:
+            return error
+        # --enable-net-benchmarking's page API: closes the network context's sockets (idle and active, QUIC's too)
+        got = self.pipe.send("Runtime.evaluate", {"expression": "chrome.benchmarking.closeConnections()",
+                                                  "awaitPromise": True}, session=session, timeout=timeout_s)
+        if got.get("exceptionDetails"):
+            return "closing its connections: " + str(got["exceptionDetails"].get("text"))
+        return None
 
     def close(self) -> None:
         try:
@@ -110,8 +145,13 @@ def proto(job: dict) -> str:
 
 
 def start(home: Path, job: dict) -> Browser:
+    # a warm load closes its priming load's connections through the benchmarking API (chrome.benchmarking)
+    warm_flags = ["--enable-net-benchmarking"] if is_warm(job["mode"]) else []
+    # Chromium 156 sends no early data unless its EnableTLS13EarlyData feature is on (off by default: a resumed
+    # load sends its GET after the handshake); a 0-RTT cell switches it on and records so (EARLY_DATA_SWITCH)
+    warm_flags += [EARLY_DATA_SWITCH] if job["mode"] == "early" else []
     try:
-        return Browser(home, job, transport_flags(job))
+        return Browser(home, job, transport_flags(job) + warm_flags)
     except CdpGone as e:
         raise BrowserGone(str(e)) from None
 
@@ -127,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
 def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
     offset, waited = clock_offset_ns(), cpuwait.waited_ns(browser.proc.pid)
     try:
-        events, before, after, error = browser.load(url(job), timeout_s, set(host_map(job).values()), proto(job))
+        events, before, after, error = browser.load(url(job), timeout_s, set(host_map(job).values()), proto(job),
+                                                    warm=is_warm(job["mode"]))
     except CdpGone as e:
         raise BrowserGone(str(e)) from None
     except TimeoutError:
@@ -141,6 +182,8 @@ def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> d
     # The browser offers its own shares whatever the cell: the server's groups decide; a cell whose group the
     # server did not choose measured something else (a classical cell against a server that accepts ML-KEM)
     s.update(browser_offer=BROWSER_OFFER, pq_switch=None if "mlkem" in job["groups"][0].lower() else "server")
+    if job["mode"] == "early":
+        s["early_data_switch"] = EARLY_DATA_SWITCH  # not Chromium's default
     if browser.untrusted:
         s["trust_error"] = browser.untrusted
     if error:

@@ -41,7 +41,7 @@ unsupported = unsupported_for("firefox", "Firefox", GROUPS, SIGNATURES)
 
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
-    return Capabilities(stack="firefox", protocol="tls", transports=("tcp",), modes=("handshake", "page"),
+    return Capabilities(stack="firefox", protocol="tls", transports=("tcp",), modes=Firefox.MODES["tcp"],
                         features=("h2_alpn", "pages"),  # HTTP/2 by ALPN (the http axis), every resource of a page (webpage)
                         versions={"firefox": version()}, unsupported=unsupported,
                         feature_notes={"offer": "Firefox's ClientHello is its own; post-quantum on or off by its "

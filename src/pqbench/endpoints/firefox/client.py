@@ -9,3 +9,4 @@ from pqbench.endpoints.chromium.client import Chromium
 class Firefox(Chromium):
     name = "firefox"
     WORKER = "pqbench.endpoints.firefox.worker"
+    MODES = {"tcp": ("handshake", "page", "resume_page", "early")}

@@ -35,6 +35,13 @@ QUIET = {"app.update.disabledForTesting": True, "app.normandy.enabled": False, "
          "geo.provider.network.url": "", "browser.startup.page": 0, "browser.newtabpage.enabled": False,
          "browser.shell.checkDefaultBrowser": False, "network.http.http3.enable": False}
 STARTUP_S = 60.0
+# A warm load (pqbench.endpoints.browsers.warm) loads its page twice in one container: no HTTP cache (the timed
+# load must fetch the page again) and no favicon request after the priming load (it would open a connection
+# after the close, which the timed load would then reuse).
+WARM = {"browser.cache.disk.enable": False, "browser.cache.memory.enable": False, "browser.chrome.site_icons": False}
+# Firefox sends 0-RTT early data on a resumption by default (checked against nginx's log): a resumed cell (mode
+# resume_page) switches it off, since its server refuses early data and the ClientHello would carry it anyway.
+EARLY_DATA = {"resume_page": {"security.tls.enable_0rtt_data": False}, "early": {"security.tls.enable_0rtt_data": True}}
 
 
 def binary() -> str | None:
@@ -49,8 +56,10 @@ def prefs(host: str, pq: bool, per_name: bool = False) -> dict:
             "security.tls.enable_kyber": pq, "network.http.http3.enable_kyber": pq}
 
 
-def profile(home: Path, cafile: str | None, host: str, pq: bool, per_name: bool = False) -> str | None:
-    """A fresh profile in home (its NSS database trusting our CA, its prefs); why our CA is not trusted, or None."""
+def profile(home: Path, cafile: str | None, host: str, pq: bool, per_name: bool = False,
+            extra: dict | None = None) -> str | None:
+    """A fresh profile in home (its NSS database trusting our CA, its prefs and the extra ones); why our CA is not
+    trusted, or None."""
     home.mkdir(parents=True, exist_ok=True)
     untrusted = None
     if cafile:
@@ -59,7 +68,7 @@ def profile(home: Path, cafile: str | None, host: str, pq: bool, per_name: bool 
         except nssdb.Untrusted as e:
             untrusted = str(e)
     (home / "user.js").write_text("".join(f"user_pref({json.dumps(k)}, {json.dumps(v)});\n"
-                                          for k, v in prefs(host, pq, per_name).items()))
+                                          for k, v in {**prefs(host, pq, per_name), **(extra or {})}.items()))
     return untrusted
 
 

@@ -6,7 +6,12 @@ connection), and prints one JSON sample per load.
 
 Post-quantum is on or off by Firefox's own prefs (security.tls.enable_kyber, network.http.http3.enable_kyber),
 set from the cell's group. Each connection's times, local port, group and signature scheme are the parent
-process's own record of its HTTP channels (load.js, run through Marionette)."""
+process's own record of its HTTP channels (load.js, run through Marionette).
+
+A warm sample (modes resume_page, early: pqbench.endpoints.browsers.warm) is a priming load in the new container,
+its connections closed (the net:prune-all-connections notification), then the timed load, which resumes with the
+container's session ticket. Over 0-RTT Firefox reports its connect end at TCP's (NSS is done with its part
+before the server's flight comes), so such a sample's handshake_done is its tcp_connected."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from pathlib import Path
 from pqbench.endpoints.browsers import cpuwait, loop, names
 from pqbench.endpoints.browsers.loop import BrowserGone
 from pqbench.endpoints.browsers.timing import sample_of
+from pqbench.endpoints.browsers.warm import is_warm
 from pqbench.endpoints.chromium.worker import host_map, url
 from pqbench.endpoints.firefox import launch, marionette
 from pqbench.endpoints.firefox.channels import requests_of
@@ -29,13 +35,22 @@ for (const [name, addr] of Object.entries(arguments[0])) ov.addIPOverride(name, 
 OFFERS = {True: "X25519MLKEM768+X25519:secp256r1:secp384r1:secp521r1", False: "X25519+secp256r1:secp384r1:secp521r1"}
 
 
+PRUNE_JS = 'Services.obs.notifyObservers(null, "net:prune-all-connections");'
+
+
+def extra_prefs(job: dict) -> dict:
+    """The prefs a job needs beyond every profile's: a warm load's."""
+    return {**launch.WARM, **launch.EARLY_DATA[job["mode"]]} if is_warm(job["mode"]) else {}
+
+
 def pq_on(job: dict) -> bool:
     return "mlkem" in job["groups"][0].lower()
 
 
 class Browser:
     def __init__(self, home: Path, job: dict):
-        self.untrusted = launch.profile(home, job.get("cafile"), job["host"], pq_on(job), per_name=bool(job.get("hosts")))
+        self.untrusted = launch.profile(home, job.get("cafile"), job["host"], pq_on(job), per_name=bool(job.get("hosts")),
+                                        extra=extra_prefs(job))
         self.proc, port = launch.start(home)
         try:
             self.m = marionette.Marionette(port, timeout=launch.STARTUP_S)
@@ -49,13 +64,24 @@ class Browser:
         # the first load to the origin starts what Firefox starts once for it: made before any sample
         self.load(url(job), launch.STARTUP_S)
 
-    def load(self, target_url: str, timeout_s: float) -> dict:
+    def load(self, target_url: str, timeout_s: float, warm: bool = False) -> dict:
+        """One load in a new container. warm: a priming load first in the same container (untimed, unrecorded),
+        then its connections closed (the session ticket stays in the container's cache), then the load."""
         self.container += 1
         try:
-            return self.m.script(LOAD_JS, [target_url, self.container, int(timeout_s * 1000)], asynchronous=True,
-                                 timeout=timeout_s + 5)
+            if warm:
+                primed = self._one(target_url, timeout_s)
+                if primed.get("why") or primed.get("status"):
+                    return {**primed, "records": [], "priming": True}
+                # the connection manager closes its idle connections (and marks the others not to be reused)
+                self.m.script(PRUNE_JS)
+            return self._one(target_url, timeout_s)
         except marionette.BrowserGone as e:
             raise BrowserGone(str(e)) from None
+
+    def _one(self, target_url: str, timeout_s: float) -> dict:
+        return self.m.script(LOAD_JS, [target_url, self.container, int(timeout_s * 1000)], asynchronous=True,
+                             timeout=timeout_s + 5)
 
     def close(self) -> None:
         try:
@@ -78,7 +104,7 @@ def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> d
     waited = cpuwait.waited_ns(browser.proc.pid)
     wall_minus_mono = time.time_ns() - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
     try:
-        got = browser.load(url(job), timeout_s)
+        got = browser.load(url(job), timeout_s, warm=is_warm(job["mode"]))
     except TimeoutError:
         return loop.failure(job, "firefox", worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
     requests = requests_of(got["records"], 0)

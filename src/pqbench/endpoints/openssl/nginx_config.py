@@ -115,8 +115,11 @@ pid {d / f'{name}.pid'};
 error_log {d / f'{name}-error.log'} warn;
 events {{ worker_connections 4096; }}
 http {{
+    # the last two: r when the TLS session resumed, 1 when the request came as 0-RTT early data (a browser's
+    # warm load is checked against them: pqbench.endpoints.browsers.warm)
     log_format pqbench '$remote_addr:$remote_port $ssl_protocol $ssl_curve $ssl_cipher '
-                       '"$request" $status $body_bytes_sent $request_time $connection_requests';
+                       '"$request" $status $body_bytes_sent $request_time $connection_requests '
+                       '$ssl_session_reused $ssl_early_data';
     access_log {d / f'{name}-access.log'} pqbench;{http}
     keepalive_timeout 120s;
     keepalive_requests 1000000;

@@ -1,0 +1,117 @@
+"""Warm browser loads (the resumption axis) through a real testbed: in one browser context (Firefox: container) a
+priming load, its connections closed, then the timed load, which resumes with the priming load's session ticket
+(mode resume_page) or also sends its GET as 0-RTT early data (mode early). Whether it resumed and whether its
+early data came is the server's word (nginx's access log), and on the wire a resumed server flight carries no
+certificate chain."""
+
+import json
+import os
+import time
+
+import pytest
+
+from pqbench import endpoints
+from pqbench.algorithms import certs
+from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
+from pqbench.endpoints.browsers import warm
+from pqbench.endpoints.chromium import launch
+from pqbench.endpoints.firefox import launch as firefox_launch
+from pqbench.measure.rig import Rig
+from pqbench.testbed import LinkSpec
+
+RTT_MS = 10
+PORTS = {"plain": 4443, "early": 4444}  # the server's 0-RTT off (a resumed cell's site) and on (a 0-RTT cell's)
+BROWSERS = ["chromium", "firefox"]
+# The client's second flight without a request (EndOfEarlyData, Finished, in one or two packets with their headers:
+# 84 B measured) and with one (a browser's GET: 500 B and more)
+EARLY_SECOND_FLIGHT = 300
+
+
+def test_the_servers_log_decides_whether_a_warm_load_resumed(tmp_path):
+    log = tmp_path / "nginx-access.log"
+    log.write_text('10.0.0.1:5000 TLSv1.3 X25519 TLS_AES_128_GCM_SHA256 "GET /html/1k HTTP/1.1" 200 1000 0.000 1 r 1\n'
+                   '10.0.0.1:5001 TLSv1.3 X25519 TLS_AES_128_GCM_SHA256 "GET /html/1k HTTP/1.1" 200 1000 0.000 1 . -\n'
+                   '10.0.0.1:5002 TLSv1.3 X25519 TLS_AES_128_GCM_SHA256 "GET /html/1k HTTP/1.1" 200 1000 0.000 1 r -\n')
+    s = lambda port, mode="early": {"ok": True, "mode": mode, "local_port": port, "browser": {}}  # noqa: E731
+    samples = [s(5000), s(5001), s(5002), s(5003), s(5001, "page")]
+    warm.check(samples, [log], "10.0.0.1")
+    accepted, full, late, unseen, cold = samples
+    assert (accepted["ok"], accepted["resumed"], accepted["early_data"]) == (True, True, "accepted")
+    assert (full["ok"], full["error_class"], full["resumed"]) == (False, "not_resumed", False)
+    assert (late["ok"], late["resumed"], late["early_data"]) == (True, True, "not_accepted")
+    # no line for its port: kept, but flagged, never counted as resumed
+    assert unseen["ok"] and unseen["resumed"] is None and "unverified" in unseen["resumption_check"]
+    assert "resumed" not in cold  # a cold load is not checked
+
+
+@pytest.fixture(scope="module")
+def bed(built_stack, tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("needs root (network namespaces)")
+    if not launch.binary() or not firefox_launch.binary():
+        pytest.fail("a browser is missing: scripts/build.sh chromium firefox")
+    run_dir = tmp_path_factory.mktemp("warm")
+    chain = certs.make_chain("ecdsap256", run_dir / "certs")
+    sites = [Site(PORTS["plain"], chain), Site(PORTS["early"], chain, early_data=True)]
+    serving = Serving(run_dir / "openssl", sites, ["X25519MLKEM768", "X25519"], DEFAULT_PAGES, 2)
+    with Rig.pairs({"openssl": serving}, ["openssl", *BROWSERS], LinkSpec.symmetric(rtt_ms=RTT_MS)) as rig:
+        yield {"rig": rig, "chain": chain, "dir": run_dir}
+
+
+def load(bed, browser, mode, site, n=2):
+    rig = bed["rig"]
+    scratch = bed["dir"] / f"{browser}-{mode}-{time.monotonic_ns()}"
+    scratch.mkdir()
+    job = rig.job(PORTS[site], "X25519MLKEM768", bed["chain"], mode=mode, path="/1k", timeout_ms=20_000)
+    rig.begin_cell(rig.link)
+    samples = rig.sample(job, n, 1, scratch, client=browser)
+    rig.end_cell(samples, mode, scratch, client=browser)
+    return samples, [json.loads(line) for line in open(scratch / "flows.jsonl")]
+
+
+def flight_bytes(sample, flows, direction: str, k: int) -> int:
+    """The bytes of the k-th flight (0-based) in direction on the sample's connection, on the wire."""
+    flow = next(f for f in flows if f["proto"] == "tcp" and f["client"].endswith(f":{sample['local_port']}"))
+    return [f["bytes"] for f in flow["flights"] if f["dir"] == direction][k]
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_a_warm_load_resumes_by_the_servers_log_and_its_server_flight_carries_no_chain(bed, browser):
+    warm_samples, warm_flows = load(bed, browser, "resume_page", "plain")
+    cold, cold_flows = load(bed, browser, "page", "plain")
+    assert all(s["ok"] for s in warm_samples + cold), [s.get("error") for s in warm_samples + cold]
+    assert [s["resumed"] for s in warm_samples] == [True, True]
+    assert {s["group"] for s in warm_samples} == {"X25519MLKEM768"}  # psk_dhe_ke: the key exchange still runs
+    # the timed load is one connection of its own (the priming load's was closed, not reused)
+    assert all(s["browser"]["connections"] == 1 for s in warm_samples)
+    # a resumption sends no Certificate and CertificateVerify: the server's flight is smaller by about the chain
+    chain = bed["chain"].sent_bytes
+    hot = [flight_bytes(s, warm_flows, "s2c", 0) for s in warm_samples]
+    full = [flight_bytes(s, cold_flows, "s2c", 0) for s in cold]
+    assert max(hot) + chain * 3 // 4 < min(full), (hot, full, chain)
+    # no early data in a resumed cell: the GET goes after the handshake, with the client's Finished
+    assert all(flight_bytes(s, warm_flows, "c2s", 1) > EARLY_SECOND_FLIGHT for s in warm_samples)
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("browser", BROWSERS)
+def test_zero_rtt_sends_the_request_as_early_data_the_server_accepts(bed, browser):
+    samples, flows = load(bed, browser, "early", "early")
+    assert all(s["ok"] for s in samples), [s.get("error") for s in samples]
+    assert [(s["resumed"], s["early_data"]) for s in samples] == [(True, "accepted")] * 2, samples
+    # Chromium 156 sends early data only with its feature switched on; the sample says so
+    assert {s.get("early_data_switch") for s in samples} == \
+        ({"--enable-features=EnableTLS13EarlyData"} if browser == "chromium" else {None})
+    # on the wire: the GET left with the ClientHello, so the client's second flight is EndOfEarlyData and Finished
+    # alone (a resumed cell's carries the GET: the test above)
+    assert all(flight_bytes(s, flows, "c2s", 1) <= EARLY_SECOND_FLIGHT for s in samples), \
+        [flight_bytes(s, flows, "c2s", 1) for s in samples]
+
+
+def test_a_warm_load_over_quic_is_a_skipped_cell_with_its_reason():
+    for browser in BROWSERS:
+        why = endpoints.unsupported("openssl", browser, "X25519MLKEM768", "ecdsap256", "resume_page",
+                                    {"transport": "quic"})
+        assert why and "resume_page" in why and "QUIC" in why, why
+        assert endpoints.unsupported("openssl", browser, "X25519MLKEM768", "ecdsap256", "resume_page") is None
