@@ -8,7 +8,7 @@
  *           [--requests N] [--groups G1:G2] [--sigalgs S1:S2] [--cafile F] [--servername NAME]
  *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K] [--claim FILE] [--pause-ms MS]
  *           [--verify enforce|record] [--cert-compression none|zlib|brotli|zstd|all|ALG,ALG...]
- *           [--transport tcp|quic] [--initial-size 1200]
+ *           [--transport tcp|quic] [--initial-size 1200] [--resource ADDR,NAME,PATH ...] [--webpage NAME]
  *   pqtimer --clock-info     resolution and cost of the clock and of the message callback (JSON)
  *
  * --claim FILE: workers share the samples of a cell instead of each taking --count of its own.
@@ -25,7 +25,9 @@
  * "*X25519:X25519MLKEM768": a share for X25519 only). Without any `*`, the first group alone has one.
  * Each sample records its ClientHellos (two after a HelloRetryRequest) with their sizes and key shares.
  *
- * Modes: handshake (the handshake only), page (handshake, then GET --path), requests (--requests GETs),
+ * Modes: handshake (the handshake only), page (handshake, then GET --path; with --resource ADDR,NAME,PATH, once
+ * or more, a web page whose document is --path and whose further resources come from their own origins, one
+ * connection per origin: page.h; --webpage NAME labels it), requests (--requests GETs),
  * resume (a resumed handshake with a ticket from an unrecorded first connection), resume_page (a resumed
  * handshake, then GET --path), early (a resumed handshake whose GET --path goes as 0-RTT early data;
  * "early_data" says whether the server accepted it, and a rejected request is sent again after the
@@ -60,6 +62,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include "page.h"
 #include "quic.h"
 #include "sample.h"
 #include "tcp.h"
@@ -147,6 +150,12 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (!strcmp(a, "--pad")) o->pad = parse_int(v, a, 0, MAX_PAD);
         else if (!strcmp(a, "--worker")) o->worker = parse_int(v, a, 0, INT_MAX);
         else if (!strcmp(a, "--claim")) o->claim = v;
+        else if (!strcmp(a, "--webpage")) o->webpage = v;
+        else if (!strcmp(a, "--resource")) {
+            const char *why = page_add_resource(v);
+            if (why)
+                bad_usage(why, a);
+        }
         else if (!strcmp(a, "--cert-compression")) parse_cert_compression(v, o);
         else if (!strcmp(a, "--initial-size")) o->initial_size = parse_int(v, a, 1200, 1472);
         else if (!strcmp(a, "--transport")) {
@@ -185,6 +194,8 @@ static void parse_options(int argc, char **argv, struct options *o) {
         bad_usage("must be an IPv4 address", "--host");
     if (o->initial_size && o->transport != TRANSPORT_QUIC)
         bad_usage("only with --transport quic", "--initial-size");
+    if (page_resources() && o->mode != MODE_PAGE)
+        bad_usage("only with --mode page (a page's further resources)", "--resource");
     if (o->mode != MODE_REQUESTS)
         o->requests = o->mode == MODE_PAGE || o->mode == MODE_RESUME_PAGE || o->mode == MODE_EARLY ? 1 : 0;
 }
@@ -389,6 +400,8 @@ static void print_sample(struct options *o, int index, struct trace *tr, struct 
     printf(", \"hrr\": %s", tr->hrr ? "true" : "false");
     print_handshake_shape(names, tr);
     transports[o->transport]->print(o, tr);
+    if (page_resources())
+        page_print(o);
     printf(", \"peer_chain\": [");
     for (int i = 0; i < tr->chain_n && i < TRACE_MAX_CHAIN; i++)
         printf("%s%u", i ? ", " : "", tr->chain_der[i]);
@@ -487,6 +500,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const struct transport_ops *transport = transports[o.transport];
     const char *refusal = transport->refusal(&o);
+    if (!refusal && page_resources() && o.transport != TRANSPORT_TCP)
+        refusal = "--resource: pqtimer loads a page's further origins over TCP only (HTTP/1.1)";
     if (refusal) {
         fprintf(stderr, "pqtimer: %s\n", refusal);
         return 3;
@@ -510,7 +525,10 @@ int main(int argc, char **argv) {
         SSL *ssl = NULL;
         /* OpenSSL spends a TLS 1.3 session once used; every sample resumes from its own copy. */
         SSL_SESSION *ticket = g_ticket ? SSL_SESSION_dup(g_ticket) : NULL;
-        transport->run_sample(ctx, &o, ticket, &tr, &out, i >= 0 ? &ssl : NULL);
+        if (page_resources())
+            page_run_sample(ctx, &o, &tr, &out, i >= 0 ? &ssl : NULL);
+        else
+            transport->run_sample(ctx, &o, ticket, &tr, &out, i >= 0 ? &ssl : NULL);
         SSL_SESSION_free(ticket);
         if (i < 0)
             continue; /* warm-up: not recorded */

@@ -17,7 +17,7 @@
 #include <openssl/err.h>
 #include <openssl/x509_vfy.h>
 
-static int wait_fd(int fd, short events, uint64_t deadline) {
+int wait_fd(int fd, short events, uint64_t deadline) {
     uint64_t now = now_ns();
     if (now >= deadline)
         return 0;
@@ -30,9 +30,9 @@ static int wait_fd(int fd, short events, uint64_t deadline) {
     return r > 0;
 }
 
-static int tcp_connect(struct options *o, uint64_t deadline, struct outcome *out) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
-    inet_pton(AF_INET, o->host, &sa.sin_addr);
+int tcp_dial(const char *host, int port, uint64_t deadline, struct outcome *out) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, host, &sa.sin_addr);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         set_error(out, "socket", "socket: %s", strerror(errno));
@@ -63,7 +63,7 @@ static int tcp_connect(struct options *o, uint64_t deadline, struct outcome *out
     return fd;
 }
 
-static void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *during) {
+void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *during) {
     int e = SSL_get_error(ssl, ret);
     long verify = SSL_get_verify_result(ssl);
     unsigned long code = ERR_peek_last_error();
@@ -176,7 +176,7 @@ static void tcp_run_sample(SSL_CTX *ctx, struct options *o, SSL_SESSION *resume,
     uint64_t start = now_ns();
     uint64_t deadline = start + (uint64_t)o->timeout_ms * 1000000u;
     tr->t[PH_START] = start;
-    int fd = tcp_connect(o, deadline, out);
+    int fd = tcp_dial(o->host, o->port, deadline, out);
     if (fd < 0) {
         cpu_wait_since(tr, wait0);
         return;

@@ -6,16 +6,17 @@ certificate (pqbench.webpages.serve makes them when the run's server starts).
     [axes]
     webpage = ["single", "origins-3"]
 
-A port of its own per value. A client that fetches one resource (pqtimer), a server without the origins (every
-stack but openssl's nginx) and QUIC cells (nginx-h3 serves every origin over HTTP/3, but the browser's record of the
-page does not tell its QUIC connections apart yet) are skipped cells with the reason."""
+A port of its own per value. A client without the "pages" feature (one that fetches one resource), a server without
+the origins (every stack but openssl's nginx) and QUIC cells (nginx-h3 serves every origin over HTTP/3, but the
+browser's record of the page does not tell its QUIC connections apart yet; pqtimer loads pages over TCP only) are
+skipped cells with the reason. pqtimer loads a page as a simple browser would (pqbench.endpoints.openssl.pqtimer)."""
 
 from __future__ import annotations
 
 from pqbench import axis, transport
 from pqbench.webpages import pages
 
-CLIENT_FEATURE = "pages"  # a client that loads a page's every resource (a browser)
+CLIENT_FEATURE = "pages"  # a client that loads a page's every resource (a browser, pqtimer)
 SERVER_FEATURE = "origins"  # a server that serves a page's origins (pqbench.webpages.serve)
 
 
@@ -29,8 +30,9 @@ def _tcp_only(value, caps, role: str, values) -> str | None:
     # connections apart (connectionReused flips between requests of one origin; the UDP sockets of the further
     # origins are not connected, so no local port joins them to their flows): counts and joins would be wrong
     if transport.get(values.get("transport")).datagram and role == "client":
-        return ("a multi-origin page over QUIC: the browser's own record does not tell its HTTP/3 connections apart "
-                "(no per-connection count or wire join yet)")
+        return caps.feature_notes.get("pages_over_quic") or (
+            "a multi-origin page over QUIC: the browser's own record does not tell its HTTP/3 connections apart "
+            "(no per-connection count or wire join yet)")
     return None
 
 

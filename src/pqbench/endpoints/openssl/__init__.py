@@ -32,10 +32,12 @@ def capabilities() -> Capabilities:
     return Capabilities(stack="openssl", protocol="tls", transports=("tcp", "quic"),
                         modes=("handshake", "page", "requests", "resume", "resume_page", "early"),
                         transport_modes={"quic": pqtimer.QUIC_MODES},
-                        features=("offer", "cert_compression", "retry", "http2", "origins"),
+                        features=("offer", "cert_compression", "retry", "http2", "origins", "pages"),
                         feature_notes={"initial_size": "OpenSSL 3.5's QUIC client sends 1200-byte datagrams, always",
                                        "h2_alpn": "pqtimer speaks HTTP/1.1 over TCP (no ALPN)",
-                                       "pages": "pqtimer fetches one resource, not a page's"},
+                                       # the webpage axis's check reads it (pqtimer's pages: TCP only)
+                                       "pages_over_quic": "pqtimer loads a multi-origin page over TCP only "
+                                                          "(HTTP/1.1, one connection per origin)"},
                         versions={"openssl": openssl_build.openssl_version(), "nginx": nginx.version(),
                                   "nginx_running_with_openssl": nginx.running_with_openssl(),
                                   "nginx_h3": nginx_h3.version()},

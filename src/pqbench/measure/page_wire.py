@@ -1,0 +1,87 @@
+"""A page load's every connection against the emulator's record of its flow, milestone by milestone: the client's
+time (pqtimer's page mode, or a browser's) minus the wire's, where the wire's are what a capture at the client's
+side of the link shows (pqbench.endpoints.browsers.timing.wire_milestones: the SYN-ACK, the ClientHello's flight,
+the Finished and the request after it, the response's first and last packet).
+
+Each connection of a load (sample["browser"]["requests_detail"]) names its start on CLOCK_MONOTONIC, its local
+port and its server's address; the flow from that port to that address that opened nearest the start is its own
+(pqbench.endpoints.browsers.timing.connection_wire finds it the same way). connect_start is the client's start
+minus the SYN; every later milestone is compared on absolute times.
+
+    python -m pqbench.measure.page_wire RUN_DIR     per milestone over every connection: n, median, p5, p95 (ms)
+"""
+
+from __future__ import annotations
+
+from pqbench import stats, transport
+from pqbench.endpoints.browsers.timing import wire_milestones
+from pqbench.measure import wire
+from pqbench.sample import Milestone
+
+MILESTONES = ("tcp_connected", "client_hello_sent", "handshake_done", "request_sent", "first_byte", "last_byte")
+WINDOW_NS = 1_000_000_000  # a flow that opened further than this from a connection's start is not its own
+RESPONSE_END = Milestone("s2c", -1, "last")
+
+
+def _flow_of(conn: dict, remote: str, flows: list[dict], shift_ns: int, ip_proto: str) -> dict | None:
+    addr, port, start = remote.rsplit(":", 1)[0], conn.get("local_port"), conn["start_mono_ns"] + shift_ns
+    mine = [f for f in flows if f.get("proto", ip_proto) == ip_proto and f["server"].rsplit(":", 1)[0] == addr
+            and (port is None or int(f["client"].rsplit(":", 1)[1]) == port)
+            and abs((f.get("syn_ns") or f["open_ns"]) - start) < WINDOW_NS]
+    return min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - start), default=None)
+
+
+def connections(sample: dict, flows: list[dict]) -> list[dict]:
+    """Per connection of a successful load: its url (the request that opened it), flow, and client − wire per
+    milestone (ms; None where either lacks it)."""
+    if not sample.get("ok"):
+        return []
+    # Firefox's worker gives its connections' starts on CLOCK_MONOTONIC_RAW; pqtimer and Chromium on CLOCK_MONOTONIC
+    shift = (sample.get("mono_minus_raw_ns") or 0) if sample.get("stack") == "firefox" else 0
+    out = []
+    for r in (sample.get("browser") or {}).get("requests_detail") or []:
+        c = r.get("connection")
+        if not c:
+            continue
+        f = _flow_of(c, r.get("remote") or "", flows, shift, transport.of_sample(sample).ip_proto)
+        row = {"url": r["url"], "flow": f"{f['client']} > {f['server']}" if f else None}
+        if f is None:
+            out.append(row)
+            continue
+        syn = f.get("syn_ns") or f["open_ns"]
+        start_ms = (c["start_mono_ns"] + shift - syn) / 1e6
+        wm = wire_milestones(wire.summary(f, RESPONSE_END))
+        t = c.get("t_ns") or {}
+        row["connect_start"] = round(start_ms, 4)
+        row.update({m: round(t[m] / 1e6 + start_ms - wm[m], 4) if t.get(m) is not None and wm.get(m) is not None
+                    else None for m in MILESTONES})
+        out.append(row)
+    return out
+
+
+def agreement(samples: list[dict], flows: list[dict]) -> dict:
+    """Client − wire per milestone over every connection of every successful load: n, median, p5, p95 (ms)."""
+    diffs: dict[str, list[float]] = {m: [] for m in ("connect_start", *MILESTONES)}
+    for s in samples:
+        for row in connections(s, flows):
+            for m, v in diffs.items():
+                if row.get(m) is not None:
+                    v.append(row[m])
+    return {m: {"n": len(v), **{f"{k}_ms": round(stats.percentile(sorted(v), q), 4)
+                                for k, q in (("median", 50), ("p5", 5), ("p95", 95))}} if v else {"n": 0}
+            for m, v in diffs.items()}
+
+
+if __name__ == "__main__":  # per client stack of a run directory's lanes (or a handshake command's samples)
+    import json
+    import sys
+    from pathlib import Path
+    run = Path(sys.argv[1])
+    files = [run / "samples.jsonl"] if (run / "samples.jsonl").exists() else sorted(run.glob("lane-*/*-[0-9]*.jsonl"))
+    rows = [json.loads(line) for f in files for line in open(f) if line.strip().startswith("{")]
+    flows = [json.loads(line) for f in sorted(run.glob("**/flows.jsonl")) for line in open(f) if line.strip()]
+    by_stack: dict[str, list] = {}
+    for s in rows:
+        if (s.get("browser") or {}).get("requests_detail"):
+            by_stack.setdefault(s.get("stack") or s["browser"].get("client") or "?", []).append(s)
+    print(json.dumps({k: agreement(v, flows) for k, v in sorted(by_stack.items())}, indent=1))
