@@ -120,6 +120,30 @@ def test_chromium_over_quic_speaks_http3_with_x25519mlkem768_and_joins_its_udp_f
 
 
 @pytest.mark.root
+@pytest.mark.parametrize("kex", ["X25519MLKEM768", "X25519"])
+def test_firefox_over_quic_speaks_http3_from_its_first_request_and_joins_its_udp_flow(bed, kex):
+    """HTTP/3 from the first request (the alternative-service mapping, no Alt-Svc round over TCP first), post-quantum
+    on or off by Firefox's own network.http.http3.enable_kyber."""
+    samples, scratch = load(bed, "firefox", "quic", kex, n=2, transport="quic")
+    assert all(s["ok"] for s in samples), [s.get("error") for s in samples]
+    assert {s["group"] for s in samples} == {"X25519MLKEM768" if kex != "X25519" else "x25519"}
+    assert {s["pq_switch"] for s in samples} == {None if kex != "X25519" else "browser"}
+    assert {r["protocol"] for s in samples for r in s["browser"]["requests_detail"]} == {"h3"}
+    assert all(s["t_ns"]["tcp_connected"] is None and s["t_ns"]["handshake_done"] > 0 for s in samples)
+    # on the wire: the page came over UDP, from the port Firefox's channel names, and no TCP connection was tried
+    flows = [json.loads(line) for line in open(scratch / "flows.jsonl")]
+    for s in samples:
+        assert s["transport"] == "quic" and s["wire"]["datagrams_c2s"] and s["wire"]["datagrams_s2c"], s.get("wire")
+        mine = [f for f in flows if f["client"].endswith(f":{s['local_port']}")]
+        assert [f["proto"] for f in mine] == ["udp"], mine
+        assert [c["flow"] for c in s["browser"]["connections_wire"]] == [mine[0]["client"] + " > " + mine[0]["server"]], \
+            (s["browser"]["requests_detail"], s.get("mono_minus_raw_ns"), mine)
+    assert not [f for f in flows if f["proto"] == "tcp" and f["server"].endswith(f":{PORTS['quic']}")], flows
+    # the browser's own switch: its ClientHello carries the ML-KEM share (two Initial datagrams) or not (one)
+    assert {s["wire"]["flights_ms"][0][3] for s in samples} == {2 if kex != "X25519" else 1}
+
+
+@pytest.mark.root
 def test_a_classical_chromium_cell_against_a_server_accepting_ml_kem_is_a_failure(bed):
     wrong, _ = load(bed, "chromium", "pq", "X25519", n=1)
     assert wrong[0]["ok"] is False and wrong[0]["error_class"] == "group_mismatch", wrong[0]

@@ -71,7 +71,9 @@ def connection_wire(sample: dict, flows: list[dict]) -> list[dict]:
         if not c:
             continue
         remote, port, start = (r.get("remote") or "").rsplit(":", 1)[0], c.get("local_port"), c["start_mono_ns"] + shift
-        mine = [f for f in flows if f["server"].rsplit(":", 1)[0] == remote
+        # a channel that did not report its remote address joins by its local port alone
+        mine = [f for f in flows if (remote or port is not None)
+                and (not remote or f["server"].rsplit(":", 1)[0] == remote)
                 and (port is None or int(f["client"].rsplit(":", 1)[1]) == port)
                 and abs((f.get("syn_ns") or f["open_ns"]) - start) < 1e9]
         f = min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - start), default=None)

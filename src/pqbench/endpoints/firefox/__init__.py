@@ -3,7 +3,11 @@ headless over Marionette; a browser serves nothing, so its cells take another st
 
 Post-quantum on/off is Firefox's own switch: the prefs security.tls.enable_kyber and
 network.http.http3.enable_kyber, set from the cell's group (a classical group: off, and the ClientHello carries no
-ML-KEM share). Every sample records it (`pq_switch`: "browser")."""
+ML-KEM share). Every sample records it (`pq_switch`: "browser").
+
+Over QUIC, HTTP/3 from the first request: the alternative-service mapping Firefox's own tests use
+(network.http.http3.alt-svc-mapping-for-testing, forced), so the timed load is a cold QUIC handshake with no TCP
+connection before it; its connection is a UDP socket whose local port Firefox's channel names (the wire join's)."""
 
 from __future__ import annotations
 
@@ -41,7 +45,8 @@ unsupported = unsupported_for("firefox", "Firefox", GROUPS, SIGNATURES)
 
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
-    return Capabilities(stack="firefox", protocol="tls", transports=("tcp",), modes=Firefox.MODES["tcp"],
+    return Capabilities(stack="firefox", protocol="tls", transports=("tcp", "quic"), modes=Firefox.MODES["tcp"],
+                        transport_modes={"quic": Firefox.MODES["quic"]},
                         features=("h2_alpn", "pages"),  # HTTP/2 by ALPN (the http axis), every resource of a page (webpage)
                         versions={"firefox": version()}, unsupported=unsupported,
                         feature_notes={"offer": "Firefox's ClientHello is its own; post-quantum on or off by its "

@@ -9,4 +9,4 @@ from pqbench.endpoints.chromium.client import Chromium
 class Firefox(Chromium):
     name = "firefox"
     WORKER = "pqbench.endpoints.firefox.worker"
-    MODES = {"tcp": ("handshake", "page", "resume_page", "early")}
+    MODES = {"tcp": ("handshake", "page", "resume_page", "early"), "quic": ("handshake", "page")}

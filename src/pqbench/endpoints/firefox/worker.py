@@ -26,6 +26,7 @@ from pqbench.endpoints.browsers.warm import is_warm
 from pqbench.endpoints.chromium.worker import host_map, url
 from pqbench.endpoints.firefox import launch, marionette
 from pqbench.endpoints.firefox.channels import requests_of
+from pqbench.transport import TRANSPORTS
 
 LOAD_JS = (Path(__file__).with_name("load.js")).read_text()
 # Firefox's own name -> address overrides of its native resolver (what its tests use instead of DNS)
@@ -39,8 +40,11 @@ PRUNE_JS = 'Services.obs.notifyObservers(null, "net:prune-all-connections");'
 
 
 def extra_prefs(job: dict) -> dict:
-    """The prefs a job needs beyond every profile's: a warm load's."""
-    return {**launch.WARM, **launch.EARLY_DATA[job["mode"]]} if is_warm(job["mode"]) else {}
+    """The prefs a job needs beyond every profile's: a warm load's, HTTP/3 from the first request over QUIC."""
+    out = {**launch.WARM, **launch.EARLY_DATA[job["mode"]]} if is_warm(job["mode"]) else {}
+    if TRANSPORTS[job["transport"]].datagram:
+        out.update(launch.http3([f"{name}:{job['port']}" for name in host_map(job)]))
+    return out
 
 
 def pq_on(job: dict) -> bool:
@@ -114,6 +118,10 @@ def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> d
             r["connection"]["start_mono_ns"] -= wall_minus_mono
     stopped = round(got["stopped_ms"] * 1e6) - wall_minus_mono if got.get("stopped_ms") else None
     s = sample_of(requests, stopped, 0)
+    if TRANSPORTS[job["transport"]].datagram:
+        s["transport"] = job["transport"]  # the wire join reads the flow over the transport's IP protocol
+        if s["t_ns"]:
+            s["t_ns"]["tcp_connected"] = None  # no TCP: Firefox gives QUIC's handshake end as its connect end
     pq = pq_on(job)
     mono_minus_raw = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
     s.update(worker=worker, i=i, mode=job["mode"], stack="firefox", browser_offer=OFFERS[pq], mono_minus_raw_ns=mono_minus_raw,
