@@ -1,7 +1,7 @@
 """The browsers preset and the axes it sweeps (no root needed): experiments/browsers.toml expands to both
 browsers and pqtimer × PQ on/off × a single-resource and a multi-origin page × HTTP/2 and HTTP/3 × three chains ×
 3 RTTs × 2 loss rates, and what cannot run is a skipped cell with its reason (a multi-origin page over QUIC, pqtimer over
-HTTP/2 or on a multi-origin page, a server that accepts none of what the client offers); the http and sized_as axes refuse bad values naming the field; nginx offers h2 on an HTTP/2
+HTTP/2, a server that accepts none of what the client offers); the http and sized_as axes refuse bad values naming the field; nginx offers h2 on an HTTP/2
 site only; a load's handshakes on its critical path are counted from its connections' own times."""
 
 from collections import Counter
@@ -53,7 +53,8 @@ def test_what_a_client_cannot_do_is_a_skipped_cell_with_its_reason():
     quic_page = ("{} client: a multi-origin page over QUIC: the browser's own record does not tell its HTTP/3 "
                  "connections apart (no per-connection count or wire join yet)")
     assert why == {("openssl", "openssl client: no h2 alpn (pqtimer speaks HTTP/1.1 over TCP (no ALPN))"): 72,
-                   ("openssl", "openssl client: no pages (pqtimer fetches one resource, not a page's)"): 36,
+                   ("openssl", "openssl client: pqtimer loads a multi-origin page over TCP only (HTTP/1.1, one "
+                               "connection per origin)"): 36,
                    ("chromium", quic_page.format("chromium")): 36, ("firefox", quic_page.format("firefox")): 36}, why
     mismatched = [c for c in cells if c.server_groups != c.kex]
     assert mismatched and all("none of the groups the client offers" in cellsmod.unavailable_reason(c, spec)
