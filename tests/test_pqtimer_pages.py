@@ -170,3 +170,39 @@ def test_a_single_page_is_fetched_as_before(bed):
         assert s["ok"], s.get("error")
         assert "browser" not in s and "webpage" not in s
         assert s["requests"] == 1 and s["body_bytes"] == DEFAULT_PAGES["1k"] and s["wire"]["ms"] >= 3 * RTT_MS
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_a_run_reports_pqtimers_page_loads_with_their_critical_handshakes(built_stack, tmp_path):
+    from pqbench import report, store
+    from pqbench.experiment import spec as specmod
+    from pqbench.measure import runner
+    spec = specmod.parse("""
+name = "pqtimer-pages"
+seed = 38
+parallel = 1
+lanes = 1
+workers = 2
+samples = 3
+[axes]
+kex = ["X25519"]
+sig = ["ecdsap256"]
+client = ["openssl"]
+page = ["10k"]
+webpage = ["origins-3"]
+rtt = ["10ms"]
+loss = ["0%"]
+""", "pqtimer-pages.toml")
+    db = tmp_path / "r.duckdb"
+    run_id = runner.run(spec, db, quiet=True, keep_files=False)
+    con = store.connect(db, read_only=True)
+    raws = [json.loads(r[0]) for r in con.execute("SELECT raw FROM samples WHERE run_id = ?", [run_id]).fetchall()]
+    assert len(raws) == 3 and all(s["ok"] and s["browser"]["critical_handshakes"] == 2 for s in raws), raws
+    assert all(len({c["flow"] for c in s["browser"]["connections_wire"] if c["flow"]}) == 3 for s in raws)
+    report.build(con, run_id, tmp_path / "report", resamples=100)
+    md = (tmp_path / "report" / "summary.md").read_text()
+    table = md.split("## Page loads by client: pqtimer beside the browsers")[1].split("\n## ")[0]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
+            if line.startswith("| origins-3")]
+    assert len(rows) == 1 and rows[0][6] == "pqtimer (OpenSSL)" and rows[0][9:] == ["3", "2", "3"], table

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pqbench import analysis as analysis_mod
 from pqbench import store
-from pqbench.report import deployment, html, links, load, markdown, nodes, plots, scans, tables, targets, transports
+from pqbench.report import deployment, html, links, load, markdown, nodes, page_clients, plots, scans, tables, targets
+from pqbench.report import transports
 from pqbench.report import browsers as browser_report, chains as chain_report
 
 CAPTIONS = {
@@ -89,7 +90,7 @@ def _write(con, run_id: str, a, out: Path) -> dict:
     summary = tables.summary(a)
     warnings = tables.warnings(a)
     body = [t for t in (load.table(a), targets.table(a), deployment.offers(a), deployment.compression(a),
-                        deployment.zero_rtt(a, store.early_data(con, run_id)), links.table(a), links.queue_cost(a), transports.table(a), *chain_report.tables(a), *browser_report.tables(con, run_id, a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
+                        deployment.zero_rtt(a, store.early_data(con, run_id)), links.table(a), links.queue_cost(a), transports.table(a), *chain_report.tables(a), *browser_report.tables(con, run_id, a), page_clients.table(con, run_id, a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
                         tables.model(a), tables.not_run(a), tables.crypto(a), nodes.table(a), tables.calibration(a),
                         tables.provenance(a), scans.table(con)) if t is not None]
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,
