@@ -151,6 +151,7 @@ def test_each_connection_of_a_page_joins_its_own_flow_on_the_wire(bed):
         # another's flow, or a milestone a flight off, would be a round trip or more away)
         rows = page_wire.connections(s, flows)
         assert len(rows) == 3 and all(r["flow"] for r in rows), rows
+        assert s["browser"]["connections_minus_wire"] == rows  # the same join, made as the cell ended
         for r in rows:
             for m in ("connect_start", "tcp_connected", "client_hello_sent", "handshake_done", "request_sent",
                       "last_byte"):

@@ -34,7 +34,8 @@ def _flow_of(conn: dict, remote: str, flows: list[dict], shift_ns: int, ip_proto
 def connections(sample: dict, flows: list[dict]) -> list[dict]:
     """Per connection of a successful load: its url (the request that opened it), flow, and client − wire per
     milestone (ms; None where either lacks it)."""
-    if not sample.get("ok"):
+    over = transport.of_sample(sample)
+    if not sample.get("ok") or not over.kernel_tcp:  # the milestones are TCP's (SYN-ACK, flights of TLS records)
         return []
     # Firefox's worker gives its connections' starts on CLOCK_MONOTONIC_RAW; pqtimer and Chromium on CLOCK_MONOTONIC
     shift = (sample.get("mono_minus_raw_ns") or 0) if sample.get("stack") == "firefox" else 0
@@ -43,7 +44,7 @@ def connections(sample: dict, flows: list[dict]) -> list[dict]:
         c = r.get("connection")
         if not c:
             continue
-        f = _flow_of(c, r.get("remote") or "", flows, shift, transport.of_sample(sample).ip_proto)
+        f = _flow_of(c, r.get("remote") or "", flows, shift, over.ip_proto)
         row = {"url": r["url"], "flow": f"{f['client']} > {f['server']}" if f else None}
         if f is None:
             out.append(row)

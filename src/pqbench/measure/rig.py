@@ -222,9 +222,12 @@ class Rig:
             rtt_ns = round((self.link.client_to_server.delay_ms + self.link.server_to_client.delay_ms) * 1e6)
             joined = wire.join(samples, records, self._offset_ns, self.clients[client].milestones[mode], rtt_ns)
             from pqbench.endpoints.browsers.timing import connection_wire
-            for s in samples:  # a browser's load: every connection it opened, each joined to its own flow
+            from pqbench.measure import page_wire
+            for s in samples:  # a page's load (a browser's, pqtimer's): every connection joined to its own flow
                 if (s.get("browser") or {}).get("requests_detail"):
                     s["browser"]["connections_wire"] = connection_wire(s, records)
+                    # … and the client's time minus the wire's per milestone, per connection (ms)
+                    s["browser"]["connections_minus_wire"] = page_wire.connections(s, records)
         if any(s.get("browser") for s in samples):
             from pqbench.endpoints.browsers import warm  # a warm load resumed, by the server's own log
             warm.check(samples, sorted(self.servings[server].run_dir.glob("*access.log")), self.tb.client_addr)
