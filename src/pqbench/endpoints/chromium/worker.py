@@ -187,7 +187,8 @@ def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> d
     if browser.untrusted:
         s["trust_error"] = browser.untrusted
     if error:
-        s.update(ok=False, error_class="timeout" if error == "timeout" else names.error_class(error),
+        cause = error.removeprefix("priming load: ")  # a warm sample's priming load failed as the load would
+        s.update(ok=False, error_class="timeout" if cause == "timeout" else names.error_class(cause),
                  error=error + (f" ({browser.untrusted})" if browser.untrusted else ""))
     elif s["ok"] and (s["group"] or "").lower() != job["groups"][0].lower():
         s.update(ok=False, error_class="group_mismatch",
