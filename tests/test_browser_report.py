@@ -8,6 +8,7 @@ import json
 import pytest
 
 from pqbench.experiment import spec as specmod
+from pqbench.report import browsers as browser_report
 
 SPEC = """
 name = "browsers-small"
@@ -67,3 +68,17 @@ def test_a_browser_run_reports_page_load_pq_on_vs_off_per_browser(built_stack, t
     libs = md.split("## Handshake time per TLS library (ms)")[1].split("\n## ")[0]
     assert "BoringSSL (Chromium)" in libs and "NSS (Firefox)" in libs
     assert "Browsers: connections and TLS handshakes on the critical path" in md
+
+
+def test_warm_loads_stand_apart_from_cold_ones_in_the_browser_tables():
+    class Loads:  # three cells of one browser, page, protocol, chain, RTT and loss: cold, resumed, 0-RTT
+        def __init__(self):
+            rows = [{"client": "firefox", "page": "1k", "kex": "X25519MLKEM768", "mode": m, "cell_id": m}
+                    for m in ("page", "resume_page", "early")]
+            self.cells = [type("Cell", (), {"row": r})() for r in rows]
+
+        def browser_cells(self):
+            return self.cells
+    pairs = browser_report._pairs(Loads())
+    assert sorted(k[1] for k in pairs) == ["single 1k", "single 1k, 0-RTT", "single 1k, resumed"]
+    assert all(list(p) == ["on"] for p in pairs.values())

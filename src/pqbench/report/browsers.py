@@ -51,9 +51,18 @@ def _chain(row: dict) -> str:
     return (sized_label(row.get("sized_as")) or f"{row.get('sig')} root → leaf").removeprefix("chain ")
 
 
+# A warm cell's connection (the resumption axis): its rows stand apart from the cold loads of the same page
+WARM = {"resume_page": "resumed", "early": "0-RTT"}
+
+
+def _warm(row: dict) -> str:
+    return f", {WARM[row.get('mode')]}" if row.get("mode") in WARM else ""
+
+
 def _page(row: dict) -> str:
-    """The page a cell loaded: a multi-origin page (the webpage axis), or the single resource of its size."""
-    return row.get("webpage") or f"single {row.get('page') or '1k'}"
+    """The page a cell loaded: a multi-origin page (the webpage axis), or the single resource of its size; a warm
+    load's says how it connected."""
+    return (row.get("webpage") or f"single {row.get('page') or '1k'}") + _warm(row)
 
 
 def _loss(row: dict) -> str:
@@ -174,10 +183,10 @@ def library_table(loads: Loads) -> Table | None:
     rows = []
     cells = [c for c in loads.cells if c.row.get("client") in LIBRARIES and loads.values(c, "handshake_done_ms")]
     key = lambda c: (c.row.get("rtt_ms") or 0, c.row.get("loss") or 0, _protocol(c.row), _chain(c.row),  # noqa: E731
-                     c.row.get("kex"), LIBRARIES[c.row["client"]])
+                     c.row.get("kex"), _warm(c.row), LIBRARIES[c.row["client"]])
     for c in sorted(cells, key=key):
         r = c.row
-        rows.append([LIBRARIES[r["client"]], r.get("kex"), "HTTP/3 (QUIC)" if _over_quic(r) else "TCP",
+        rows.append([LIBRARIES[r["client"]], r.get("kex") + _warm(r), "HTTP/3 (QUIC)" if _over_quic(r) else "TCP",
                      _chain(r), f"{r.get('rtt_ms') or 0:g}", _loss(r), with_ci(_ci(loads.values(c, "wire_handshake_ms"))),
                      with_ci(_ci(loads.values(c, "handshake_done_ms"))), str(len(loads.values(c, "handshake_done_ms")))])
     if not rows:
