@@ -207,3 +207,26 @@ loss = ["0%"]
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
             if line.startswith("| origins-3")]
     assert len(rows) == 1 and rows[0][6] == "pqtimer (OpenSSL)" and rows[0][9:] == ["3", "2", "3"], table
+
+
+def test_page_wire_compares_each_connection_with_its_flow_and_skips_records_without_packets():
+    ms = 1_000_000
+    sample = {"ok": True, "browser": {"requests_detail": [{"url": "https://a/doc", "remote": "10.0.1.1:443",
+              "connection": {"start_mono_ns": 1000 * ms, "local_port": 5000,
+                             "t_ns": {"tcp_connected": 10 * ms, "client_hello_sent": 10 * ms + ms // 10,
+                                      "handshake_done": 30 * ms, "request_sent": 30 * ms, "first_byte": 41 * ms,
+                                      "last_byte": 61 * ms}}}]}}
+    empty = {"client": "10.0.0.1:5000", "server": "10.0.1.1:443", "open_ns": None, "syn_ns": None, "flights": []}
+
+    def flight(d, first, last):
+        return {"dir": d, "first_ns": (1000 + first) * ms, "last_ns": (1000 + last) * ms, "packets": 1}
+    flow = {"client": "10.0.0.1:5000", "server": "10.0.1.1:443", "open_ns": 1000 * ms, "syn_ns": 1000 * ms,
+            "synack_ns": 1010 * ms, "flights": [flight("c2s", 10, 10), flight("s2c", 20, 20), flight("c2s", 30, 30),
+                                                flight("s2c", 40, 60)]}
+    rows = page_wire.connections(sample, [empty, flow])
+    assert rows == [{"url": "https://a/doc", "flow": "10.0.0.1:5000 > 10.0.1.1:443", "connect_start": 0.0,
+                     "tcp_connected": 0.0, "client_hello_sent": 0.1, "handshake_done": 0.0, "request_sent": 0.0,
+                     "first_byte": 1.0, "last_byte": 1.0}], rows
+    assert page_wire.connections(sample, [empty]) == [{"url": "https://a/doc", "flow": None}]
+    assert page_wire.agreement([sample], [flow])["first_byte"] == {"n": 1, "median_ms": 1.0, "p5_ms": 1.0,
+                                                                   "p95_ms": 1.0}

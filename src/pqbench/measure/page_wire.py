@@ -8,7 +8,8 @@ port and its server's address; the flow from that port to that address that open
 (pqbench.endpoints.browsers.timing.connection_wire finds it the same way). connect_start is the client's start
 minus the SYN; every later milestone is compared on absolute times.
 
-    python -m pqbench.measure.page_wire RUN_DIR     per milestone over every connection: n, median, p5, p95 (ms)
+    python -m pqbench.measure.page_wire DB RUN_ID   per client, per milestone over every page connection of the
+                                                    run (as the rig stored them): n, median, p5, p95 (ms)
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ RESPONSE_END = Milestone("s2c", -1, "last")
 
 def _flow_of(conn: dict, remote: str, flows: list[dict], shift_ns: int, ip_proto: str) -> dict | None:
     addr, port, start = remote.rsplit(":", 1)[0], conn.get("local_port"), conn["start_mono_ns"] + shift_ns
-    mine = [f for f in flows if f.get("proto", ip_proto) == ip_proto and f["server"].rsplit(":", 1)[0] == addr
+    mine = [f for f in flows if (f.get("syn_ns") or f.get("open_ns")) is not None and f.get("proto", ip_proto) == ip_proto
+            and f["server"].rsplit(":", 1)[0] == addr
             and (port is None or int(f["client"].rsplit(":", 1)[1]) == port)
             and abs((f.get("syn_ns") or f["open_ns"]) - start) < WINDOW_NS]
     return min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - start), default=None)
@@ -62,27 +64,31 @@ def connections(sample: dict, flows: list[dict]) -> list[dict]:
 
 def agreement(samples: list[dict], flows: list[dict]) -> dict:
     """Client − wire per milestone over every connection of every successful load: n, median, p5, p95 (ms)."""
+    return of_rows([row for s in samples for row in connections(s, flows)])
+
+
+def of_rows(rows: list[dict]) -> dict:
+    """Client − wire per milestone (n, median, p5, p95, ms) over connection records as the rig stores them
+    (browser.connections_minus_wire of each sample)."""
     diffs: dict[str, list[float]] = {m: [] for m in ("connect_start", *MILESTONES)}
-    for s in samples:
-        for row in connections(s, flows):
-            for m, v in diffs.items():
-                if row.get(m) is not None:
-                    v.append(row[m])
+    for row in rows:
+        for m, v in diffs.items():
+            if row.get(m) is not None:
+                v.append(row[m])
     return {m: {"n": len(v), **{f"{k}_ms": round(stats.percentile(sorted(v), q), 4)
                                 for k, q in (("median", 50), ("p5", 5), ("p95", 95))}} if v else {"n": 0}
             for m, v in diffs.items()}
 
 
-if __name__ == "__main__":  # per client stack of a run directory's lanes (or a handshake command's samples)
+if __name__ == "__main__":  # python -m pqbench.measure.page_wire DB RUN_ID: per client, over every page connection
     import json
     import sys
-    from pathlib import Path
-    run = Path(sys.argv[1])
-    files = [run / "samples.jsonl"] if (run / "samples.jsonl").exists() else sorted(run.glob("lane-*/*-[0-9]*.jsonl"))
-    rows = [json.loads(line) for f in files for line in open(f) if line.strip().startswith("{")]
-    flows = [json.loads(line) for f in sorted(run.glob("**/flows.jsonl")) for line in open(f) if line.strip()]
-    by_stack: dict[str, list] = {}
-    for s in rows:
-        if (s.get("browser") or {}).get("requests_detail"):
-            by_stack.setdefault(s.get("stack") or s["browser"].get("client") or "?", []).append(s)
-    print(json.dumps({k: agreement(v, flows) for k, v in sorted(by_stack.items())}, indent=1))
+    from pqbench import store
+    con = store.connect(sys.argv[1], read_only=True)
+    got = con.execute("SELECT c.client, CAST(json_extract(s.raw, '$.browser.connections_minus_wire') AS VARCHAR) "
+                      "FROM samples s JOIN cells c USING (run_id, cell_id) WHERE s.run_id = ? AND s.ok",
+                      [sys.argv[2]]).fetchall()
+    by_client: dict[str, list] = {}
+    for client, rows in got:
+        by_client.setdefault(client, []).extend(json.loads(rows) if rows else [])
+    print(json.dumps({k: of_rows(v) for k, v in sorted(by_client.items())}, indent=1))
