@@ -38,8 +38,8 @@ test-native: native-asan
 
 # The tests on PYTEST_WORKERS pytest-xdist workers, then the `solo` ones alone (they load the machine themselves or
 # judge its load); both passes always run. Tests that act on every testbed of the machine share one worker
-# (tests/conftest.py); PYTEST_WORKERS=0 runs the first pass in this process, one test after another. By default 4
-# when the CPUs are idle as the tests start, 0 when something else keeps them busy (scripts/test_workers.py).
+# (tests/conftest.py); PYTEST_WORKERS=0 runs the first pass in this process, one test after another. By default 6
+# when the CPUs are idle as the tests start, 3 when something else keeps them busy (scripts/test_workers.py).
 PYTEST_WORKERS ?= $(shell python3 scripts/test_workers.py)
 test-python: build-all
 	@$(PY) -m pytest -q -rs -p no:cacheprovider --durations=20 -n $(PYTEST_WORKERS) --dist loadgroup -m "not solo" tests; a=$$?; \

@@ -95,9 +95,15 @@ def chains(built_stack, tmp_path_factory):
 # (`net up`) that such a test would remove: on one worker of a parallel suite (pytest-xdist's loadgroup).
 MACHINE_WIDE = {"test_testbed.py", "test_runner.py::test_killed_run_resumes_without_duplicates_or_gaps",
                 "test_scan_local.py"}  # the local population is a detached testbed
-# Modules whose module fixture makes real runs (about 30 s): on one worker, so it runs once, not once per worker
-# that received one of the module's tests (the 20 slowest of a parallel pass had it set up three times).
-ONE_WORKER_MODULES = {"test_report.py", "test_protocols.py"}
+
+
+def _uses_a_module_fixture(item) -> bool:
+    """A test that uses a module-scoped fixture of its own module: the module's tests share one worker, so the
+    fixture (a testbed, served stacks, real runs: up to 30 s) is set up once, not once per worker that received
+    one of them (the 20 slowest tests of a parallel pass had the report module's set up three times)."""
+    info = getattr(item, "_fixtureinfo", None)
+    return bool(info) and any(d.scope == "module" and getattr(d, "baseid", "").split("::")[0] == item.nodeid.split("::")[0]
+                              for defs in info.name2fixturedefs.values() for d in defs)
 
 
 @pytest.fixture
@@ -142,7 +148,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in MACHINE_WIDE or f"{item.path.name}::{item.originalname}" in MACHINE_WIDE:
             item.add_marker(pytest.mark.xdist_group("machine"))
-        elif item.path.name in ONE_WORKER_MODULES:
+        elif _uses_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.path.name))
     _group_suffixes(config, items)
     if os.geteuid() == 0:

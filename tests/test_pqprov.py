@@ -304,7 +304,11 @@ def test_synthetic_instances_from_the_config_file(built_stack, tmp_path):
     assert (sig["sizes"]["pk"], sig["sizes"]["sig"], sig["sizes"]["sig_max"]) == (50, 5000, 5000)
     for result, expected in ((kem, {"keygen": 2, "encaps": 3, "decaps": 1}), (sig, {"sign": 1.5, "verify": 0.5})):
         for op, ms in expected.items():
-            assert abs(result["ops"][op]["median_us"] / 1000 - ms) <= 0.1 * ms, (op, result["ops"][op])
+            # Each op waits until its configured time has passed; a busy machine only adds to it (preempted
+            # ops: beside other tests the median of a 0.5 ms op was 0.63 ms). The quickest ops show the time.
+            timing = result["ops"][op]
+            assert timing["min_us"] / 1000 >= 0.98 * ms and timing["p25_us"] / 1000 >= 0.98 * ms, (op, timing)
+            assert timing["min_us"] / 1000 <= 1.1 * ms, (op, timing)
     # And in a handshake, exactly those bytes on the wire.
     chain = certs.make_chain("ecdsap256", tmp_path / "chain")
     with server(chain, ["cfgkem"], env=env) as (port, _):
