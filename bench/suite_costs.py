@@ -2,7 +2,8 @@
 """Where the test suite's time goes: reads the JSON lines a suite run wrote with PQBENCH_TEST_COSTS=FILE
 (tests/conftest.py) and prints the CPU the tests cost in all against the wall time they took, each worker's
 busy span (a worker that ends long after the others is the pass's tail), the tests costing the most CPU and the
-longest ones. The first pass runs 4 workers on 2 CPUs and is CPU-bound: CPU seconds say what shortens it.
+longest ones. Busy worker time far above the CPU the tests cost means they mostly wait (round trips, timeouts,
+servers starting), and more workers shorten the pass; near it, only cheaper tests do.
 
     PQBENCH_TEST_COSTS=/tmp/costs.jsonl make test
     build/venv/bin/python bench/suite_costs.py /tmp/costs.jsonl [--top 25]
