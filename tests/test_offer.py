@@ -88,7 +88,7 @@ def test_nginx_sites_carry_their_groups_compression_and_early_data(tmp_path):
     assert conf.compresses
     # a config without any of it is as it always was
     plain = NginxConfig(tmp_path, "10.0.0.2", [Site(4433, Chain())], ["X25519"]).render()
-    assert "ssl_conf_command" not in plain and "ssl_early_data" not in plain and not \
+    assert "ssl_conf_command" not in plain and "ssl_early_data on" not in plain and not \
         NginxConfig(tmp_path, "10.0.0.2", [Site(4433, Chain())], ["X25519"]).compresses
 
 
