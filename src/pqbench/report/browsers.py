@@ -133,7 +133,8 @@ def page_load_table(loads: Loads) -> Table | None:
                  ["browser", "page", "protocol", "chain", "RTT ms", "loss", "PQ off p50 [95 % CI]", "PQ on p50 [95 % CI]",
                   "on − off [95 % CI]", "n off / on"], rows,
                  "The page's load event (Chromium's Page.loadEventFired, Firefox's window stop), from the start of "
-                 "the load's first connection, per sample in a new browser context (cold connections). PQ on: "
+                 "the load's first connection, per sample in a new browser context (cold connections; a resumed or "
+                 "0-RTT page: the load after an untimed priming load in that context, its connections closed). PQ on: "
                  "X25519MLKEM768; off: X25519 (Chromium: the server accepts only X25519 while the browser still "
                  "sends its ML-KEM share; Firefox: its own prefs, no ML-KEM share leaves). CIs: percentile "
                  "bootstrap of the median; the difference resamples both cells independently. A chain 'sized as' "
