@@ -3,16 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "h3.h"
-
-static int failures;
-#define CHECK(cond)                                                       \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
 
 static void request_encoding(void) {
     unsigned char out[256];

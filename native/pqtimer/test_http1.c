@@ -3,16 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "http1.h"
-
-static int failures;
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);     \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
 
 static const char three[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer: x\r\n\r\nhello"
                             "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
