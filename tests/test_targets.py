@@ -190,7 +190,7 @@ def test_a_target_spec_stores_cells_per_target_with_the_measured_path(lab, tmp_p
 samples = 8
 rate = 50
 netns = "{tb.client_ns}"
-timeout = "2s"
+timeout = "10s"
 [axes]
 kex = ["X25519", "X25519MLKEM768"]
 sig = ["ecdsap256", "mldsa44"]
