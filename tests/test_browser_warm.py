@@ -5,7 +5,6 @@ early data came is the server's word (nginx's access log), and on the wire a res
 certificate chain."""
 
 import json
-import os
 import time
 
 import pytest
@@ -14,14 +13,12 @@ from pqbench import endpoints
 from pqbench.algorithms import certs
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.endpoints.browsers import warm
-from pqbench.endpoints.chromium import launch
-from pqbench.endpoints.firefox import launch as firefox_launch
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
+from test_browsers import BROWSERS, need_root_and_browsers
 
 RTT_MS = 10
 PORTS = {"plain": 4443, "early": 4444}  # the server's 0-RTT off (a resumed cell's site) and on (a 0-RTT cell's)
-BROWSERS = ["chromium", "firefox"]
 # The client's second flight without a request (EndOfEarlyData, Finished, in one or two packets with their headers:
 # 84 B measured) and with one (a browser's GET: 500 B and more)
 EARLY_SECOND_FLIGHT = 300
@@ -46,10 +43,7 @@ def test_the_servers_log_decides_whether_a_warm_load_resumed(tmp_path):
 
 @pytest.fixture(scope="module")
 def bed(built_stack, tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("needs root (network namespaces)")
-    if not launch.binary() or not firefox_launch.binary():
-        pytest.fail("a browser is missing: scripts/build.sh chromium firefox")
+    need_root_and_browsers()
     run_dir = tmp_path_factory.mktemp("warm")
     chain = certs.make_chain("ecdsap256", run_dir / "certs")
     sites = [Site(PORTS["plain"], chain), Site(PORTS["early"], chain, early_data=True)]

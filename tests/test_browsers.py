@@ -35,12 +35,17 @@ BROWSERS = ["chromium", "firefox"]
 PQ_OFF = {"chromium": ("classical", "server"), "firefox": ("pq", "browser")}
 
 
-@pytest.fixture(scope="module")
-def bed(built_stack, tmp_path_factory):
+def need_root_and_browsers() -> None:
+    """A browser bed needs namespaces (root) and both browsers, which `make test` installs."""
     if os.geteuid() != 0:
         pytest.skip("needs root (network namespaces)")
     if not launch.binary() or not firefox_launch.binary():
         pytest.fail("a browser is missing: scripts/build.sh chromium firefox")
+
+
+@pytest.fixture(scope="module")
+def bed(built_stack, tmp_path_factory):
+    need_root_and_browsers()
     run_dir = tmp_path_factory.mktemp("chromium")
     chains = {sig: certs.make_chain(sig, run_dir / "certs" / sig) for sig in ("ecdsap256", "mldsa44")}
     chains["padded"] = make_padded("ecdsap256", run_dir / "certs" / "padded", PADDED_BYTES)

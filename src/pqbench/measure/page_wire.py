@@ -5,7 +5,7 @@ the Finished and the request after it, the response's first and last packet).
 
 Each connection of a load (sample["browser"]["requests_detail"]) names its start on CLOCK_MONOTONIC, its local
 port and its server's address; the flow from that port to that address that opened nearest the start is its own
-(pqbench.endpoints.browsers.timing.connection_wire finds it the same way). connect_start is the client's start
+(pqbench.endpoints.browsers.timing.flow_of). connect_start is the client's start
 minus the SYN; every later milestone is compared on absolute times.
 
     python -m pqbench.measure.page_wire DB RUN_ID   per client, per milestone over every page connection of the
@@ -15,22 +15,12 @@ minus the SYN; every later milestone is compared on absolute times.
 from __future__ import annotations
 
 from pqbench import stats, transport
-from pqbench.endpoints.browsers.timing import wire_milestones
+from pqbench.endpoints.browsers.timing import clock_shift_ns, flow_of, wire_milestones
 from pqbench.measure import wire
 from pqbench.sample import Milestone
 
 MILESTONES = ("tcp_connected", "client_hello_sent", "handshake_done", "request_sent", "first_byte", "last_byte")
-WINDOW_NS = 1_000_000_000  # a flow that opened further than this from a connection's start is not its own
 RESPONSE_END = Milestone("s2c", -1, "last")
-
-
-def _flow_of(conn: dict, remote: str, flows: list[dict], shift_ns: int, ip_proto: str) -> dict | None:
-    addr, port, start = remote.rsplit(":", 1)[0], conn.get("local_port"), conn["start_mono_ns"] + shift_ns
-    mine = [f for f in flows if (f.get("syn_ns") or f.get("open_ns")) is not None and f.get("proto", ip_proto) == ip_proto
-            and f["server"].rsplit(":", 1)[0] == addr
-            and (port is None or int(f["client"].rsplit(":", 1)[1]) == port)
-            and abs((f.get("syn_ns") or f["open_ns"]) - start) < WINDOW_NS]
-    return min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - start), default=None)
 
 
 def connections(sample: dict, flows: list[dict]) -> list[dict]:
@@ -39,14 +29,13 @@ def connections(sample: dict, flows: list[dict]) -> list[dict]:
     over = transport.of_sample(sample)
     if not sample.get("ok") or not over.kernel_tcp:  # the milestones are TCP's (SYN-ACK, flights of TLS records)
         return []
-    # Firefox's worker gives its connections' starts on CLOCK_MONOTONIC_RAW; pqtimer and Chromium on CLOCK_MONOTONIC
-    shift = (sample.get("mono_minus_raw_ns") or 0) if sample.get("stack") == "firefox" else 0
+    shift = clock_shift_ns(sample)
     out = []
     for r in (sample.get("browser") or {}).get("requests_detail") or []:
         c = r.get("connection")
         if not c:
             continue
-        f = _flow_of(c, r.get("remote") or "", flows, shift, over.ip_proto)
+        f = flow_of(c, r.get("remote"), flows, shift, over.ip_proto)
         row = {"url": r["url"], "flow": f"{f['client']} > {f['server']}" if f else None}
         if f is None:
             out.append(row)

@@ -56,27 +56,44 @@ def critical_handshakes(connections: list[dict]) -> int:
     return depth[last]
 
 
+FLOW_WINDOW_NS = 1_000_000_000  # a flow that opened further than this from a connection's start is not its own
+
+
+def clock_shift_ns(sample: dict) -> int:
+    """What to add to a load's connection starts to put them on the emulator's clock (CLOCK_MONOTONIC): Firefox's
+    worker gives them on CLOCK_MONOTONIC_RAW; pqtimer and Chromium's DevTools on CLOCK_MONOTONIC already."""
+    return (sample.get("mono_minus_raw_ns") or 0) if sample.get("stack") == "firefox" else 0
+
+
+def flow_of(conn: dict, remote: str | None, flows: list[dict], shift_ns: int, ip_proto: str | None = None) -> dict | None:
+    """The emulator's flow (flows.jsonl) of one connection of a load: to its server's address (remote, "addr:port")
+    and from its local port, where either is known, that opened nearest the connection's start, within a second
+    (each origin of a page has its own address, so address and time find it when the port is unknown; a channel that
+    did not report its remote address joins by its local port alone). ip_proto: only flows over it."""
+    addr, port, start = (remote or "").rsplit(":", 1)[0], conn.get("local_port"), conn["start_mono_ns"] + shift_ns
+    if not addr and port is None:
+        return None
+    opened = lambda f: f.get("syn_ns") or f.get("open_ns")  # noqa: E731
+    mine = [f for f in flows if opened(f) is not None and (ip_proto is None or f.get("proto", ip_proto) == ip_proto)
+            and (not addr or f["server"].rsplit(":", 1)[0] == addr)
+            and (port is None or int(f["client"].rsplit(":", 1)[1]) == port)
+            and abs(opened(f) - start) < FLOW_WINDOW_NS]
+    return min(mine, key=lambda f: abs(opened(f) - start), default=None)
+
+
 def connection_wire(sample: dict, flows: list[dict]) -> list[dict]:
     """Each connection the load opened joined to the emulator's record of its flow (flows.jsonl): the flow to its
     server's address (and from its local port, where the browser or the socket table named one) that opened
     nearest its start, within a second; where it went, and the bytes and packets each way (None without a flow).
     Each origin of a page has its own address, so the address and the time find a flow when the port is unknown
     (a socket the table did not show, a channel that no longer had its port)."""
-    # the connections' starts are on CLOCK_MONOTONIC (Chromium's DevTools) or CLOCK_MONOTONIC_RAW (Firefox's, as
-    # its worker converts them); the emulator's on CLOCK_MONOTONIC
-    shift = (sample.get("mono_minus_raw_ns") or 0) if sample.get("stack") == "firefox" else 0
+    shift = clock_shift_ns(sample)
     out = []
     for r in (sample.get("browser") or {}).get("requests_detail") or []:
         c = r.get("connection")
         if not c:
             continue
-        remote, port, start = (r.get("remote") or "").rsplit(":", 1)[0], c.get("local_port"), c["start_mono_ns"] + shift
-        # a channel that did not report its remote address joins by its local port alone
-        mine = [f for f in flows if (remote or port is not None)
-                and (not remote or f["server"].rsplit(":", 1)[0] == remote)
-                and (port is None or int(f["client"].rsplit(":", 1)[1]) == port)
-                and abs((f.get("syn_ns") or f["open_ns"]) - start) < 1e9]
-        f = min(mine, key=lambda f: abs((f.get("syn_ns") or f["open_ns"]) - start), default=None)
+        f, port = flow_of(c, r.get("remote"), flows, shift), c.get("local_port")
         out.append({"url": r["url"], "remote": r.get("remote"), "local_port": port,
                     "protocol": r.get("protocol"), "flow": f["client"] + " > " + f["server"] if f else None,
                     **{f"{k}_{d}": (f[d].get(k) if f else None) for k in ("packets", "bytes") for d in ("c2s", "s2c")}})
