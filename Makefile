@@ -41,12 +41,21 @@ test-native: native-asan
 # (tests/conftest.py); PYTEST_WORKERS=0 runs the first pass in this process, one test after another. By default 6
 # when the CPUs are idle as the tests start, 3 when something else keeps them busy (scripts/test_workers.py).
 PYTEST_WORKERS ?= $(shell python3 scripts/test_workers.py)
+# (the worker count is the shell variable "workers", set once in each recipe)
+PYTEST_FIRST = $(PY) -m pytest -q -rs -p no:cacheprovider --durations=20 -n $$workers --dist loadgroup -m "not solo" tests
+# the solo pass collects only the files that mark a test solo
+PYTEST_SOLO = $(PY) -m pytest -q -rs -p no:cacheprovider --durations=5 -m solo $(shell grep -l "pytest.mark.solo" tests/test_*.py)
 test-python: build-all
-	@$(PY) -m pytest -q -rs -p no:cacheprovider --durations=20 -n $(PYTEST_WORKERS) --dist loadgroup -m "not solo" tests; a=$$?; \
-	  $(PY) -m pytest -q -rs -p no:cacheprovider --durations=5 -m solo tests; b=$$?; \
-	  [ $$a -eq 0 ] && [ $$b -eq 0 ]
+	@workers="$(PYTEST_WORKERS)"; $(PYTEST_FIRST); a=$$?; $(PYTEST_SOLO); b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ]
 
-test: test-native test-python
+# The native unit tests build and run beside the first pass (it mostly waits), their output printed after it; the
+# solo pass starts once both have ended. The worker count is chosen before the native build starts.
+test: build-all
+	@workers="$(PYTEST_WORKERS)"; \
+	  $(MAKE) --no-print-directory test-native >build/logs/test-native.out 2>&1 & native=$$!; \
+	  $(PYTEST_FIRST); a=$$?; \
+	  wait $$native; n=$$?; cat build/logs/test-native.out; \
+	  $(PYTEST_SOLO); b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ] && [ $$n -eq 0 ]
 
 # The demo: what this machine can do, then experiments/quick.toml (a few minutes) and its report.
 demo: build

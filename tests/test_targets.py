@@ -265,8 +265,9 @@ def test_ssh_target_measures_the_key_exchange_without_an_account(lab):
     tb, _, d = lab
     m = json.loads((d / "manifest.json").read_text())
     for known in (None, d / m["ssh"][0]["host_key"]):
+        # beside six test workers serve's sshd sent its identification 6.6 s after the connect: 30 s per sample
         r = run_pqbench("ssh", "--target", f"ssh://{tb.server_addr}:2222", "--kex", "mlkem768x25519-sha256", "-n", "4",
-                        "--rate", "50", "--netns", tb.client_ns, "--json", "--keep",
+                        "--rate", "50", "--timeout", "30s", "--netns", tb.client_ns, "--json", "--keep",
                         *(["--ca", known] if known else []))
         assert r.returncode == 0, r.stderr[-2000:]
         result = json.loads(r.stdout)

@@ -300,7 +300,7 @@ class Testbed(Path):
                 avail = netns.read_sysctl(ns, "net.ipv4.tcp_available_congestion_control")
                 if self.tcp.congctl not in avail.split():
                     raise BadInput("congctl", f"{self.tcp.congctl!r} is not available here (available: {avail})")
-            raise MeasurementFailed(f"setting the route in {ns} failed: {cp.stderr.strip()}")
+            raise MeasurementFailed(f"setting the route in {ns} failed ({cp.returncode}): {cp.stderr.strip()}")
 
     def note_process(self, pid: int) -> None:
         """Registers a process this testbed started, so clean can stop it after a crash."""

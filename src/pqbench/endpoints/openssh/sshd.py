@@ -25,6 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from pqbench import interrupts
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import Place, Serving, Site, stop_group
 from pqbench.endpoints.ready import Starting, listening
@@ -146,7 +147,8 @@ class SshdServer:
         serving.run_dir.mkdir(parents=True, exist_ok=True)
         for site in serving.sites:
             d = self.prepare(site)
-            with open(self.log_path(site.port), "wb") as log:
+            # a Ctrl-C as sshd starts is raised once stop() can find it (CI: one was left listening)
+            with open(self.log_path(site.port), "wb") as log, interrupts.deferred():
                 self.procs[site.port] = place.popen(self.argv(d), env=sshkeys.openssh_env(), stdin=subprocess.DEVNULL,
                                                     stdout=log, stderr=log, process_group=0)
 
