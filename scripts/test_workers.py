@@ -26,4 +26,6 @@ def busy_cpus(seconds: float = 1.0) -> float:
 
 
 if __name__ == "__main__":
-    print(WORKERS if busy_cpus() <= BUSY_CPUS else BUSY_WORKERS)
+    # the least of three looks: a program that keeps the CPUs busy shows in each, the tail of the build just before
+    # (a fresh clone's build left one look at 1.9 CPUs busy) in one
+    print(WORKERS if min(busy_cpus() for _ in range(3)) <= BUSY_CPUS else BUSY_WORKERS)

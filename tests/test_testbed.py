@@ -264,18 +264,22 @@ def test_clean_after_sigkill_leaves_nothing():
                         capture_output=True, text=True, env=ENV, timeout=60)
     assert up.returncode == 0, up.stderr
     detached = json.loads(up.stdout)["name"]
-    assert our_leftovers([detached])[1], "net up leaves its emulator running"
-    p, name = _start_holder()
-    p.kill()
-    p.wait()
-    assert os.path.exists(f"/var/run/netns/{name}-cli"), "namespaces outlive a SIGKILLed owner"
-    cp = subprocess.run([sys.executable, "-m", "pqbench", "net", "clean", "--json"], capture_output=True,
-                        text=True, env=ENV, timeout=120)
-    assert cp.returncode == 0, cp.stderr
-    # the killed holder's too, unless a testbed made meanwhile (by another test) removed it first
-    assert detached in json.loads(cp.stdout)["testbeds"]
-    assert our_leftovers([name, detached]) == ([], [], [])
-    assert not [d for d in os.listdir("/sys/class/net") if d.startswith("pqb")]
+    try:
+        assert our_leftovers([detached])[1], "net up leaves its emulator running"
+        p, name = _start_holder()
+        p.kill()
+        p.wait()
+        assert os.path.exists(f"/var/run/netns/{name}-cli"), "namespaces outlive a SIGKILLed owner"
+        cp = subprocess.run([sys.executable, "-m", "pqbench", "net", "clean", "--json"], capture_output=True,
+                            text=True, env=ENV, timeout=120)
+        assert cp.returncode == 0, cp.stderr
+        # the killed holder's too, unless a testbed made meanwhile (by another test) removed it first
+        assert detached in json.loads(cp.stdout)["testbeds"]
+        assert our_leftovers([name, detached]) == ([], [], [])
+        assert not [d for d in os.listdir("/sys/class/net") if d.startswith("pqb")]
+    finally:  # a failure above must not leave the detached testbed (CI: its keep-awake spinners ran on)
+        if registry.read_record(detached):
+            _net("down", detached)
 
 
 def _net(*args):
