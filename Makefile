@@ -26,15 +26,17 @@ native:
 	@bash scripts/build.sh native
 
 # ASan/UBSan build of the native components and their unit tests (no root needed).
-native-asan: build-all
-	@echo "[build] asan     building native/ with AddressSanitizer + UBSan"
-	@cmake -S native -B build/native-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPQB_SANITIZE=ON \
+ASAN_BUILD = echo "[build] asan     building native/ with AddressSanitizer + UBSan"; \
+	cmake -S native -B build/native-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DPQB_SANITIZE=ON \
 	    -DPQB_OPENSSL_ROOT=$(CURDIR)/build/openssl -DPQB_LIBOQS_ROOT=$(CURDIR)/build/liboqs >build/logs/native-asan.log 2>&1 \
 	  && cmake --build build/native-asan >>build/logs/native-asan.log 2>&1 \
 	  || { tail -n 30 build/logs/native-asan.log; exit 1; }
+ASAN_TESTS = cd build/native-asan && ctest --output-on-failure
+native-asan: build-all
+	@$(ASAN_BUILD)
 
 test-native: native-asan
-	@cd build/native-asan && ctest --output-on-failure
+	@$(ASAN_TESTS)
 
 # The tests on PYTEST_WORKERS pytest-xdist workers, then the `solo` ones alone (they load the machine themselves or
 # judge its load); both passes always run. Tests that act on every testbed of the machine share one worker
@@ -49,10 +51,12 @@ test-python: build-all
 	@workers="$(PYTEST_WORKERS)"; $(PYTEST_FIRST); a=$$?; $(PYTEST_SOLO); b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ]
 
 # The native unit tests build and run beside the first pass (it mostly waits), their output printed after it; the
-# solo pass starts once both have ended. The worker count is chosen before the native build starts.
+# solo pass starts once both have ended. The worker count is chosen before the native build starts. Not through
+# `make test-native`: its build-all would run again beside the tests and hold the build lock they wait on (a CI
+# run's tests stalled 80 s).
 test: build-all
 	@workers="$(PYTEST_WORKERS)"; \
-	  $(MAKE) --no-print-directory test-native >build/logs/test-native.out 2>&1 & native=$$!; \
+	  ( $(ASAN_BUILD) && $(ASAN_TESTS) ) >build/logs/test-native.out 2>&1 & native=$$!; \
 	  $(PYTEST_FIRST); a=$$?; \
 	  wait $$native; n=$$?; cat build/logs/test-native.out; \
 	  $(PYTEST_SOLO); b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ] && [ $$n -eq 0 ]
