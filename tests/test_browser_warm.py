@@ -56,7 +56,8 @@ def load(bed, browser, mode, site, n=2):
     rig = bed["rig"]
     scratch = bed["dir"] / f"{browser}-{mode}-{time.monotonic_ns()}"
     scratch.mkdir()
-    job = rig.job(PORTS[site], "X25519MLKEM768", bed["chain"], mode=mode, path="/1k", timeout_ms=20_000)
+    # a warm sample is two loads and a close: beside six test workers one took over 20 s (browser_hung)
+    job = rig.job(PORTS[site], "X25519MLKEM768", bed["chain"], mode=mode, path="/1k", timeout_ms=60_000)
     rig.begin_cell(rig.link)
     samples = rig.sample(job, n, 1, scratch, client=browser)
     rig.end_cell(samples, mode, scratch, client=browser)
