@@ -15,7 +15,7 @@ minus the SYN; every later milestone is compared on absolute times.
 from __future__ import annotations
 
 from pqbench import stats, transport
-from pqbench.endpoints.browsers.timing import clock_shift_ns, flow_of, wire_milestones
+from pqbench.endpoints.browsers.timing import clock_shift_ns, joined_connections, wire_milestones
 from pqbench.measure import wire
 from pqbench.sample import Milestone
 
@@ -31,11 +31,7 @@ def connections(sample: dict, flows: list[dict]) -> list[dict]:
         return []
     shift = clock_shift_ns(sample)
     out = []
-    for r in (sample.get("browser") or {}).get("requests_detail") or []:
-        c = r.get("connection")
-        if not c:
-            continue
-        f = flow_of(c, r.get("remote"), flows, shift, over.ip_proto)
+    for r, c, f in joined_connections(sample, flows, over.ip_proto):
         row = {"url": r["url"], "flow": f"{f['client']} > {f['server']}" if f else None}
         if f is None:
             out.append(row)

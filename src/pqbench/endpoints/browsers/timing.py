@@ -81,19 +81,23 @@ def flow_of(conn: dict, remote: str | None, flows: list[dict], shift_ns: int, ip
     return min(mine, key=lambda f: abs(opened(f) - start), default=None)
 
 
+def joined_connections(sample: dict, flows: list[dict], ip_proto: str | None = None):
+    """(request, the connection it opened, that connection's flow or None) for each connection of a load."""
+    shift = clock_shift_ns(sample)
+    for r in (sample.get("browser") or {}).get("requests_detail") or []:
+        if c := r.get("connection"):
+            yield r, c, flow_of(c, r.get("remote"), flows, shift, ip_proto)
+
+
 def connection_wire(sample: dict, flows: list[dict]) -> list[dict]:
     """Each connection the load opened joined to the emulator's record of its flow (flows.jsonl): the flow to its
     server's address (and from its local port, where the browser or the socket table named one) that opened
     nearest its start, within a second; where it went, and the bytes and packets each way (None without a flow).
     Each origin of a page has its own address, so the address and the time find a flow when the port is unknown
     (a socket the table did not show, a channel that no longer had its port)."""
-    shift = clock_shift_ns(sample)
     out = []
-    for r in (sample.get("browser") or {}).get("requests_detail") or []:
-        c = r.get("connection")
-        if not c:
-            continue
-        f, port = flow_of(c, r.get("remote"), flows, shift), c.get("local_port")
+    for r, c, f in joined_connections(sample, flows):
+        port = c.get("local_port")
         out.append({"url": r["url"], "remote": r.get("remote"), "local_port": port,
                     "protocol": r.get("protocol"), "flow": f["client"] + " > " + f["server"] if f else None,
                     **{f"{k}_{d}": (f[d].get(k) if f else None) for k in ("packets", "bytes") for d in ("c2s", "s2c")}})
