@@ -25,6 +25,7 @@ from pqbench.measure import identity, provenance, runner, session
 CONNECT_TIMEOUT_S = 30
 POLL_S = 0.1  # how often a wait for tasks looks whether the scheduler is still there
 CLOSE_TIMEOUT_S = 600  # the end's crypto rounds and calibration, after the last cell finished
+RESUBMIT_MAX = 5  # a cell lost this many times ends the run: its cause is not one node
 
 
 class Cluster:
@@ -62,9 +63,9 @@ class Cluster:
         progress.say(f"cluster {self.address}: {len(workers)} node(s): {', '.join(sorted(workers.values()))}")
         run = _ClusterRun(self.client, con, run_id, ctx.attempt, progress)
         try:
-            shipped = self.client.scatter(ctx, broadcast=True, hash=False)
+            shipped = run.ship(ctx)
             run.open(shipped, workers)
-            run.measure(shipped, todo)
+            run.measure(ctx, shipped, todo)
             run.close(measure_end=True)
         except BaseException:
             run.stop()
@@ -119,15 +120,27 @@ class _ClusterRun:
         floor = (report["calibration_start"] or {}).get("p50_ms")
         self.progress.say(f"node {report['node']} joined" + (f": emulator floor p50 {floor:.3f} ms" if floor else ""))
 
-    def measure(self, shipped, todo: list) -> None:
+    def ship(self, ctx):
+        """The run's context on every node (its chains' files, the spec): one copy each, sent once."""
+        return self.client.scatter(ctx, broadcast=True, hash=False)
+
+    def measure(self, ctx, shipped, todo: list) -> None:
         cells = {self._submit(nodemod.measure_task, shipped, pos, cell, key=f"cell-{cell.cell_id}",
                               priority=len(todo) - k): (pos, cell) for k, (pos, cell) in enumerate(todo)}
         self.futures.update(cells)
+        sent: dict[str, int] = {}  # cell id -> times it went out again
         pending = engine().as_completed(list(cells), loop=self.client.loop)
         for future in self._completed(pending):
             if future.cancelled():  # the scheduler forgot a killed worker's task, or was lost: the cell goes out again
                 self._connected()
                 pos, cell = cells[future]
+                sent[cell.cell_id] = sent.get(cell.cell_id, 0) + 1
+                if sent[cell.cell_id] > RESUBMIT_MAX:
+                    raise MeasurementFailed(f"cell {cell.cell_id} was lost {RESUBMIT_MAX} times on the cluster")
+                if shipped.status != "finished":
+                    # the engine keeps one copy of scattered data (its memory manager drops the others): when that
+                    # node died, every cell sent again was cancelled at once for want of it, for ever (CI: a hang)
+                    shipped = self.ship(ctx)
                 again = self._submit(nodemod.measure_task, shipped, pos, cell,
                                      key=f"cell-{cell.cell_id}-again{len(cells)}", priority=len(todo))
                 cells[again] = (pos, cell)
