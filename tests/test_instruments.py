@@ -140,7 +140,9 @@ def test_padded_client_hello_sends_more_packets(bed):
 
 
 def test_workers_share_the_samples_each_index_once(bed):
-    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=2))
+    # long enough a cell (40 samples of 50 ms round trips) that a worker started late still gets some: at 2 ms,
+    # beside other tests, three workers had taken all 40 before the fourth began
+    bed["tb"].reconfigure(LinkSpec.symmetric(rtt_ms=50))
     samples = measure(bed, n=40, parallel=4)
     assert sorted(s["i"] for s in samples) == list(range(40))
     assert all(s["ok"] for s in samples)
