@@ -223,13 +223,13 @@ class Rig:
             joined = wire.join(samples, records, self._offset_ns, self.clients[client].milestones[mode], rtt_ns)
             from pqbench.endpoints.browsers.timing import connection_wire
             from pqbench.measure import page_wire
-            # a record without a packet at the client has no time to match (as wire.join skips it)
-            timed = [f for f in records if f.get("open_ns") is not None]
-            for s in samples:  # a page's load (a browser's, pqtimer's): every connection joined to its own flow
+            # a page's load (a browser's, pqtimer's): every connection joined to its own flow (timing.flow_of skips
+            # a record without a packet at the client, as wire.join does)
+            for s in samples:
                 if (s.get("browser") or {}).get("requests_detail"):
-                    s["browser"]["connections_wire"] = connection_wire(s, timed)
+                    s["browser"]["connections_wire"] = connection_wire(s, records)
                     # … and the client's time minus the wire's per milestone, per connection (ms)
-                    s["browser"]["connections_minus_wire"] = page_wire.connections(s, timed)
+                    s["browser"]["connections_minus_wire"] = page_wire.connections(s, records)
         if any(s.get("browser") for s in samples):
             from pqbench.endpoints.browsers import warm  # a warm load resumed, by the server's own log
             warm.check(samples, sorted(self.servings[server].run_dir.glob("*access.log")), self.tb.client_addr)
