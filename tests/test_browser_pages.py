@@ -79,8 +79,11 @@ def test_a_multi_origin_page_opens_one_connection_per_origin_each_joined_to_its_
     for s in samples:
         b = s["browser"]
         assert b["connections"] == b["handshakes"] == 3, b
-        # the document's handshake, then the two other origins' together
+        # the document's handshake, then the two other origins' together: each named by the document
         assert b["critical_handshakes"] == 2, b
+        doc = next(r for r in b["requests_detail"] if r["document"])
+        assert {r["initiator"] for r in b["requests_detail"] if r.get("connection") and not r["document"]} \
+            == {doc["url"]}, b["requests_detail"]
         got = [r for r in b["requests_detail"] if r.get("status") == 200]
         assert {r["url"].split("/")[2].split(":")[0] for r in got} == set(names), got
         assert {r["protocol"] for r in got} == {"h2"}

@@ -95,16 +95,31 @@ def test_nginx_offers_h2_on_an_http2_site_only(tmp_path):
     assert "listen 10.0.0.2:4433 ssl reuseport;" in text and "listen 10.0.0.2:4434 ssl http2 reuseport;" in text
 
 
-def _conn(start_ms, done_ms, last_ms):
-    return {"start_mono_ns": int(start_ms * 1e6), "t_ns": {"handshake_done": int(done_ms * 1e6),
-                                                             "last_byte": int(last_ms * 1e6)}}
+def _req(url, start_ms, done_ms, last_ms, initiator=None):
+    return {"url": url, "connection_id": url, "initiator": initiator,
+            "connection": {"start_mono_ns": int(start_ms * 1e6), "t_ns": {"handshake_done": int(done_ms * 1e6),
+                                                                          "last_byte": int(last_ms * 1e6)}}}
 
 
-def test_handshakes_on_the_critical_path_follow_the_connections_times():
-    doc = _conn(0, 60, 100)
+def test_handshakes_on_the_critical_path_follow_the_connections_times_where_no_initiator_is_known():
+    doc = _req("d", 0, 60, 100)
     assert critical_handshakes([doc]) == 1
     # two origins' connections opened together once the document named them: one more handshake, not two
-    assert critical_handshakes([doc, _conn(101, 60, 160), _conn(102, 60, 170)]) == 2
+    assert critical_handshakes([doc, _req("a", 101, 60, 160), _req("b", 102, 60, 170)]) == 2
+    # ... but one opened after the other's handshake ended looks as if it waited for it
+    assert critical_handshakes([doc, _req("a", 101, 60, 160), _req("b", 170, 60, 240)]) == 3
     # a connection opened while the document's handshake was still running waits for nothing of it
-    assert critical_handshakes([doc, _conn(10, 60, 200)]) == 1
+    assert critical_handshakes([doc, _req("a", 10, 60, 200)]) == 1
     assert critical_handshakes([]) == 0
+
+
+def test_handshakes_on_the_critical_path_follow_the_initiators_where_the_browser_tells_them():
+    doc = _req("d", 0, 60, 100)
+    # a busy browser started the second origin's connection after the first's handshake: both were named by the
+    # document, so the load waited for two handshakes one after another, not three
+    assert critical_handshakes([doc, _req("a", 101, 60, 160, "d"), _req("b", 170, 60, 240, "d")]) == 2
+    # a resource named by a stylesheet that came over the first origin's connection: three
+    css = {"url": "a.css", "connection_id": "a", "initiator": "d"}
+    assert critical_handshakes([doc, _req("a", 101, 60, 160, "d"), css, _req("b", 170, 60, 240, "a.css")]) == 3
+    # an initiator whose carrier is unknown: the connections' times decide
+    assert critical_handshakes([doc, _req("a", 101, 60, 160, "d"), _req("b", 170, 60, 240, "elsewhere")]) == 3

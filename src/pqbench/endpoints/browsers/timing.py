@@ -23,7 +23,7 @@ def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -
     first_start = min((r["connection"]["start_mono_ns"] for r in opened), default=None)
     s["browser"] = {"requests": len(requests), "connections": len(opened),
                     "handshakes": sum(1 for r in opened if r["connection"]["t_ns"].get("handshake_done") is not None),
-                    "critical_handshakes": critical_handshakes([r["connection"] for r in opened]),
+                    "critical_handshakes": critical_handshakes(requests),
                     "load_event_ms": (load_event_ns - first_start) / 1e6 if load_event_ns and first_start else None,
                     "last_byte_ms": max(((r["connection"]["start_mono_ns"] + r["connection"]["t_ns"]["last_byte"]
                                           - first_start) / 1e6 for r in opened if r["connection"]["t_ns"].get("last_byte")),
@@ -38,22 +38,36 @@ def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -
     return s
 
 
-def critical_handshakes(connections: list[dict]) -> int:
-    """The TLS handshakes the load waited for one after another: the longest chain of connections each started
-    after the previous one's handshake ended (a page's subresource connections start once the document, which
-    came over a handshake of its own, names them; those opened together count once), ending at the connection
-    whose last byte came last."""
-    done = [c for c in connections if c["t_ns"].get("handshake_done") is not None]
-    if not done:
+def critical_handshakes(requests: list[dict]) -> int:
+    """The TLS handshakes the load waited for one after another: the longest chain of connections, each opened for a
+    resource that a response over the previous one named (the request's initiator, where the browser tells it), ending
+    at the connection whose last byte came last. Where the initiator is not known, a connection follows those whose
+    handshake ended before it started (a page's subresource connections start once the document, which came over a
+    handshake of its own, names them; those opened together count once). The initiator is what counts where it is
+    known: a browser slow to start one of two connections opened for the same document (a busy machine) must not
+    make the second look as if it waited for the first."""
+    opened = sorted((r for r in requests if r.get("connection") and r["connection"]["t_ns"].get("handshake_done")
+                     is not None), key=lambda r: r["connection"]["start_mono_ns"])
+    if not opened:
         return 0
-    done.sort(key=lambda c: c["start_mono_ns"])
-    depth: list[int] = []
-    for i, c in enumerate(done):
-        before = [depth[j] for j in range(i) if done[j]["start_mono_ns"] + done[j]["t_ns"]["handshake_done"]
-                  <= c["start_mono_ns"]]
-        depth.append(1 + max(before, default=0))
-    last = max(range(len(done)), key=lambda i: done[i]["start_mono_ns"] + (done[i]["t_ns"].get("last_byte") or 0))
-    return depth[last]
+    by_id = {r["connection_id"]: r for r in opened if r.get("connection_id")}
+    carrier = {}  # a URL -> the opened request whose connection carried its response
+    for r in requests:
+        via = r if r.get("connection") else by_id.get(r.get("connection_id"))
+        if via is not None:
+            carrier.setdefault(r["url"], via)
+    depth: dict[int, int] = {}
+    for r in opened:
+        c = r["connection"]
+        parent = carrier.get(r.get("initiator"))
+        if parent is not None and id(parent) in depth:
+            before = [depth[id(parent)]]
+        else:
+            before = [depth[id(o)] for o in opened if id(o) in depth and o["connection"]["start_mono_ns"]
+                      + o["connection"]["t_ns"]["handshake_done"] <= c["start_mono_ns"]]
+        depth[id(r)] = 1 + max(before, default=0)
+    last = max(opened, key=lambda r: r["connection"]["start_mono_ns"] + (r["connection"]["t_ns"].get("last_byte") or 0))
+    return depth[id(last)]
 
 
 FLOW_WINDOW_NS = 1_000_000_000  # a flow that opened further than this from a connection's start is not its own

@@ -11,6 +11,14 @@ def _ns(seconds: float) -> int:
     return round(seconds * 1e9)
 
 
+def _initiator(sent: dict | None) -> str | None:
+    """The URL whose response named a request: the parser's document or stylesheet, else the script on top of the
+    stack that asked for it (none for the page's own document)."""
+    i = (sent or {}).get("initiator") or {}
+    frames = (i.get("stack") or {}).get("callFrames") or []
+    return i.get("url") or next((f["url"] for f in frames if f.get("url")), None)
+
+
 def connections_of(events: list[dict], new_sockets: set) -> tuple[list[dict], int | None]:
     """(the load's requests, each with the connection it opened if it opened one; the load event's time,
     monotonic ns). new_sockets: (local port, remote host, remote port) the load opened, which name a
@@ -40,7 +48,8 @@ def connections_of(events: list[dict], new_sockets: set) -> tuple[list[dict], in
         req = {"url": r["url"], "type": p.get("type"), "status": r.get("status"), "protocol": r.get("protocol"),
                "remote": f"{r.get('remoteIPAddress')}:{r.get('remotePort')}", "bytes": (done or {}).get("encodedDataLength"),
                "connection_id": r.get("connectionId"), "reused": bool(r.get("connectionReused")),
-               "document": p.get("type") == "Document", "failed": (failed.get(rid) or {}).get("errorText")}
+               "document": p.get("type") == "Document", "initiator": _initiator(sent.get(rid)),
+               "failed": (failed.get(rid) or {}).get("errorText")}
         if base is not None and not req["reused"] and at("connectStart") is not None:
             start = base + at("connectStart")
             since = lambda k: None if at(k) is None else base + at(k) - start  # noqa: E731

@@ -19,7 +19,7 @@ def requests_of(records: list[dict], wall_minus_mono_ns: int) -> list[dict]:
         t = r.get("t") or {}
         req = {"url": r["url"], "type": "Document" if r.get("document") else None, "status": r.get("http_status"),
                "protocol": r.get("protocol"), "remote": r.get("remote"), "bytes": r.get("transfer"),
-               "connection_id": r.get("local_port"), "document": bool(r.get("document")),
+               "connection_id": r.get("local_port"), "document": bool(r.get("document")), "initiator": r.get("initiator"),
                "failed": r.get("error") or None}
         port = r.get("local_port")
         req["reused"] = port in seen or not t.get("connect_start")

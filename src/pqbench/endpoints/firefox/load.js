@@ -20,6 +20,8 @@ const observer = {
       remote: get(() => ci.remoteAddress + ":" + ci.remotePort),
       document: ch.loadInfo.externalContentPolicyType === Ci.nsIContentPolicy.TYPE_DOCUMENT,
       transfer: get(() => ch.transferSize),
+      // the URL whose response named it: the referrer before its policy trimmed it (none for the page itself)
+      initiator: get(() => ch.referrerInfo.originalReferrer.spec),
       t: {async_open: t.asyncOpenTime, connect_start: t.connectStartTime, tcp_connect_end: t.tcpConnectEndTime,
           secure_start: t.secureConnectionStartTime, connect_end: t.connectEndTime, request_start: t.requestStartTime,
           response_start: t.responseStartTime, response_end: t.responseEndTime},
