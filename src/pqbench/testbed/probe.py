@@ -128,8 +128,9 @@ def udp_burst(tb, direction: str, count: int, *, pps: float = 20000, payload: in
         spec_dir = tb.spec.directions[direction]
         if settle_s is None:
             settle_s = (spec_dir.delay_ms + spec_dir.jitter_ms) / 1e3 + 0.3
-            if spec_dir.rate_mbit:
-                settle_s += count * (payload + 28) * 8 / (spec_dir.rate_mbit * 1e6)
+            if spec_dir.rate_mbit:  # the bottleneck has sent since the first datagram: what it still holds
+                settle_s += max(0.0, count * (payload + 28) * 8 / (spec_dir.rate_mbit * 1e6)
+                                - (time.perf_counter() - start))
         time.sleep(settle_s)
         seqs = []
         while True:
