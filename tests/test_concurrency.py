@@ -73,7 +73,6 @@ def test_auto_keeps_one_worker_where_the_crypto_would_queue(monkeypatch):
     assert machine.run(control) == 1
 
 
-@pytest.mark.solo  # judges the machine's load: alone, not beside the suite's other tests
 def test_auto_grows_to_the_maximum_on_a_long_link(monkeypatch):
     machine = SimulatedMachine(monkeypatch, duration_s=0.4, cpu_s=0.0022)  # 195.5 ms RTT
     control = concurrency.Auto(max_bias=0.02, maximum=128, network_ms=391, meter=machine)
@@ -127,7 +126,6 @@ def test_a_shared_budget_holds_every_lane_to_the_strictest_target(monkeypatch):
     assert budget.target(b, long) == long  # and its own once the short cell is done
 
 
-@pytest.mark.solo
 def test_auto_with_a_budget_shares_the_machine_with_another_lane(monkeypatch):
     machine = SimulatedMachine(monkeypatch, duration_s=0.4, cpu_s=0.0022, rtt_ms=195.5)
     budget = concurrency.Budget()
@@ -141,7 +139,6 @@ def test_auto_with_a_budget_shares_the_machine_with_another_lane(monkeypatch):
     assert machine.run(control, looks=600, workers=workers) == 128
 
 
-@pytest.mark.solo
 def test_auto_forgets_a_burst_of_someone_elses_load(monkeypatch):
     """Two seconds of a fully busy machine at the start of a long-link cell hold the workers back
     only until they leave the estimate's window."""
@@ -184,7 +181,11 @@ def test_late_handshakes_leave_out_retransmissions_and_recoveries():
         return {"ok": True, "t_ns": {"handshake_done": int(ms * 1e6)}, "tcp_end": {"retransmits": retrans}}
     clean = [s(63.0 + 0.01 * k) for k in range(40)]
     recent = [s(63.1)] * 10 + [s(66.0)] * 2 + [s(300.0)] * 3 + [s(66.0, retrans=1)] * 4
-    late, judged = concurrency.late_handshakes(clean + recent, recent, "handshake_done", 30.9, 0.02)
+    readings = concurrency.SampleReadings("handshake_done", 30.9)
+    readings.read(clean)
+    readings.mark()
+    readings.read(clean + recent)
+    late, judged = concurrency.late_handshakes(readings.clean_sorted, readings.clean_since, 30.9, 0.02)
     assert (late, judged) == (2, 12)  # the 300 ms recoveries and the client's retransmissions are not judged
 
 

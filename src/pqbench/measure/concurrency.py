@@ -11,6 +11,7 @@ idle-priority spinners (they only fill time nothing else wanted).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import math
 import os
@@ -36,6 +37,7 @@ LATE_CONNECT_MS = 1.0  # a connect this much slower than the cell's first ones w
 LATE_CONNECT_SHARE = 0.01  # more such connects than this since the last step stop the growth
 LATE_CONNECT_MIN = 100  # connects since the last step before a late one's share is judged
 STEP = 0.5  # a step adds at most this fraction of the workers running
+LATEST_KEPT = 4096  # the latest samples' connect excesses kept in order (the recent mean reads 2 per worker)
 SYN_RETRY_MS = 500.0  # a connect this far beyond the RTT lost its SYN or SYN-ACK (the first retry comes after 1 s)
 # Whole handshakes: more than this share of those since the last step came late (no retransmission by
 # the client, later than the cell's clean time by max_bias + late.MARGIN_MS, yet sooner than a
@@ -158,37 +160,65 @@ class Budget:
             self._targets.pop(id(member), None)
 
 
-def late_handshakes(samples: list[dict], recent: list[dict], metric: str, rtt_ms: float,
+def clean_ms(s: dict, metric: str) -> float | None:
+    """A sample's time (ms) if no retransmission touched it: during the cell there is no wire record yet, so
+    touched() judges what the client saw (TCP_INFO)."""
+    t = (s.get("t_ns") or {}).get(metric)
+    return t / 1e6 if s.get("ok") and t is not None and not transportmod.touched(s) else None
+
+
+def late_handshakes(base_sorted: list[float], recent_sorted: list[float], rtt_ms: float,
                     max_bias: float) -> tuple[int, int]:
-    """(late, judged) among `recent`: the handshakes no client retransmission touched that ended
-    sooner than a loss recovery could make them (a retransmission costs at least a round trip over the
-    clean time), and of those, the ones later than the clean time (p5 of samples) by the detector's
-    margin. Server retransmissions are invisible here, but they too cost a round trip or more."""
-    def clean_ms(s: dict) -> float | None:
-        t = (s.get("t_ns") or {}).get(metric)
-        # during the cell there is no wire record yet: touched() judges what the client saw (TCP_INFO)
-        return t / 1e6 if s.get("ok") and t is not None and not transportmod.touched(s) else None
-    base = [d for s in samples if (d := clean_ms(s)) is not None]
-    if len(base) < CLEAN_MIN:
+    """(late, judged) among the handshakes to judge (recent_sorted: their clean_ms, sorted): those that ended
+    sooner than a loss recovery could make them (a retransmission costs at least a round trip over the clean
+    time), and of those, the ones later than the clean time (p5 of base_sorted, every clean sample's time, sorted)
+    by the detector's margin. Server retransmissions are invisible here, but they too cost a round trip or more."""
+    if len(base_sorted) < CLEAN_MIN:
         return 0, 0
-    clean, threshold = late.clean_and_threshold(base, max_bias)
-    ceiling = clean + max(rtt_ms, 1.0)
-    judged = [d for s in recent if (d := clean_ms(s)) is not None and d < ceiling]
-    return sum(1 for d in judged if d > threshold), len(judged)
+    clean, threshold = late.clean_and_threshold(base_sorted, max_bias)
+    judged = bisect.bisect_left(recent_sorted, clean + max(rtt_ms, 1.0))
+    return max(0, judged - bisect.bisect_right(recent_sorted, threshold)), judged
 
 
-def connect_excess_ms(samples: list[dict], rtt_ms: float) -> list[float]:
-    """TCP connect time beyond the RTT, per sample whose SYN and SYN-ACK went through at once: the
-    kernel answers the SYN, so the excess is the emulator's floor plus the time the client waited
-    for a CPU after the SYN-ACK arrived, a direct probe of CPU queueing that loss does not touch."""
-    out = []
-    for s in samples:
-        t = (s.get("t_ns") or {}).get("tcp_connected")
-        if t is not None:
-            excess = t / 1e6 - rtt_ms
-            if excess < SYN_RETRY_MS:
-                out.append(excess)
-    return out
+def connect_excess(s: dict, rtt_ms: float) -> float | None:
+    """A sample's TCP connect time beyond the RTT if its SYN and SYN-ACK went through at once: the kernel answers
+    the SYN, so the excess is the emulator's floor plus the time the client waited for a CPU after the SYN-ACK
+    arrived, a direct probe of CPU queueing that loss does not touch."""
+    t = (s.get("t_ns") or {}).get("tcp_connected")
+    excess = t / 1e6 - rtt_ms if t is not None else None
+    return excess if excess is not None and excess < SYN_RETRY_MS else None
+
+
+class SampleReadings:
+    """What Auto reads of each sample (its clean time, its connect excess), read once as samples arrive and kept
+    sorted, whole and since the last step: a long cell holds tens of thousands, and reading them all again at
+    every look would take the CPU from the handshakes measured beside it."""
+
+    def __init__(self, metric: str, rtt_ms: float):
+        self.metric, self.rtt_ms = metric, rtt_ms
+        self.count = 0  # samples read
+        self.latest: collections.deque = collections.deque(maxlen=LATEST_KEPT)  # the latest samples' excesses
+        self.clean_sorted: list[float] = []
+        self.clean_since: list[float] = []  # sorted, since mark()
+        self.excess_since: list[float] = []  # sorted, since mark()
+
+    def read(self, samples: list[dict]) -> None:
+        for s in samples[self.count:]:  # a cell's samples only grow
+            c, e = clean_ms(s, self.metric), connect_excess(s, self.rtt_ms)
+            if c is not None:
+                bisect.insort(self.clean_sorted, c)
+                bisect.insort(self.clean_since, c)
+            self.latest.append(e)
+            if e is not None:
+                bisect.insort(self.excess_since, e)
+        self.count = max(self.count, len(samples))
+
+    def latest_excesses(self, n: int) -> list[float]:
+        """The connect excesses of the latest n samples read (at most LATEST_KEPT) that have one."""
+        return [e for e in list(self.latest)[-n:] if e is not None] if n else []
+
+    def mark(self) -> None:
+        self.clean_since, self.excess_since = [], []
 
 
 @dataclass
@@ -197,7 +227,7 @@ class Auto:
     - the modelled load stays under cpu_load_target(max_bias, clean, cpu) (and the run's Budget), where
       clean = network_ms (round trips × RTT) + the measured CPU time of a handshake, and
     - the measured CPU wait stays under max_bias of the clean time: WAITS × the rise of the mean TCP
-      connect excess (connect_excess_ms) over its lowest level in the cell (seen with few workers).
+      connect excess (connect_excess) over its lowest level in the cell (seen with few workers).
     - fewer than LATE_CONNECT_SHARE of the connects since the last step waited LATE_CONNECT_MS longer
       than the cell's first ones: a mean wait within bounds can hide a tail of handshakes delayed by
       milliseconds, which is what moves the clean mode's upper quantiles.
@@ -231,12 +261,13 @@ class Auto:
     connectless: bool = False  # the transport has no kernel connect to probe the CPU wait with (QUIC)
     _base_excess: float | None = None
     _stepped_at: int = 0  # samples finished when the last step was taken
-    _stepped_samples: int = 0  # … and samples read by then
     _last: tuple | None = None  # (monotonic time, workers running) at the previous look
     _history: collections.deque = field(default_factory=collections.deque)  # (time, busy s, done, worker s)
+    _readings: SampleReadings = field(init=False)  # made in __post_init__: it reads metric and rtt_ms
 
     def __post_init__(self):
         self.peak = max(self.peak, self.start)
+        self._readings = SampleReadings(self.metric, self.rtt_ms)
 
     def more(self, running: int, started: int, samples: list[dict]) -> int:
         now = time.monotonic()
@@ -270,7 +301,8 @@ class Auto:
         add = math.floor(target / per_worker) - running
         add = max(0, min(add, math.ceil(running * STEP), self.maximum - running))
         if add:
-            self._stepped_at, self._stepped_samples = finished, len(samples)
+            self._stepped_at = finished
+            self._readings.mark()
         self.peak = max(self.peak, running + add)
         return add
 
@@ -279,7 +311,9 @@ class Auto:
         against max_bias of the clean time, and the share of connects that waited clearly longer
         than the first ones (a mean can hide a few handshakes delayed by milliseconds) against
         LATE_CONNECT_SHARE, over the samples since the last step."""
-        recent = connect_excess_ms(samples[-max(EXCESS_SAMPLES, 2 * running):], self.rtt_ms)
+        readings = self._readings
+        readings.read(samples)
+        recent = readings.latest_excesses(max(EXCESS_SAMPLES, 2 * running))
         late = 0
         since: list[float] = []
         # Over a transport without a kernel connect (QUIC) there is no connect probe: the late handshakes
@@ -290,12 +324,12 @@ class Auto:
             if self._base_excess is None:  # the first connects, made by one worker: the floor's spread
                 self._base_excess = sorted(recent)[len(recent) // 2]
             self.wait_ms = WAITS * max(0.0, level - self._base_excess)
-            since = connect_excess_ms(samples[self._stepped_samples:], self.rtt_ms)
-            late = sum(1 for e in since if e > self._base_excess + LATE_CONNECT_MS)
+            since = readings.excess_since
+            late = len(since) - bisect.bisect_right(since, self._base_excess + LATE_CONNECT_MS)
             self.late_share = late / len(since) if since else 0.0
         elif not self.connectless:
             return False
-        late_hs, judged = late_handshakes(samples, samples[self._stepped_samples:], self.metric, self.rtt_ms,
+        late_hs, judged = late_handshakes(readings.clean_sorted, readings.clean_since, self.rtt_ms,
                                           self.max_bias)
         self.late_handshake_share = late_hs / judged if judged else 0.0
         # one late connect is judged only among LATE_CONNECT_MIN (a 1 % share needs them); none lets a step go
