@@ -15,7 +15,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from pqbench import paths
+from pqbench import interrupts, paths
 from pqbench.algorithms import catalog
 from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group
@@ -141,7 +141,7 @@ class NativeServer:
             argv += ["--page", f"{name}={size}"]
         argv += self.extra_server_args(serving)
         self.log = serving.run_dir / f"{self.binary_name}-server.log"
-        with open(self.log, "ab") as log:
+        with open(self.log, "ab") as log, interrupts.deferred():  # a Ctrl-C as it starts: raised once stop() finds it
             self.proc = place.popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0)
 
     def extra_server_args(self, serving: Serving) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from pqbench import interrupts
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import Place, Serving, stop_group
 from pqbench.endpoints.gossh import build
@@ -36,8 +37,9 @@ class GoSshServer:
                     "--authorized-key", str(keys.user_pub), "--log", str(self.log_path(site.port))]
             if keys.size_only:
                 argv += ["--host-cert", str(keys.host_cert)]
-            self.procs[site.port] = place.popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                                stderr=subprocess.PIPE, process_group=0)
+            with interrupts.deferred():  # a Ctrl-C as it starts is raised once stop() can find it
+                self.procs[site.port] = place.popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                    stderr=subprocess.PIPE, process_group=0)
 
     def ready(self, client_place: Place) -> None:
         """Each site's process listens, then completes one SSH connection with sshtimer (first key exchange)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from pqbench import interrupts
 from pqbench.endpoints import gostack
 from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group
 from pqbench.endpoints.gotls import build
@@ -46,8 +47,9 @@ class GoServer:
         for name, size in serving.pages.items():
             argv += ["--page", f"{name}={size}"]
         self._stderr = open(run_dir / "gotls-server.stderr", "wb")
-        self.proc = place.popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=self._stderr, process_group=0)
+        with interrupts.deferred():  # a Ctrl-C as it starts is raised once stop() can find it
+            self.proc = place.popen(argv, env={}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=self._stderr, process_group=0)
 
     def ready(self, client_place: Place) -> None:
         """Every port accepts TCP, then completes one TLS handshake with the Go client (first group)."""

@@ -11,6 +11,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from pqbench import interrupts
 from pqbench.endpoints import gostack
 from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group
 from pqbench.endpoints.quicgo import build
@@ -56,9 +57,10 @@ class QuicGoServer:
         conf = run_dir / "quicgo-server.json"
         conf.write_text(json.dumps(self.config(run_dir), indent=1))
         self._stderr = open(run_dir / "quicgo-server.stderr", "wb")
-        self.proc = place.popen([str(b), "server", "--config", str(conf)], env=dict(ENV),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
-                                process_group=0)
+        with interrupts.deferred():  # a Ctrl-C as it starts is raised once stop() can find it
+            self.proc = place.popen([str(b), "server", "--config", str(conf)], env=dict(ENV),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+                                    process_group=0)
 
     def ready(self, client_place: Place) -> None:
         """Every site completes one QUIC handshake with the quicgo client (first group), tried until the
