@@ -90,3 +90,17 @@ def test_sigkill_at_random_moments_leaves_nothing(built_stack, command):
         time.sleep(0.3)  # a namespace being made as the owner died shows up in its record now
         things.update(owned_by(victim.pid))
         assert wait_until_gone(victim.pid, things, processes) == [], f"killed after {delay:.1f} s"
+
+
+def test_a_process_found_earlier_is_killed_only_if_its_pid_is_still_it():
+    """A pid noted in a namespace or a record may name another process by the time it is killed (pid_max 32768:
+    the suite reuses pids within minutes): kill leaves a process whose start time is not the one noted."""
+    proc = subprocess.Popen(["sleep", "60"])
+    try:
+        ref = registry.proc_ref(proc.pid)
+        assert registry.kill(proc.pid, start=ref["start"] - 1)  # "gone": the process noted was another
+        assert proc.poll() is None
+        assert registry.kill_all([proc.pid]) == [proc.pid] and not registry.is_alive(ref)  # (kill reaped it)
+    finally:
+        proc.kill()
+        proc.wait()

@@ -65,9 +65,22 @@ def delete(name: str) -> None:
 
 
 def pids(name: str) -> list[int]:
-    """Processes living in the namespace."""
-    cp = ip("netns", "pids", name, check=False)
-    return [int(x) for x in cp.stdout.split() if x.isdigit()]
+    """Processes living in the namespace (as `ip netns pids` finds them: their /proc/PID/ns/net is its file),
+    read in this process, so that the caller can note each one's start time at once (registry.kill)."""
+    try:
+        ns = os.stat(os.path.join(NETNS_DIR, name))
+    except OSError:
+        return []
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                st = os.stat(f"/proc/{entry}/ns/net")
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (ns.st_dev, ns.st_ino):
+                out.append(int(entry))
+    return out
 
 
 def _setns(fd: int, what: str) -> None:

@@ -110,10 +110,14 @@ def is_alive(ref: dict | None) -> bool:
     return start_time(ref["pid"]) == ref["start"]
 
 
-def kill(pid: int, *, grace: float = 2.0) -> bool:
-    """SIGTERM, then SIGKILL after grace seconds. Returns True if the process is gone."""
-    start = start_time(pid)
-    if start is None:
+def kill(pid: int, *, grace: float = 2.0, start: int | None = None) -> bool:
+    """SIGTERM, then SIGKILL after grace seconds. Returns True if the process is gone. start: its start time
+    when it was found, where it was found some time before (a namespace's processes, a record's): by then its
+    pid may be another process's, which is left alone. pid_max is 32768 here and the suite goes through it in
+    minutes: a teardown that found a pid in a namespace and killed it two seconds later once ended another
+    testbed's `ip addr add` (exit -15)."""
+    found, start = start, start_time(pid)
+    if start is None or (found is not None and start != found):
         return True
     try:
         os.kill(pid, signal.SIGTERM)
@@ -135,6 +139,12 @@ def kill(pid: int, *, grace: float = 2.0) -> bool:
             return True
         time.sleep(0.01)
     return False
+
+
+def kill_all(pids: list[int]) -> list[int]:
+    """Kills the processes just found (their start times noted first: see kill); returns those gone."""
+    refs = [proc_ref(pid) for pid in pids]
+    return [ref["pid"] for ref in refs if ref["start"] is not None and kill(ref["pid"], start=ref["start"])]
 
 
 def _reap(pid: int) -> None:
@@ -190,10 +200,9 @@ def teardown(record: dict) -> dict:
     # everything running now counts, also what ends by itself (nginx workers follow their master)
     present = recorded + [proc_ref(pid) for ns in namespaces for pid in netns.pids(ns)]
     for ref in recorded:
-        kill(ref["pid"])
+        kill(ref["pid"], start=ref["start"])
     for ns in namespaces:
-        for pid in netns.pids(ns):
-            kill(pid)
+        kill_all(netns.pids(ns))
         netns.delete(ns)
         removed["namespaces"].append(ns)
     removed["processes"] = sorted({r["pid"] for r in present if r["start"] is not None and not is_alive(r)})
@@ -229,9 +238,9 @@ def reap_stale() -> dict:
         if not dead:
             return summary
         theirs = {ns for rec in dead.values() for ns in rec.get("namespaces", [])}
-        for pid in pqlink_pids():  # an emulator started but not yet noted in its record
-            if theirs.intersection(pqlink_netns(pid)) and kill(pid):
-                summary["processes"].append(pid)
+        for ref in [proc_ref(pid) for pid in pqlink_pids()]:  # an emulator started but not yet noted in its record
+            if theirs.intersection(pqlink_netns(ref["pid"])) and kill(ref["pid"], start=ref["start"]):
+                summary["processes"].append(ref["pid"])
         for name, rec in sorted(dead.items()):
             removed = teardown(rec)
             summary["testbeds"].append(name)
@@ -272,14 +281,12 @@ def clean(*, force: bool = False) -> dict:
             summary["testbeds"].append(name)
             for k in ("namespaces", "devices", "processes"):
                 summary[k] += r[k]
-        for pid in pqlink_pids():  # emulators of testbeds whose record is gone
-            if not keep_ns.intersection(pqlink_netns(pid)) and kill(pid):
-                summary["processes"].append(pid)
+        for ref in [proc_ref(pid) for pid in pqlink_pids()]:  # emulators of testbeds whose record is gone
+            if not keep_ns.intersection(pqlink_netns(ref["pid"])) and kill(ref["pid"], start=ref["start"]):
+                summary["processes"].append(ref["pid"])
         for ns in netns.list_names():
             if ns.startswith(PREFIX + "-") and ns not in keep_ns:
-                for pid in netns.pids(ns):
-                    if kill(pid):
-                        summary["processes"].append(pid)
+                summary["processes"] += kill_all(netns.pids(ns))
                 netns.delete(ns)
                 summary["namespaces"].append(ns)
         kept_devices = {d for n in summary["kept"] for d in records[n["name"]].get("host_devices", [])}
