@@ -37,6 +37,15 @@ def server_log(paths: list[Path]) -> dict[str, tuple[bool, bool]]:
     return out
 
 
+def candidate_ports(sample: dict) -> list[int]:
+    """The local ports of the sockets the load opened to its document's server, where the browser did not say
+    which carried the document (Chromium opens a second socket when a connect is slow): the server's log names
+    the one a request came over."""
+    doc = next((r for r in (sample.get("browser") or {}).get("requests_detail") or []
+                if r.get("document") and r.get("connection")), None)
+    return list((doc or {}).get("connection", {}).get("candidate_ports") or [])
+
+
 def check(samples: list[dict], logs: list[Path], client_addr: str) -> None:
     """Sets each warm sample's `resumed` (and, for 0-RTT, `early_data`) from the server's log, by its document
     connection's local port; a sample that did not resume fails as `not_resumed`."""
@@ -45,11 +54,12 @@ def check(samples: list[dict], logs: list[Path], client_addr: str) -> None:
         return
     seen = server_log(logs)
     for s in warm:
-        port = s.get("local_port")
-        got = seen.get(f"{client_addr}:{port}") if port is not None else None
+        ports = [s["local_port"]] if s.get("local_port") is not None else candidate_ports(s)
+        named = [seen[f"{client_addr}:{p}"] for p in ports if f"{client_addr}:{p}" in seen]
+        got = named[0] if len(named) == 1 else None
         if got is None:
-            s.update(resumed=None, resumption_check=f"the server's log names no connection from port {port}: "
-                                                    "resumption unverified")
+            s.update(resumed=None, resumption_check=f"the server's log names {len(named)} connections from the "
+                                                    f"load's ports {ports}, not one: resumption unverified")
             continue
         s["resumed"] = got[0]
         if s["mode"] == "early":
