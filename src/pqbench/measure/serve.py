@@ -117,5 +117,8 @@ def serving(plan: ServePlan):
     warm = [SERVER_STACKS[plan.stack]] if plan.sigs else []
     with Rig.pairs(served, warm, LinkSpec(), path=path):
         m = manifest(plan, served)
-        (plan.directory / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
+        # whole or not at all: a script (or a test) waiting for the file reads it as soon as it is there
+        tmp = plan.directory / "manifest.json.tmp"
+        tmp.write_text(json.dumps(m, indent=2) + "\n")
+        os.replace(tmp, plan.directory / "manifest.json")
         yield m
