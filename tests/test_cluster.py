@@ -92,7 +92,7 @@ def test_a_spec_runs_across_two_nodes_into_one_store(cluster, tmp_path):
 
 
 def test_a_killed_worker_s_cell_is_measured_again_elsewhere_and_stored_once(cluster, tmp_path):
-    cluster.worker("node-a")
+    survivor = cluster.worker("node-a")
     victim = cluster.worker("node-b")
     cluster.wait_for(2)
     before = namespaces()
@@ -116,8 +116,10 @@ def test_a_killed_worker_s_cell_is_measured_again_elsewhere_and_stored_once(clus
     assert con.execute("SELECT count(*) FROM samples WHERE run_id = ?", [run_id]).fetchone()[0] == 4 * 80
     statuses = {r["node"]: r["status"] for r in store.node_rows(con, run_id)}
     assert statuses == {"node-a": "done", "node-b": "lost"}
-    # node-a reaped node-b's testbeds when it closed the run: nothing of the dead worker is left
-    assert not [n for n, rec in registry.all_records().items() if registry.stale(rec)]
+    # node-a reaped node-b's testbeds when it closed the run: nothing of the dead worker is left (the workers' own:
+    # another test's killed run may leave one for the moment its guardian takes)
+    ours = {victim.pid, survivor.pid}
+    assert not [n for n, rec in registry.all_records().items() if registry.stale(rec) and rec["owner"]["pid"] in ours]
     assert leftover_namespaces(before, cluster, proc) == set()
 
 
