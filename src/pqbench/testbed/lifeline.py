@@ -79,15 +79,17 @@ def popen(argv: list[str], **kwargs) -> subprocess.Popen:
 
 def _descendants(roots: list[dict]) -> list[dict]:
     """The watched processes still alive and everything they started, deepest first."""
-    tree, out = registry.children(), []
+    # each process's start time read with its parent: a child that ends meanwhile may see its pid taken by another
+    table = registry.processes()
+    tree, out = registry.children(table), []
 
-    def visit(pid: int) -> None:
-        for child in tree.get(pid, []):
-            visit(child)
-        out.append(registry.proc_ref(pid))
+    def visit(ref: dict) -> None:
+        for child in tree.get(ref["pid"], []):
+            visit({"pid": child, "start": table[child][1]})
+        out.append(ref)
     for ref in roots:
         if registry.is_alive(ref):
-            visit(ref["pid"])
+            visit(ref)
     return [r for r in out if r["start"] is not None]
 
 

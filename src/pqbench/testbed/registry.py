@@ -76,17 +76,26 @@ def all_records() -> dict[str, dict]:
 
 # --- processes ---------------------------------------------------------------------------------
 
-def children() -> dict[int, list[int]]:
-    """ppid -> pids of every process now."""
+def children(table: dict | None = None) -> dict[int, list[int]]:
+    """ppid -> pids of every process now (or in a table processes() read)."""
     tree: dict[int, list[int]] = {}
+    for pid, (ppid, _start) in (processes() if table is None else table).items():
+        tree.setdefault(ppid, []).append(pid)
+    return tree
+
+
+def processes() -> dict[int, tuple[int, int | None]]:
+    """pid -> (ppid, start time) of every process now, each read in one go (see start_time)."""
+    out = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 stat = open(f"/proc/{entry}/stat").read()
             except OSError:
                 continue
-            tree.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    return tree
+            fields = stat.rsplit(")", 1)[1].split()
+            out[int(entry)] = (int(fields[1]), None if fields[0] in ("Z", "X") else int(fields[19]))
+    return out
 
 
 def start_time(pid: int) -> int | None:
