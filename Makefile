@@ -40,7 +40,7 @@ test-native: native-asan
 
 # The tests on PYTEST_WORKERS pytest-xdist workers, then the `solo` ones alone (they load the machine themselves or
 # judge its load); both passes always run. Tests that act on every testbed of the machine share one worker
-# (tests/conftest.py); PYTEST_WORKERS=0 runs the first pass in this process, one test after another. By default 5
+# (tests/conftest.py); PYTEST_WORKERS=0 runs the first pass in this process, one test after another. By default 4
 # when the CPUs are idle as the tests start, 3 when something else keeps them busy (scripts/test_workers.py).
 PYTEST_WORKERS ?= $(shell python3 scripts/test_workers.py)
 # (the worker count is the shell variable "workers", set once in each recipe)
