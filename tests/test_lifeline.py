@@ -98,7 +98,7 @@ def test_a_process_found_earlier_is_killed_only_if_its_pid_is_still_it():
     proc = subprocess.Popen(["sleep", "60"])
     try:
         ref = registry.proc_ref(proc.pid)
-        assert registry.kill(proc.pid, start=ref["start"] - 1)  # "gone": the process noted was another
+        assert registry.kill({"pid": proc.pid, "start": ref["start"] - 1})  # "gone": the process noted was another
         assert proc.poll() is None
         assert registry.kill_all([proc.pid]) == [proc.pid] and not registry.is_alive(ref)  # (kill reaped it)
     finally:

@@ -112,9 +112,9 @@ def test_the_clients_fetch_pages_and_keep_the_connection_for_requests(bed, serve
         t = s["t_ns"]
         assert 0 < t["tcp_connected"] <= t["client_hello_sent"] <= t["server_hello_received"] \
             <= t["server_finished_received"] <= t["handshake_done"] <= t["first_byte"] <= t["last_byte"], t
-        # the client reports its connection's TCP_INFO (a retransmission on this clean link is a timer that fired
-        # while the emulator waited for a CPU beside the suite's other workers: not what this test is about)
-        assert s["http_status"] == 200 and s["tcp_end"]["retransmits"] >= 0
+        # (no check of TCP retransmissions: on this clean link one is a timer that fired while the emulator waited
+        # for a CPU beside the suite's other workers, not what this test is about)
+        assert s["http_status"] == 200
     assert [s["body_bytes"] for s in page] == [10_000] * 3
     assert [(s["requests"], s["body_bytes"]) for s in reqs] == [(5, 5000)] * 2
 

@@ -345,7 +345,7 @@ class PqlinkBackend:
         # an attached pqlink (net up's) is no child of ours: known by its pid and start time
         if not registry.is_alive(self._ref):
             return "had already ended"
-        if not registry.kill(pid, grace=STOP_TIMEOUT_S, start=self._ref["start"]):
+        if not registry.kill(self._ref, grace=STOP_TIMEOUT_S):
             raise MeasurementFailed(f"the link of testbed {self.testbed}: pqlink (pid {pid}) survived SIGKILL")
         return "ended"
 

@@ -119,14 +119,13 @@ def is_alive(ref: dict | None) -> bool:
     return start_time(ref["pid"]) == ref["start"]
 
 
-def kill(pid: int, *, grace: float = 2.0, start: int | None = None) -> bool:
-    """SIGTERM, then SIGKILL after grace seconds. Returns True if the process is gone. start: its start time
-    when it was found, where it was found some time before (a namespace's processes, a record's): by then its
-    pid may be another process's, which is left alone. pid_max is 32768 here and the suite goes through it in
-    minutes: a teardown that found a pid in a namespace and killed it two seconds later once ended another
-    testbed's `ip addr add` (exit -15)."""
-    found, start = start, start_time(pid)
-    if start is None or (found is not None and start != found):
+def kill(ref: dict, *, grace: float = 2.0) -> bool:
+    """SIGTERM, then SIGKILL after grace seconds, to the process ref names: its pid and the start time it had when
+    it was found (proc_ref). By the time it is killed that pid may be another process's, which is left alone (pids
+    come round again within minutes where pid_max is 32768: a teardown that killed a namespace's pids one by one
+    once ended another testbed's `ip addr add`). Returns True if the process is gone."""
+    pid, start = ref["pid"], ref["start"]
+    if start is None or start_time(pid) != start:
         return True
     try:
         os.kill(pid, signal.SIGTERM)
@@ -153,7 +152,7 @@ def kill(pid: int, *, grace: float = 2.0, start: int | None = None) -> bool:
 def kill_all(pids: list[int]) -> list[int]:
     """Kills the processes just found (their start times noted first: see kill); returns those gone."""
     refs = [proc_ref(pid) for pid in pids]
-    return [ref["pid"] for ref in refs if ref["start"] is not None and kill(ref["pid"], start=ref["start"])]
+    return [ref["pid"] for ref in refs if ref["start"] is not None and kill(ref)]
 
 
 def _reap(pid: int) -> None:
@@ -209,7 +208,7 @@ def teardown(record: dict) -> dict:
     # everything running now counts, also what ends by itself (nginx workers follow their master)
     present = recorded + [proc_ref(pid) for ns in namespaces for pid in netns.pids(ns)]
     for ref in recorded:
-        kill(ref["pid"], start=ref["start"])
+        kill(ref)
     for ns in namespaces:
         kill_all(netns.pids(ns))
         netns.delete(ns)
@@ -248,7 +247,7 @@ def reap_stale() -> dict:
             return summary
         theirs = {ns for rec in dead.values() for ns in rec.get("namespaces", [])}
         for ref in [proc_ref(pid) for pid in pqlink_pids()]:  # an emulator started but not yet noted in its record
-            if theirs.intersection(pqlink_netns(ref["pid"])) and kill(ref["pid"], start=ref["start"]):
+            if theirs.intersection(pqlink_netns(ref["pid"])) and kill(ref):
                 summary["processes"].append(ref["pid"])
         for name, rec in sorted(dead.items()):
             removed = teardown(rec)
@@ -291,7 +290,7 @@ def clean(*, force: bool = False) -> dict:
             for k in ("namespaces", "devices", "processes"):
                 summary[k] += r[k]
         for ref in [proc_ref(pid) for pid in pqlink_pids()]:  # emulators of testbeds whose record is gone
-            if not keep_ns.intersection(pqlink_netns(ref["pid"])) and kill(ref["pid"], start=ref["start"]):
+            if not keep_ns.intersection(pqlink_netns(ref["pid"])) and kill(ref):
                 summary["processes"].append(ref["pid"])
         for ns in netns.list_names():
             if ns.startswith(PREFIX + "-") and ns not in keep_ns:
