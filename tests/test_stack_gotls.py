@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 import tlsstacks
+from conftest import assert_client_leads_the_wire
 from tlsstacks import job
 
 from pqbench import endpoints
@@ -122,8 +123,7 @@ def test_go_client_times_agree_with_the_wire(bed, server):
     w = wire.agreement(samples, "handshake_done")
     print(f"\ngotls client vs {server} server, wire agreement at 10 ms RTT: {json.dumps(w)}; "
           f"per phase (client - wire, median ms): {json.dumps(phase_diffs(samples))}")
-    assert w["n"] == 40, w
-    assert 0 <= w["median_diff_ms"] < wire.TOLERANCE_MS and w["p5_diff_ms"] >= -wire.READ_LATE_MS, w
+    assert_client_leads_the_wire(w)
     # the server's whole first flight arrives after the ClientHello left: phases are ordered on the wire too
     for s in samples:
         assert s["wire"]["flights"] >= 3 and s["tcp_handshake"]["retransmits"] == 0

@@ -27,10 +27,6 @@ from pqbench.sample import TLS_MILESTONES, Milestone  # noqa: F401  (where they 
 
 MATCH_WINDOW_NS = 2_000_000_000  # a connection opened further than this from a sample's start is not its own
 TOLERANCE_MS = 0.25  # client and wire times of one sample further apart than this disagree
-# How much later than it arrived the emulator may read a packet on a busy machine (the suite's four workers: -16 µs
-# at p5): a client's span this much shorter than the wire's SYN-to-Finished is the wire clock reading late, while a
-# client that started its clock after its SYN would be a round trip short.
-READ_LATE_MS = 0.05
 DISAGREE_SHARE = 0.05  # the report warns when more samples than this disagree
 
 
