@@ -12,6 +12,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +57,24 @@ def test_a_process_trees_cpu_is_counted_to_well_under_a_tick_with_its_ended_thre
         assert cpu.seconds([proc.pid]) == pytest.approx(own, abs=0.002)
     finally:
         proc.kill()
+        proc.wait()
+
+
+def test_a_process_tree_is_its_root_and_every_live_descendant():
+    """A shell with a child that has a child of its own: the tree is all three, and a process outside it is not
+    in it (the kernel's own children lists are the reference)."""
+    proc = subprocess.Popen(["sh", "-c", "sh -c 'sleep 30 & wait' & wait"])
+    try:
+        kids = lambda pid: [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        deadline = time.monotonic() + 10
+        while not (kids(proc.pid) and kids(kids(proc.pid)[0])) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        child = kids(proc.pid)[0]
+        assert cpu.tree([proc.pid]) == sorted([proc.pid, child, *kids(child)])
+        assert os.getpid() not in cpu.tree([proc.pid])
+    finally:
+        for pid in reversed(cpu.tree([proc.pid])):
+            os.kill(pid, 9)
         proc.wait()
 
 

@@ -12,6 +12,8 @@ import os
 import time
 from pathlib import Path
 
+from pqbench.testbed import registry
+
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 
 
@@ -23,19 +25,9 @@ def _stat(pid: int) -> list[str] | None:
     return text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state is field 0 here
 
 
-def _children() -> dict[int, list[int]]:
-    out: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            f = _stat(int(entry))
-            if f:
-                out.setdefault(int(f[1]), []).append(int(entry))  # field 1 (after state): the parent's pid
-    return out
-
-
 def tree(roots: list[int]) -> list[int]:
     """The live processes among roots and their descendants."""
-    kids, seen, todo = _children(), set(), list(roots)
+    kids, seen, todo = registry.children(), set(), list(roots)
     while todo:
         pid = todo.pop()
         if pid in seen or _stat(pid) is None:
