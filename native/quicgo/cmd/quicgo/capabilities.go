@@ -53,14 +53,28 @@ func handshake(ch *kit.ProbeChain, groups []tls.CurveID) (r kit.ProbeResult, x p
 	defer ln.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	done := make(chan error, 1)
+	// The client closes only once the server has its connection: closed at once after Dial returned, the
+	// client's Finished could still be unsent (or unacknowledged), and the server, its handshake never
+	// complete, had nothing to accept until the timeout (3 of 25 runs beside a busy machine: a group the
+	// build negotiates reported as failing after 20 s).
+	accepted, ended := make(chan error, 1), make(chan struct{})
 	go func() {
+		defer close(ended)
 		c, err := ln.Accept(ctx)
 		if err == nil {
-			<-c.HandshakeComplete()
-			<-c.Context().Done() // until the client closes
+			select {
+			case <-c.HandshakeComplete():
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
 		}
-		done <- err
+		accepted <- err
+		if err == nil {
+			select { // until the client closes
+			case <-c.Context().Done():
+			case <-ctx.Done():
+			}
+		}
 	}()
 	ccfg := &tls.Config{MinVersion: tls.VersionTLS13, MaxVersion: tls.VersionTLS13, CurvePreferences: groups,
 		RootCAs: ch.RootPool(), ServerName: kit.ProbeName, NextProtos: []string{"pqbench-probe"}}
@@ -79,8 +93,10 @@ func handshake(ch *kit.ProbeChain, groups []tls.CurveID) (r kit.ProbeResult, x p
 	st := conn.ConnectionState()
 	r.OK, r.Group, x.gso = true, st.TLS.CurveID, st.GSO
 	r.Sigalg, _ = peerSigAlg(conn)
+	serr := <-accepted
 	_ = conn.CloseWithError(0, "")
-	if serr := <-done; serr != nil && !errors.Is(serr, context.Canceled) {
+	<-ended
+	if serr != nil && !errors.Is(serr, context.Canceled) {
 		r.OK, r.Err = false, "server: "+serr.Error()
 	}
 	return r, x
