@@ -101,7 +101,7 @@ def _paced_udp(tb, seconds: float, pps: int) -> None:
 def lateness_under_load(seconds: float) -> list[dict]:
     out = []
     ncpu = os.cpu_count() or 1
-    for fifo, spin, keep in ((0, 0, 0), (50, 0, 0), (0, 50, 0), (50, 50, 0), (50, 50, ncpu)):
+    for fifo, spin, keep in ((0, 0, 0), (50, 0, 0), (0, 50, 0), (50, 50, 0), (50, 0, ncpu), (50, 50, ncpu)):
         stop = multiprocessing.Event()
         hog = multiprocessing.Process(target=_hog, args=(ncpu - 1, stop), daemon=True)
         with Testbed(LinkSpec.symmetric(20), emulator=EmulatorOptions(fifo_priority=fifo, spin_us=spin,
