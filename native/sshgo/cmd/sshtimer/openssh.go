@@ -23,6 +23,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // relayResult is what the relay hands back to the parent.
@@ -123,6 +125,18 @@ type readerOnly struct{ r io.Reader }
 
 func (r readerOnly) Read(b []byte) (int, error) { return r.r.Read(b) }
 
+// reapRelay waits for the sample's relay, reparented to us when ssh exited: once its record is written it only
+// closes its socket (when it wrote none, it ends within its own timeouts). ssh itself was waited for, so every
+// child left is a relay.
+func reapRelay() {
+	for {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(-1, &ws, 0, nil); err != nil && !errors.Is(err, syscall.EINTR) {
+			return // ECHILD: none left
+		}
+	}
+}
+
 // opensshClient times one sample with OpenSSH's ssh through the relay.
 type opensshClient struct {
 	o         options
@@ -141,6 +155,13 @@ func newOpensshClient(o options, ssh string, hostKeyLine string) *opensshClient 
 	dir, err := os.MkdirTemp("", "sshtimer-openssh-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sshtimer: %v\n", err)
+		os.Exit(3)
+	}
+	// ssh does not wait for its ProxyCommand: the relay finishes its record after ssh has exited. As the
+	// subreaper of what we start, we get the orphaned relay instead of init, so it stays in our process tree
+	// (whoever owns us can find and end it) and run() reaps it.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "sshtimer: prctl(PR_SET_CHILD_SUBREAPER): %v\n", err)
 		os.Exit(3)
 	}
 	kh := filepath.Join(dir, "known_hosts")
@@ -208,6 +229,7 @@ func (c *opensshClient) run(i int) (s sample) {
 		rerr = json.Unmarshal(data, &r)
 	}
 	_ = os.Remove(out)
+	reapRelay()
 	errText, _ := os.ReadFile(errFile.Name())
 	fail := func(class, msg string) {
 		s.ErrorClass, s.Error = &class, &msg
