@@ -10,6 +10,7 @@ speed: the comparisons are between algorithms on the same machine at the same ti
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -63,9 +64,11 @@ def test_a_process_trees_cpu_is_counted_to_well_under_a_tick_with_its_ended_thre
 def test_a_process_tree_is_its_root_and_every_live_descendant():
     """A shell with a child that has a child of its own: the tree is all three, and a process outside it is not
     in it (the kernel's own children lists are the reference)."""
-    proc = subprocess.Popen(["sh", "-c", "sh -c 'sleep 30 & wait' & wait"])
+    proc = subprocess.Popen(["sh", "-c", "sh -c 'sleep 30 & wait' & wait"], start_new_session=True)
+
+    def kids(pid):
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     try:
-        kids = lambda pid: [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
         deadline = time.monotonic() + 10
         while not (kids(proc.pid) and kids(kids(proc.pid)[0])) and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -73,8 +76,7 @@ def test_a_process_tree_is_its_root_and_every_live_descendant():
         assert cpu.tree([proc.pid]) == sorted([proc.pid, child, *kids(child)])
         assert os.getpid() not in cpu.tree([proc.pid])
     finally:
-        for pid in reversed(cpu.tree([proc.pid])):
-            os.kill(pid, 9)
+        os.killpg(proc.pid, signal.SIGKILL)  # the three at once (one by one, a shell ends when its child does)
         proc.wait()
 
 
