@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +29,9 @@ from pqbench.sample import END_PHASE
 TAIL_WORKERS = 4
 TAIL_AFTER = 3
 TAIL_MIN_S = 1.0
+# How long a cell whose clients died of SIGINT or SIGTERM waits for the run to say it was interrupted (it looks
+# every concurrency.LOOK_S); a client killed so by someone else stays a recorded failure.
+INTERRUPTED_WAIT_S = 2.0
 
 
 class Cancelled(Exception):
@@ -94,6 +98,10 @@ class _Run:
                 w.proc.kill()
                 w.proc.wait()
 
+    def signalled(self) -> bool:
+        """Whether a worker died of Ctrl-C or SIGTERM (which pqbench never sends them: kill() sends SIGKILL)."""
+        return any(w.proc.poll() in (-signal.SIGINT, -signal.SIGTERM) for w in self.workers)
+
     def claimed(self) -> int:
         return int.from_bytes(self.claims.read_bytes()[:8], sys.byteorder)
 
@@ -156,6 +164,12 @@ def run(client: Client, job: ClientJob, n: int, parallel, place: Place, out_dir,
                 median = stats.median(r.durations) if r.durations else 0.0
                 if r.alive() <= TAIL_WORKERS or waited >= max(TAIL_MIN_S, TAIL_AFTER * median / 1000):
                     tail.set()
+        # A Ctrl-C reaches the whole process group: the clients die of it at once, while the run, which takes the
+        # signal at a point of its choosing (interrupts.deferred), sets `stop` up to a look later. Their samples
+        # are the interrupt's doing, not the link's: the cell is cancelled, not stored as failed.
+        if stop is not None and r.signalled() and stop.wait(INTERRUPTED_WAIT_S):
+            r.close()
+            raise Cancelled("stopped")
         return r.finish()
     except BaseException:
         # Ctrl-C (or any error) ends the workers here, before the caller stops the servers: left running,
