@@ -174,10 +174,20 @@ class SshdServer:
         for port, proc in self.procs.items():
             if proc.poll() is not None:
                 continue
-            ns = mount_ns(proc.pid)
-            stop_group(proc)
-            if ns:
-                kill_namespace(ns)
+            # The open namespace file keeps the namespace, and so its id, alive until every process in it is gone:
+            # once free, the id is given to the next mount namespace made, such as the one `ip -n` unshares for
+            # another testbed, whose `ip` the loop then signalled (exit -15 with no message, in two CI runs).
+            try:
+                pin = os.open(f"/proc/{proc.pid}/ns/mnt", os.O_RDONLY)
+            except OSError:
+                continue  # it ended meanwhile
+            try:
+                ns = mount_ns(proc.pid)
+                stop_group(proc)
+                if ns:
+                    kill_namespace(ns)
+            finally:
+                os.close(pin)
 
 
 def mount_ns(pid: int) -> str | None:
