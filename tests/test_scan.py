@@ -112,6 +112,47 @@ def test_preference_search_stops_on_a_failure():
     assert not got["complete"] and got["unranked"] == ["a", "b"] and "failure" in got["note"]
 
 
+class FlakyServer(tls.TlsProber):
+    """The tie server of the local population (X25519MLKEM768 then X25519, one tuple, its order) as pqtimer
+    meets it on a busy machine: the first `lost` connections of each offer get no answer (a timeout)."""
+
+    def __init__(self, lost: int, only: str = ""):
+        super().__init__(address.parse("target", "10.0.0.1:443"), None, "server.test")
+        self.lost, self.only, self.seen = lost, only, {}
+
+    def one(self, groups, via=None, transport="tcp"):
+        self.seen[groups] = self.seen.get(groups, 0) + 1
+        if self.seen[groups] <= self.lost and groups.startswith(self.only):
+            return {"ok": False, "error_class": "timeout", "error": "no answer in 8000 ms"}
+        offered = [g.lstrip("*") for g in groups.split(":")]
+        shares = [g.lstrip("*") for g in groups.split(":") if g.startswith("*")]
+        server = [g for g in ("X25519MLKEM768", "X25519") if g in offered]
+        if not server:
+            return {"ok": False, "error_class": "tls_error", "error": "alert handshake failure"}
+        return {"ok": True, "group": server[0], "hrr": server[0] not in shares}
+
+
+@pytest.mark.parametrize("lost,only,verdict", [(0, "", "by default"), (1, "", "by default"),
+                                              (2, "*mlkem512:", "inconclusive")])
+def test_a_probe_the_server_did_not_answer_is_tried_again_and_never_becomes_another_verdict(lost, only, verdict):
+    """A timeout is no answer: the probe is tried once more, the failure kept; still no answer makes the verdict
+    inconclusive, never "preference unknown" (a busy machine gave that for the tie server: issue 45)."""
+    prober = FlakyServer(lost, only)
+    found = tls.probe_groups(prober, ["X25519", "X25519MLKEM768", "mlkem512"])
+    accepted = list(found["accepted"])
+    result = {"protocol": "tls", "groups": {"accepted": accepted, "rejected": found["rejected"], "errors": found["errors"]},
+              "preference": tls.server_preference(prober, accepted, list(found["rejected"]))}
+    got = scan_mod.readiness(result)["pq_key_exchange"]
+    assert got.startswith(verdict), (got, result)
+    assert sorted(accepted) == ["X25519", "X25519MLKEM768"]
+    if lost:  # every failed try is in the result
+        assert result["preference"]["probes"][0]["earlier_failures"][0]["class"] == "timeout"
+    if lost == 1:
+        assert found["retried"]["X25519"] == [{"class": "timeout", "error": "no answer in 8000 ms"}]
+    if lost > 1:
+        assert "after 2 tries" in got and result["preference"]["inconclusive"]
+
+
 def test_malformed_targets_are_bad_input_naming_the_field(tmp_path):
     for bad in ("example.org:99999", "https://example.org:443", "host:", "ssh://h:x"):
         r = run_pqbench("scan", bad, "--db", tmp_path / "s.duckdb")

@@ -71,7 +71,8 @@ def readiness(result: dict) -> dict:
             "post_quantum_accepted": pq_groups,
             "chain_post_quantum": cert.get("post_quantum"), "sigalg": cert.get("sigalg"),
             # the explicit answers: does a client that offers post-quantum and classical get post-quantum
-            "pq_key_exchange": pq_kex(pq_groups, tiers, pref.get("method") is not None or len(accepted) < 2)
+            "pq_key_exchange": pq_kex(pq_groups, tiers, pref.get("method") is not None or len(accepted) < 2,
+                                      pref.get("inconclusive"))
             if pq_groups or not blocked else "unknown: reset or silence on the path",
             "pq_blocked": blocked,
             "pq_authentication": cert.get("post_quantum"),
@@ -79,12 +80,15 @@ def readiness(result: dict) -> dict:
             if hrr.get("verdict") in ("needed", "not needed") else None}
 
 
-def pq_kex(pq_groups: list[str], tiers: list[list[str]], order_known: bool) -> str:
+def pq_kex(pq_groups: list[str], tiers: list[list[str]], order_known: bool, inconclusive: str | None = None) -> str:
     """"by default" (the server's first choice is post-quantum), "when the client lists it first" (its
     first choice ties with a classical group), "only when asked" (accepted, but a classical group is
-    preferred), "no", or "accepted, preference unknown"."""
+    preferred), "no", "accepted, preference unknown" (the server's order is not observable), or
+    "inconclusive: ..." (the probes that would have found its first choice got no answer)."""
     if not pq_groups:
         return "no"
+    if inconclusive and not tiers:
+        return f"inconclusive: {inconclusive}"
     if not order_known or not tiers:
         return "accepted, preference unknown"
     top = tiers[0]

@@ -63,8 +63,9 @@ def budget_lines(sample: dict, chain_bytes: int) -> list[dict]:
 def hrr_for_x25519(prober, accepted: list[str]) -> dict:
     """A client that predicts X25519: its key share, the server's other accepted groups listed after it."""
     offer = ":".join(["*X25519", *(g for g in accepted if g.lower() != "x25519")])
-    s = prober.one(offer)
-    line = {"probe": "HelloRetryRequest for a client predicting X25519", "offered": offer}
+    s = prober.decided(offer)
+    line = {"probe": "HelloRetryRequest for a client predicting X25519", "offered": offer,
+            **({"earlier_failures": s["earlier_failures"]} if s.get("earlier_failures") else {})}
     if not s.get("ok"):
         return line | {"verdict": "failed", "detail": s.get("error") or s.get("error_class") or "no handshake"}
     chose = next((g for g in accepted if g.lower() == str(s.get("group")).lower()), s.get("group"))

@@ -39,6 +39,11 @@ PAUSE_S = 0.05  # between connections to one target
 MAX_RUNS = 400  # pqtimer runs per target: the catalog's groups, a few per accepted group and the probes
 DEAD_AFTER = 2  # consecutive connection failures after which a target is taken for unreachable
 LOOK_S = 0.1  # how often a pqtimer run looks whether the scan was stopped
+# A probe that got no answer of the server's (it timed out, the path was unreachable, pqtimer died) decides
+# nothing: it is tried again this many times, every failed attempt kept in the result. A busy machine made one
+# preference probe of a tie server fail, and the scan turned that into "preference unknown" (issue 45).
+RETRIES = 1
+NO_ANSWER = ("timeout", "unreachable", "pqtimer")
 
 
 class Stopped(Exception):
@@ -115,6 +120,15 @@ class TlsProber:
     def one(self, groups: str, via: tuple[str, int] | None = None, transport: str = "tcp") -> dict:
         return self.run(groups, via=via, transport=transport)[0]
 
+    def decided(self, groups: str, via: tuple[str, int] | None = None, transport: str = "tcp") -> dict:
+        """One sample offering groups, tried again (up to RETRIES times) while the server gave no answer; the
+        failures before the last attempt are in the sample's "earlier_failures" (never retried silently)."""
+        s, earlier = self.one(groups, via, transport), []
+        while not answered(s) and len(earlier) < RETRIES:
+            earlier.append(_failed(s))
+            s = self.one(groups, via, transport)
+        return s | {"earlier_failures": earlier} if earlier else s
+
     def _check_stop(self) -> None:
         if self.stop is not None and self.stop.is_set():
             raise Stopped("the scan was stopped")
@@ -137,6 +151,11 @@ def _named(group: str | None, offered: list[str]) -> str | None:
     return next((g for g in offered if g.lower() == group.lower()), group)
 
 
+def answered(sample: dict) -> bool:
+    """Whether a probe's sample is the server's word (a handshake, an alert, a closed or refused connection)."""
+    return bool(sample.get("ok")) or _failed(sample)["class"] not in NO_ANSWER
+
+
 def _failed(sample: dict) -> dict:
     return failure.failure(failure.from_pqtimer(sample.get("error_class"), sample.get("error")) or "tls_error",
                            sample.get("error") or "")
@@ -144,13 +163,15 @@ def _failed(sample: dict) -> dict:
 
 def probe_groups(prober: TlsProber, groups: list[str]) -> dict:
     """Which groups the server accepts, each offered alone with its key share."""
-    accepted, rejected, errors, untried = {}, {}, {}, []
+    accepted, rejected, errors, untried, retried = {}, {}, {}, [], {}
     dead = 0
     for k, g in enumerate(groups):
         if dead >= DEAD_AFTER:
             untried = groups[k:]
             break
-        s = prober.one(g)
+        s = prober.decided(g)
+        if s.get("earlier_failures"):
+            retried[g] = s["earlier_failures"]
         if s.get("ok"):
             accepted[g] = s
             dead = 0
@@ -164,7 +185,7 @@ def probe_groups(prober: TlsProber, groups: list[str]) -> dict:
         else:  # the server said no: an alert, an error or a closed connection
             rejected[g] = f
             dead = 0
-    return {"accepted": accepted, "rejected": rejected, "errors": errors, "untried": untried}
+    return {"accepted": accepted, "rejected": rejected, "errors": errors, "untried": untried, "retried": retried}
 
 
 def preference(accepted: list[str], choose: Callable[[list[str]], str | None]) -> dict:
@@ -211,21 +232,27 @@ def server_preference(prober: TlsProber, accepted: list[str], rejected: list[str
         return {"method": None, "decoy": None, "tiers": [], "complete": False, "order": None, "follows_client": None,
                 "note": "not observable this way: the server accepted every group this build has, so there is no "
                         "rejected group whose key share would make it name its favourite; order unknown"}
-    probes = []
+    probes, unanswered = [], []
 
     def choose(order: list[str]) -> str | None:
-        s = prober.one(":".join([f"*{decoy}", *order]))
+        s = prober.decided(":".join([f"*{decoy}", *order]))
         chosen = _named(s.get("group"), order) if s.get("ok") else None
         probes.append({"offered": order, "chose": chosen, "hrr": s.get("hrr"),
-                       **({} if s.get("ok") else {"failure": _failed(s)})})
+                       **({} if s.get("ok") else {"failure": _failed(s)}),
+                       **({"earlier_failures": s["earlier_failures"]} if s.get("earlier_failures") else {})})
+        if not answered(s):
+            unanswered.append(order)
         return chosen
     p = preference(accepted, choose)
     ties = any(len(t) > 1 for t in p["tiers"])
     order = [t[0] for t in p["tiers"]] if p["complete"] and not ties else None
     note = p.get("note") or ("groups in one tier are equal to the server: it takes the client's order among them"
                              if ties else "")
+    # a probe the server never answered decides nothing: the order it was to find is inconclusive, not unknown
+    inconclusive = {"inconclusive": f"no answer of the server's to {len(unanswered)} preference probe(s) "
+                                    f"after {RETRIES + 1} tries each"} if unanswered and not p["complete"] else {}
     return {"method": "HelloRetryRequest to a rejected key share", "decoy": decoy, **p, "order": order,
-            "follows_client": ties, "probes": probes, **({"note": note} if note else {})}
+            "follows_client": ties, "probes": probes, **({"note": note} if note else {}), **inconclusive}
 
 
 def hrr_per_share(prober: TlsProber, accepted: list[str]) -> dict:
@@ -236,7 +263,7 @@ def hrr_per_share(prober: TlsProber, accepted: list[str]) -> dict:
         return out
     for g in accepted:
         others = [h for h in accepted if h != g]
-        s = prober.one(":".join([f"*{g}", *others]))
+        s = prober.decided(":".join([f"*{g}", *others]))
         out[g] = {"hrr": bool(s.get("hrr")), "chose": _named(s.get("group"), accepted) if s.get("ok") else None,
                   **({} if s.get("ok") else {"failure": _failed(s)})}
     return out
@@ -301,7 +328,7 @@ def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0,
     found = probe_groups(prober, names)
     accepted = list(found["accepted"])
     result["groups"] = {"accepted": accepted, "rejected": found["rejected"], "errors": found["errors"],
-                        "untried": found["untried"]}
+                        "untried": found["untried"], **({"retried": found["retried"]} if found["retried"] else {})}
     result["not_tried"] |= {g: "the target stopped answering" for g in found["untried"]}
     if not accepted:
         classes = {f["class"] for f in [*found["errors"].values(), *found["rejected"].values()]}
