@@ -5,7 +5,7 @@
 PY := build/venv/bin/python
 PQBENCH := build/venv/bin/pqbench
 
-.PHONY: all build stacks build-all deps native native-asan test test-native test-python demo clean distclean
+.PHONY: all build stacks build-all deps native native-asan test test-slower test-native test-python demo clean distclean
 
 all: build
 
@@ -60,6 +60,11 @@ test: build-all
 	  $(PYTEST_FIRST); a=$$?; \
 	  wait $$native; n=$$?; cat build/logs/test-native.out; \
 	  $(PYTEST_SOLO); b=$$?; [ $$a -eq 0 ] && [ $$b -eq 0 ] && [ $$n -eq 0 ]
+
+# `make test` as a slower, busier machine would run it (scripts/slower-machine.sh says what that emulates and
+# what it cannot): run it before you stop, as CI's machine may be that machine.
+test-slower:
+	@bash scripts/slower-machine.sh $(MAKE) --no-print-directory test
 
 # The demo: what this machine can do, then experiments/quick.toml (a few minutes) and its report.
 demo: build

@@ -84,6 +84,14 @@ def when_measuring(proc: subprocess.Popen, timeout: float = 90) -> list[int]:
     raise AssertionError(f"no cell was measured: {proc.poll()} {_rest(proc)}")
 
 
+def _wchan(pid: int) -> str:
+    """Where a process waits in the kernel, for failure messages."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() or "running"
+    except OSError:
+        return "gone"
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -329,5 +337,6 @@ def test_a_cluster_worker_killed_mid_cell_loses_nothing(built_stack, cluster, tm
     deadline = time.monotonic() + 10  # its guardian ends what the dead worker started
     while any(registry.is_alive(r) for r in things) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [r for r in things if registry.is_alive(r)], things
+    left = [r for r in things if registry.is_alive(r)]
+    assert not left, [f"{r['pid']} {_cmdline(r['pid'])} ({_wchan(r['pid'])})" for r in left]
     resume_completes(spec, db, found)  # nothing left to measure

@@ -226,10 +226,12 @@ def test_nginx_and_curl(chains, tmp_path, sig):
 # ---- synthetic algorithms ------------------------------------------------------------------------
 
 def _within_10_percent(result, alg):
+    """Never early, and the operations nothing held up (the fastest) within 10 % of the configured time: a
+    median judges the machine too (beside the suite on a slower machine, 2.96 ms for a 2.6 ms verify)."""
     for key, configured in alg.timings_ms:
         op = key.removesuffix("_ms")
-        measured = result["ops"][op]["median_us"] / 1000
-        assert abs(measured - configured) <= 0.1 * configured, (alg.name, op, measured, configured)
+        fastest = result["ops"][op]["min_us"] / 1000
+        assert configured <= fastest <= 1.1 * configured, (alg.name, op, result["ops"][op], configured)
 
 
 @pytest.mark.parametrize("name", ["sikep434like", "picnicl1fslike"])

@@ -378,37 +378,25 @@ def test_openssh_s_own_client_meets_the_same_cell_with_the_same_flights(bed):
 def test_openssh_s_relay_stays_in_sshtimer_s_tree_after_ssh_exits(bed):
     """ssh does not wait for its ProxyCommand: the relay (`sshtimer --relay`) finishes its record about a round trip
     after ssh exited. It used to be orphaned to init for that time, outside the process tree of whoever owns the
-    run (seen by another test's leftover check in a CI run); sshtimer is now its subreaper and reaps it. Every relay
-    seen while eight samples run must have sshtimer or ssh as its parent."""
-    import threading
+    run (seen by another test's leftover check in a CI run); sshtimer is now its subreaper and reaps it. The kernel
+    reports each relay's parent as it ended (its process events: a /proc watcher missed relays on a slower machine),
+    and for each of the eight samples' relays that parent must be sshtimer or ssh."""
+    from proc_events import ProcEvents
     rig = bed["rig"]
-    needle = f"--relay --host {rig.tb.server_addr} --port {port('openssh', 'ssh-ed25519')} "
-    parents, done = {}, threading.Event()
-
-    def watch():
-        while not done.is_set():
-            for pid in filter(str.isdigit, os.listdir("/proc")):
-                try:
-                    cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                    if needle not in cmd or Path(f"/proc/{pid}/comm").read_text().strip() != "sshtimer":
-                        continue  # (ssh's own command line names the relay too, in its ProxyCommand)
-                    ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                    parent = Path(f"/proc/{ppid}/comm").read_text().strip() if ppid > 1 else "init"
-                except (OSError, ValueError):
-                    continue
-                parents.setdefault(int(pid), set()).add(parent)
-            time.sleep(0.0005)
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    try:
+    with ProcEvents() as events:
         samples = rig.sample(job(bed, "openssh", "curve25519-sha256", "ssh-ed25519"), 8, 1, bed["dir"],
                              client="openssh")
-    finally:
-        done.set()
-        watcher.join()
     assert all(s["ok"] for s in samples), [s["error"] for s in samples if not s["ok"]]
-    assert len(parents) >= 8, parents  # each sample's relay was seen
-    assert set().union(*parents.values()) <= {"ssh", "sshtimer"}, parents
+    assert not events.lost, "the kernel dropped process events (the socket's buffer overflowed)"
+    ours = events.descendants(os.getpid())
+    program = lambda pid: os.path.basename(events.cmdline.get(pid, "").split(" ", 1)[0])  # noqa: E731
+    needle = f"--relay --host {rig.tb.server_addr} --port {port('openssh', 'ssh-ed25519')} "
+    relays = [p for p in ours if program(p) == "sshtimer" and needle in events.cmdline[p]]
+    assert len(relays) >= 8, {p: events.cmdline.get(p) for p in ours}  # each sample's relay (and the warm-up's)
+    parents = {p: events.exit_parent.get(p) for p in relays}
+    assert all(parents.values()), f"relays still running after their samples: {parents}"
+    assert {program(pp) for pp in parents.values()} <= {"ssh", "sshtimer"}, \
+        {p: (pp, program(pp) or "not ours (init or another tree)") for p, pp in parents.items()}
 
 
 @pytest.mark.root
