@@ -286,3 +286,41 @@ def test_wire_milestones_of_a_flow_with_a_favicon_request_after_the_page():
                            ["s2c", 21.3, 21.5, 3, 3], ["c2s", 40.0, 40.0, 1, 1], ["s2c", 50.0, 50.0, 1, 1]]}
     assert timing.wire_milestones(wire) == {"tcp_connected": None, "client_hello_sent": 0.5, "handshake_done": 11.0, "request_sent": 11.2,
                                             "first_byte": 21.3, "last_byte": 21.5}
+
+
+def test_a_new_connection_on_a_port_just_closed_is_told_from_the_closed_one():
+    """A load's connections are the sockets new after it (pqbench.endpoints.browsers.sockets). The kernel hands a
+    closed connection's local port out again at once for the same server; a slower machine's Chromium did so, and
+    its 0-RTT load's connection looked as if it had been there before the load (resumption unverified). A connection
+    the browser closed before the look stays visible by its TIME_WAIT entry."""
+    import socket as so
+    from pqbench.endpoints.browsers import sockets
+    server = so.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    first = so.socket()
+    first.setsockopt(so.SOL_SOCKET, so.SO_REUSEADDR, 1)
+    first.connect(("127.0.0.1", port))
+    accepted, _ = server.accept()
+    local = first.getsockname()[1]
+    first.close()  # the client closes first: its side goes to TIME_WAIT
+    accepted.close()
+    time.sleep(0.05)
+    before = sockets.connections("tcp", {"127.0.0.1"})
+    assert [c for c in before if c[0] == local and c[2] == port], before  # the TIME_WAIT entry
+    again = so.socket()
+    again.setsockopt(so.SOL_SOCKET, so.SO_REUSEADDR, 1)
+    again.bind(("127.0.0.1", local))  # the same local port, as the kernel's port choice may give it
+    again.connect(("127.0.0.1", port))
+    try:
+        new = sockets.opened(before, sockets.connections("tcp", {"127.0.0.1"}))
+        assert (local, "127.0.0.1", port) in new, (before, new)
+        assert sockets.opened(before, before) == set()
+        closed = so.create_connection(("127.0.0.1", port))  # opened and closed between the two looks
+        server.accept()[0].close()
+        closed_port = closed.getsockname()[1]
+        closed.close()
+        time.sleep(0.05)
+        assert (closed_port, "127.0.0.1", port) in sockets.opened(before, sockets.connections("tcp", {"127.0.0.1"}))
+    finally:
+        again.close()
+        server.close()

@@ -20,8 +20,9 @@ def _addr(hexaddr: str) -> tuple[str, int]:
     return socket.inet_ntop(socket.AF_INET6, b"".join(raw[k:k + 4][::-1] for k in range(0, 16, 4))), int(port, 16)
 
 
-def connections(proto: str, remote_hosts: set[str]) -> set[tuple[int, str, int]]:
-    """(local port, remote host, remote port) of this namespace's proto sockets to any of remote_hosts."""
+def connections(proto: str, remote_hosts: set[str]) -> set[tuple[int, str, int, str]]:
+    """(local port, remote host, remote port, inode) of this namespace's proto sockets to any of remote_hosts; the
+    inode is "0" for a socket no process holds any more (TIME_WAIT)."""
     out = set()
     for path in TABLES[proto]:
         try:
@@ -32,5 +33,15 @@ def connections(proto: str, remote_hosts: set[str]) -> set[tuple[int, str, int]]
             fields = line.split()
             (_, lport), (rhost, rport) = _addr(fields[1]), _addr(fields[2])
             if rhost.removeprefix("::ffff:") in remote_hosts and rport:
-                out.add((lport, rhost.removeprefix("::ffff:"), rport))
+                out.add((lport, rhost.removeprefix("::ffff:"), rport, fields[9]))
     return out
+
+
+def opened(before: set, after: set) -> set[tuple[int, str, int]]:
+    """(local port, remote host, remote port) of the connections opened between two looks: a socket a process holds
+    that was not there before (by its inode: the kernel hands a closed connection's local port out again at once
+    for the same server, and a slower machine's Chromium got one, so ports alone mistook its new connection for the
+    old one), or a TIME_WAIT entry on ports nothing used before (a connection the browser already closed)."""
+    inodes = {c[3] for c in before}
+    ports = {c[:3] for c in before}
+    return {c[:3] for c in after if (c[3] != "0" and c[3] not in inodes) or (c[3] == "0" and c[:3] not in ports)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -29,6 +30,7 @@ QUIET = ["--disable-background-networking", "--disable-component-update", "--dis
              "OptimizationHints", "Translate", "MediaRouter", "DialMediaRouteProvider", "NetworkTimeServiceQuerying",
              "AutofillServerCommunication", "CertificateTransparencyComponentUpdater", "InterestFeedContentSuggestions",
              "NetworkPrediction", "SafeBrowsingEnhancedProtection", "PrivacySandboxSettings4"])]
+NETWORK_PREDICTION_NEVER = 2  # Chromium's net.network_prediction_options: preload and preconnect never
 # Headless, as root in a namespace: no sandbox (it needs user namespaces of its own), no GPU, no shared memory
 # beyond what a container's /dev/shm holds.
 HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--mute-audio",
@@ -57,6 +59,13 @@ def profile(home: Path, cafile: str | None) -> tuple[dict, str | None]:
             nssdb.make(home / ".pki" / "nssdb", cafile)
         except nssdb.Untrusted as e:
             untrusted = str(e)  # the browser runs without it: its loads fail as a user's would
+    # No preconnects: Chromium's loading predictor learns the origin from the first load and then opens a connection
+    # at each navigation's start, before the page's request exists. The request takes that connection over when it
+    # is ready first (on a busy machine): a 0-RTT load then sends no early data, and the browser reports the
+    # connection as reused (no handshake of the load's). "Never" is the preference users set for it.
+    prefs = home / "profile" / "Default" / "Preferences"
+    prefs.parent.mkdir(parents=True, exist_ok=True)
+    prefs.write_text(json.dumps({"net": {"network_prediction_options": NETWORK_PREDICTION_NEVER}}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "DISPLAY", "WAYLAND"))}
     return {**env, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
             "XDG_CACHE_HOME": str(home / ".cache")}, untrusted

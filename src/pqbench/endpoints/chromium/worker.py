@@ -173,7 +173,7 @@ def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> d
         raise BrowserGone(str(e)) from None
     except TimeoutError:
         return failure(job, worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
-    requests, load_event = connections_of(events, after - before)
+    requests, load_event = connections_of(events, sockets.opened(before, after))
     s = sample_of(requests, load_event, offset)
     if not TRANSPORTS[job["transport"]].is_default:
         s["transport"] = job["transport"]  # the wire join reads the flow over the transport's IP protocol
