@@ -23,7 +23,7 @@ import pytest
 from conftest import ROOT
 from pqbench import store
 from pqbench.testbed import registry
-from test_lifeline import descendants
+from test_lifeline import descendants, guardian_log
 
 pytestmark = pytest.mark.root
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
@@ -338,5 +338,5 @@ def test_a_cluster_worker_killed_mid_cell_loses_nothing(built_stack, cluster, tm
     while any(registry.is_alive(r) for r in things) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = [r for r in things if registry.is_alive(r)]
-    assert not left, [f"{r['pid']} {_cmdline(r['pid'])} ({_wchan(r['pid'])})" for r in left]
+    assert not left, [f"{r['pid']} {_cmdline(r['pid'])} ({_wchan(r['pid'])})" for r in left] + guardian_log(victim.pid)
     resume_completes(spec, db, found)  # nothing left to measure

@@ -28,7 +28,7 @@ from conftest import ROOT
 from pqbench import store
 from pqbench.errors import BadInput
 from pqbench.testbed import netns, registry
-from test_lifeline import descendants, guardian_of, owned_by
+from test_lifeline import descendants, guardian_log, guardian_of, owned_by
 
 pytestmark = pytest.mark.root
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
@@ -152,6 +152,7 @@ def interrupt(argv: list, delay: float, rng: random.Random, *, until: str | None
     while guardian_of(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     left += [f"guardian {g}" for g in guardian_of(proc.pid)]
+    left += guardian_log(proc.pid) if left else []
     result = Outcome(proc.returncode, out_path.read_text(), err_path.read_text(), took, left, how)
     print(f"{how}: exit {result.rc}, ended {took} s after the signal", file=sys.stderr)
     return result

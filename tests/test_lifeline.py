@@ -33,6 +33,14 @@ def guardian_of(pid: int) -> list[int]:
     return out
 
 
+def guardian_log(owner_pid: int) -> list[str]:
+    """What the owner's guardian wrote of a job it had not finished 5 s after the owner died (its stack)."""
+    try:
+        return [f"guardian log: {lifeline.log_path(owner_pid).read_text()[-4000:]}"]
+    except OSError:
+        return []
+
+
 def owned_by(pid: int) -> dict:
     return {n: r for n, r in registry.all_records().items() if (r.get("owner") or {}).get("pid") == pid}
 
@@ -48,7 +56,7 @@ def wait_until_gone(victim: int, things: dict, processes: list[dict], timeout=10
         left += [f"process {r['pid']}" for r in processes if registry.is_alive(r)]
         left += [f"guardian {g}" for g in guardian_of(victim)]
         if not left or time.monotonic() > deadline:
-            return left
+            return left + guardian_log(victim)
         time.sleep(0.1)
 
 
@@ -67,6 +75,30 @@ def test_a_watched_process_dies_with_its_owner():
     owner.kill()
     owner.wait()
     assert wait_until_gone(owner.pid, {}, family) == []
+
+
+def test_the_guardian_acts_when_its_owner_dies_though_a_forked_child_holds_the_pipe():
+    """The guardian learns of its owner's death by the pipe's end, and by looking at the owner: a child the owner
+    forked without exec holds the pipe's write end open (as one caught between fork and exec would), and the
+    watched process must still end with the owner."""
+    code = ("import os, sys, time\n"
+            "from pqbench.testbed import lifeline\n"
+            "p = lifeline.popen(['sleep', '600'])\n"
+            "child = os.fork()\n"
+            "if child == 0:\n"
+            "    time.sleep(600)\n"
+            "    os._exit(0)\n"
+            "print(p.pid, child, flush=True)\n"
+            "time.sleep(600)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=ENV)
+    watched, forked = map(int, owner.stdout.readline().split())
+    refs = [registry.proc_ref(watched)]
+    try:
+        owner.kill()
+        owner.wait()
+        assert wait_until_gone(owner.pid, {}, refs) == []
+    finally:
+        os.kill(forked, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("command", [

@@ -14,18 +14,24 @@ started `detached` (`pqbench net up`) outlive their owner on purpose and are lef
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
+import traceback
+from pathlib import Path
 
 from pqbench.testbed import registry
 
 _lock = threading.Lock()
 _pipe: dict = {}  # {"pid": owner pid, "fd": write end, "guardian": Popen}: per process (a fork starts anew)
 GRACE_S = 1.0  # SIGTERM first: a server may remove its own files; then SIGKILL
+LOOK_S = 0.2  # how often a guardian waiting for input looks whether its owner is still there
+REPORT_S = 5.0  # a guardian still at work this long after its owner died writes its stack to its log (log_path)
 
 
 def ensure() -> None:
@@ -107,6 +113,31 @@ def end_processes(refs: list[dict], grace: float = GRACE_S) -> None:
             time.sleep(0.02)
 
 
+def lines_until_gone(owner: dict, fd: int = 0):
+    """The lines the owner writes on the pipe (fd), until the pipe closes or the owner is gone: a process that
+    inherited the pipe's write end (a child forked but not yet exec'd when the owner died) would otherwise keep
+    the guardian waiting for an end of input that never comes."""
+    pending = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], LOOK_S)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            pending += chunk
+            *done, pending = pending.split(b"\n")
+            yield from (line.decode() for line in done if line.strip())
+        elif not registry.is_alive(owner):
+            break
+    if pending.strip():
+        yield pending.decode()
+
+
+def log_path(owner_pid: int) -> Path:
+    """Where a guardian that has not finished its work REPORT_S after its owner died writes where it waits."""
+    return registry.RUN_ROOT / "guardians" / f"{owner_pid}.log"
+
+
 def guard(owner: dict, lines) -> None:
     """Reads the processes to watch until the owner is gone (end of input), then ends them and removes
     the owner's testbeds."""
@@ -116,14 +147,30 @@ def guard(owner: dict, lines) -> None:
         watched.append({"pid": int(pid), "start": int(start)})
     while registry.is_alive(owner):  # the pipe closes as the owner exits; it is gone a moment later
         time.sleep(0.01)
-    end_processes(_descendants(watched))
-    registry.reap_stale()
+    log = log_path(owner["pid"])
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as f:  # what it still does REPORT_S on, with its stack: a guardian is never silent
+        faulthandler.dump_traceback_later(REPORT_S, repeat=True, file=f)
+        try:
+            f.write(f"owner {owner['pid']} gone; ending {len(watched)} watched process trees\n")
+            f.flush()
+            end_processes(_descendants(watched))
+            f.write("reaping the owner's testbeds\n")
+            f.flush()
+            registry.reap_stale()
+        except BaseException:
+            traceback.print_exc(file=f)
+            raise
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+    log.unlink()  # done: nothing to tell
 
 
 def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # a Ctrl-C meant for the owner, or its terminal closing
-    guard({"pid": int(argv[0]), "start": int(argv[1])}, sys.stdin)
+    owner = {"pid": int(argv[0]), "start": int(argv[1])}
+    guard(owner, lines_until_gone(owner))
     return 0
 
 
