@@ -27,7 +27,7 @@ go_local_modules() {  # module_dir
     done
 }
 
-# Hash of everything a module's binaries depend on (tests apart), its local modules' sources
+# Hash of everything a module's binaries and test binaries depend on, its local modules' sources
 # included, the toolchain by its version.
 go_recipe() {  # module_dir
     local dir=$1 d
@@ -35,8 +35,8 @@ go_recipe() {  # module_dir
         echo "go$PQB_GO_VERSION ${PQB_GO_BUILD_FLAGS[*]}"
         for d in "$dir" $(go_local_modules "$dir"); do
             echo "module $(basename "$d")"
-            (cd "$d" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum -o -name '*.s' \) \
-                -not -name '*_test.go' -not -path './testdata/*' | LC_ALL=C sort | xargs sha256sum)
+            (cd "$d" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum -o -name '*.s' -o -path './testdata/*' \) \
+                | LC_ALL=C sort | xargs sha256sum)
         done
     } | sha256sum | cut -c1-12
 }
@@ -51,7 +51,23 @@ go_mod_verify() {  # in the module's directory
     ! echo "$out" | grep -v -E "^($(echo "$local_mods" | paste -sd'|')) v[^ ]*: missing ziphash: " | grep -q .
 }
 
-go_build_module() {  # name module_dir [package ...]
+# The module's unit tests compiled once here, not in every test run (a test that compiled them took 99 s beside
+# the suite): build/NAME/tests/ holds one binary per package with tests and PACKAGES ("import path<TAB>directory
+# relative to the checkout<TAB>binary" per line), which tests/conftest.py's go_unit_tests runs.
+go_build_tests() {  # dest module_dir [extra package ...]
+    local dest=$1 dir=$2; shift 2
+    mkdir -p "$dest/tests"
+    : >"$dest/tests/PACKAGES"
+    local path pdir bin
+    while IFS='|' read -r path pdir; do
+        [ -n "$path" ] || continue
+        bin=$(echo "$path" | tr '/.' '__').test
+        (cd "$dir" && go test -c "${PQB_GO_BUILD_FLAGS[@]}" -o "$dest/tests/$bin" "$path") || return 1
+        printf '%s\t%s\t%s\n' "$path" "${pdir#"$ROOT"/}" "$bin" >>"$dest/tests/PACKAGES"
+    done < <(cd "$dir" && go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}|{{.Dir}}{{end}}' ./... "$@")
+}
+
+go_build_module() {  # name module_dir [package ...]   (GO_TEST_EXTRA: more packages whose tests it builds)
     local name=$1 dir=$2; shift 2
     local pkgs=("$@"); [ ${#pkgs[@]} -gt 0 ] || pkgs=(./cmd/...)
     local dest=$BUILD/$name recipe
@@ -70,6 +86,8 @@ go_build_module() {  # name module_dir [package ...]
     rm -rf "$dest" && mkdir -p "$dest/bin"
     step "$name" "building ${pkgs[*]} with $have (log: $LOGS/$name.log)"
     (cd "$dir" && logged "$name" go build "${PQB_GO_BUILD_FLAGS[@]}" -o "$dest/bin/" "${pkgs[@]}")
+    # shellcheck disable=SC2086
+    logged "$name" go_build_tests "$dest" "$dir" ${GO_TEST_EXTRA:-}
     go_provenance "$name" "$dir" >"$dest/PROVENANCE.json"
     echo "go$PQB_GO_VERSION $recipe" >"$dest/.done"
     save_to_cache "$cname" "$dest"
@@ -106,5 +124,5 @@ print()
 ' "$name" "go$PQB_GO_VERSION" "$dir/go.mod" "$GOMODCACHE" "$(go env GOHOSTOS)-$(go env GOHOSTARCH)"
 }
 
-do_gotls() { go_build_module gotls "$ROOT/native/tlsgo"; }
+do_gotls() { GO_TEST_EXTRA=pqbench/native/gotlskit go_build_module gotls "$ROOT/native/tlsgo"; }
 do_quicgo() { go_build_module quicgo "$ROOT/native/quicgo"; }

@@ -30,6 +30,26 @@ def run_pqbench(*args, check=False, timeout=600):
                           check=check)
 
 
+def go_unit_tests(name: str) -> dict[str, subprocess.CompletedProcess]:
+    """Runs the unit tests the build compiled for the Go stack `name` (scripts/build-go.sh, go_build_tests), each
+    package's binary in its own directory as `go test` would, offline: import path -> its run."""
+    tests = ROOT / "build" / name / "tests"
+    runs = {}
+    for line in (tests / "PACKAGES").read_text().splitlines():
+        path, directory, binary = line.split("\t")
+        runs[path] = subprocess.run([str(tests / binary), "-test.count=1"], cwd=ROOT / directory, capture_output=True,
+                                    text=True, timeout=600, env={**os.environ, "GOPROXY": "off"})
+    return runs
+
+
+def assert_go_unit_tests_pass(name: str, *packages: str) -> None:
+    runs = go_unit_tests(name)
+    assert set(packages) <= set(runs), (packages, list(runs))
+    failed = {p: r.stdout[-2000:] + r.stderr[-2000:] for p, r in runs.items() if r.returncode != 0}
+    assert not failed, failed
+    assert all("PASS" in r.stdout for r in runs.values()), {p: r.stdout[-500:] for p, r in runs.items()}
+
+
 def assert_client_leads_the_wire(w: dict) -> None:
     """A client's handshake span against the wire's SYN-to-Finished (wire.agreement of 40 samples at 10 ms RTT):
     it starts before its SYN and stops after writing its Finished, so its median lies at or above the wire's, within

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import SSH_PROCESS_MARKS, processes_mentioning
 
-from pqbench import endpoints, paths
+from pqbench import endpoints
 from pqbench.endpoints import sshkeys
 from pqbench.endpoints.base import Serving, Site
 from pqbench.endpoints.gossh import build
@@ -156,11 +156,7 @@ def test_bad_options_exit_2_naming_the_option(sshload, args, field):
 
 def test_go_unit_tests_pass_offline(sshload):
     """native/sshgo's own tests (the SSH stream parser and error classes shared with sshtimer, sshload's
-    schedule, percentiles, summary and options), with no network (GOPROXY=off) once the pinned toolchain
-    and modules are in the Go cache (scripts/go-env.sh; `go mod download` fetches them from the Go module registry when the
-    build came from the machine cache; a no-op otherwise)."""
-    root = paths.PROJECT_ROOT
-    script = (f"source {root}/scripts/go-env.sh && cd {root}/native/sshgo && go mod download "
-              "&& GOPROXY=off go test -count=1 ./...")
-    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=900, env=dict(os.environ))
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    schedule, percentiles, summary and options), with no network (GOPROXY=off): compiled once by the build
+    (scripts/build-go.sh), each package's binary run here."""
+    from conftest import assert_go_unit_tests_pass
+    assert_go_unit_tests_pass("sshgo")

@@ -3,7 +3,6 @@ nginx, pqtimer against the Go server, Go against Go, each negotiating what was a
 times against the wire record; what Go lacks is a reason, not a failure."""
 
 import json
-import os
 import stat
 import subprocess
 
@@ -211,17 +210,10 @@ def test_capabilities_come_from_the_binary(gotls_built):
 
 def test_go_unit_tests_pass_offline(gotls_built):
     """native/tlsgo's own tests (the t_ns keys, the ClientHello as sent) and those of gotlskit, which it
-    shares with quicgo (names, the t_ns shape, the sample's head), run with no network
-    (GOPROXY=off). When the build restored gotls from the machine cache, the toolchain and modules are
-    not in the Go cache yet (scripts/go-env.sh): `go mod download` fetches them from the Go module registry first (pinned by
-    go.sum; a no-op when they are there)."""
-    from pqbench import paths
-    root = paths.PROJECT_ROOT
-    script = (f"source {root}/scripts/go-env.sh && cd {root}/native/tlsgo && go mod download "
-              "&& GOPROXY=off go test -count=1 ./... pqbench/native/gotlskit")
-    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=900, env=dict(os.environ))
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "ok  \tpqbench/native/gotlskit" in proc.stdout
+    shares with quicgo (names, the t_ns shape, the sample's head), with no network (GOPROXY=off): compiled
+    once by the build (scripts/build-go.sh), each package's binary run here."""
+    from conftest import assert_go_unit_tests_pass
+    assert_go_unit_tests_pass("gotls", "pqbench/native/gotlskit")
 
 
 @pytest.mark.parametrize("args,field", [

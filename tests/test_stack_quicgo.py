@@ -208,12 +208,8 @@ def test_the_client_command_line_and_its_refusals(quicgo_built):
 
 def test_go_unit_tests_pass_offline(quicgo_built):
     """native/quicgo's own tests (packet types from long headers, the t_ns shape, a loopback handshake)."""
-    from pqbench import paths
-    root = paths.PROJECT_ROOT
-    script = (f"source {root}/scripts/go-env.sh && cd {root}/native/quicgo && go mod download "
-              "&& GOPROXY=off go test -count=1 ./...")
-    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=900, env=dict(os.environ))
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    from conftest import assert_go_unit_tests_pass
+    assert_go_unit_tests_pass("quicgo")
 
 
 @pytest.mark.parametrize("args,field", [
