@@ -93,3 +93,25 @@ def test_a_fixed_sample_count_is_not_told_to_raise_samples_max():
         c = cells.analyse_cell(cell_data(row, samples, "handshake_done"), {}, resamples=200)
         wide = [w for w in warnings.cell_warnings(c) if w.check == "wide_ci"]
         assert wide and wide[0].fix.startswith(fix), (reason, wide)
+
+
+def test_the_command_ends_once_its_work_is_done_whatever_a_library_object_does_at_exit(tmp_path):
+    """An object whose finalizer never returns (as one of a library's did at an interrupted cluster driver's exit:
+    10 s and more in the interpreter's garbage collection) does not keep the command from ending with its code;
+    a non-daemon thread of pqbench's own is still waited for, and the atexit handlers still run."""
+    code = ("import atexit, sys, threading, time\n"
+            "class Stuck:\n"
+            "    def __del__(self):\n"
+            "        time.sleep(600)\n"
+            "stuck = Stuck()\n"
+            "holder = [stuck, None]\n"
+            "holder[1] = holder  # a cycle: only the interpreter's last collection reaches it\n"
+            "del stuck\n"
+            "threading.Thread(target=lambda: (time.sleep(0.5), print('thread done', flush=True))).start()\n"
+            "atexit.register(lambda: print('atexit ran', flush=True))\n"
+            "from pqbench.cli import run\n"
+            "run(['algorithms', '--kind', 'nothing'])\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert r.returncode == 2 and "--kind" in r.stderr, r.stderr
+    assert r.stdout.splitlines() == ["thread done", "atexit ran"], r.stdout
