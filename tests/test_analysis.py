@@ -216,3 +216,26 @@ def test_a_median_between_two_modes_is_flagged_and_a_steady_one_is_not(con):
     split = checks["X25519"]["split_median"]
     assert "retransmission timeout" in split.message and "p25/p75" in split.fix
     assert "split_median" not in checks["X25519MLKEM768"]
+
+
+def test_a_cell_whose_client_stands_beyond_the_machines_allowance_is_read_on_the_wire_clock(con):
+    """The machine's allowance comes from the emulator floor the run measured (±0.25 ms plus its p95 - p50); a cell
+    whose client's median stands further from the wire than that is read on the wire's clock, with the reason,
+    and one within it keeps the client's clock."""
+    from pqbench.measure import wire
+    store.update_run(con, "synthetic", calibration_start={"p50_ms": 0.06, "p95_ms": 0.11})
+    assert wire.allowance_ms({"p50_ms": 0.06, "p95_ms": 0.11}) == pytest.approx(0.30)
+    for kex, late in (("X25519", 0.05), ("X25519MLKEM768", 1.5)):  # a client 1.5 ms behind the wire: woken late
+        durations = [10.0 + 0.01 * i for i in range(40)]
+        samples = [{**sample(i, d, kex), "start_mono_ns": i, "wire": {"ms": d - late}} for i, d in enumerate(durations)]
+        cell = {"cell_id": kex, "position": 0, "status": "done", "kex": kex, "sig": "ecdsap256", "rtt_ms": 10.0,
+                "loss": 0.0, "mode": "handshake", "pad": 0, "metric": "handshake_done", "n": 40, "ok": 40, "failures": 0,
+                "link": LinkSpec.symmetric(10.0, seed=42).to_dict(), "wire": wire.agreement(samples, "handshake_done")}
+        store.save_cell(con, "synthetic", cell, samples, "handshake_done")
+    a = analysis.analyse(con, "synthetic", resamples=200)
+    by = {c.row["kex"]: c for c in a.cells}
+    assert by["X25519"].wire_clock is None and by["X25519"].p50 == pytest.approx(10.195, abs=0.01)
+    held = by["X25519MLKEM768"]
+    assert "+1.500 ms" in held.wire_clock and "0.300 ms this machine allows" in held.wire_clock
+    assert held.p50 == pytest.approx(10.195 - 1.5, abs=0.01)  # the wire's times
+    assert [w.check for w in held.warnings if w.check.startswith("wire")] == ["wire_clock"]

@@ -13,6 +13,7 @@ import tomllib
 
 from pqbench.algorithms import catalog
 from pqbench.errors import BadInput
+from pqbench.measure import wire
 
 from pqbench.experiment.condition import describe  # noqa: F401  (analysis.describe, as before)
 from pqbench.analysis.cells import ALG_FIELDS, QS, CellStats, analyse_cell, page_bytes
@@ -100,6 +101,11 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
     speeds = node_speeds(data.crypto_nodes)
     fastest = _fastest(data.crypto)  # model input: a cell's own node's rounds when it has them
     by_node = {node: {**fastest, **_fastest(spread)} for node, spread in data.crypto_nodes.items()}
+    # how far each node's clients may stand from the wire: from the floor it measured at its start
+    allowance = {None: wire.allowance_ms(data.run.get("calibration_start") if isinstance(
+        data.run.get("calibration_start"), dict) else None),
+        **{n["node"]: wire.allowance_ms(n.get("calibration_start") if isinstance(n.get("calibration_start"), dict)
+                                        else None) for n in data.nodes if n.get("node")}}
     for cd in data.cells:
         if cd.row.get("kind") == "load" and cd.row.get("status") != "skipped":
             load.append({**cd.row, "steps": data.load_steps.get(cd.row["cell_id"], [])})
@@ -107,7 +113,8 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
         if cd.ok.size == 0:
             not_run.append(cd.row)
             continue
-        c = analyse_cell(cd, by_node.get(cd.row.get("node"), fastest), resamples=resamples, seed=seed)
+        c = analyse_cell(cd, by_node.get(cd.row.get("node"), fastest), resamples=resamples, seed=seed,
+                         allowance_ms=allowance.get(cd.row.get("node"), allowance[None]))
         c.warnings = cell_warnings(c)
         cells.append(c)
     return Analysis(run=data.run, cells=cells, not_run=not_run,

@@ -14,6 +14,7 @@ from pqbench.analysis import model
 from pqbench.analysis.data import CellData
 from pqbench.errors import BadInput
 from pqbench.measure.late import RTO_MIN_MS
+from pqbench.measure.wire import TOLERANCE_MS, clock as wire_clock_of
 from pqbench.sample import Phase, SshPhase
 
 QS = stats.PERCENTILES
@@ -65,6 +66,8 @@ class CellStats:
     modes: dict = dataclasses.field(default_factory=dict)  # mode -> (share, lo, hi) of successful samples
     # medians of the ClientHello's and the Certificate's bytes (sent compressed), and the HRR share
     tls: dict = dataclasses.field(default_factory=dict)
+    # whose clock the durations are on: None, the client's; else why the wire's (pqbench.measure.wire.clock)
+    wire_clock: str | None = None
 
     def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
         row = self.__dict__.get("row")
@@ -193,11 +196,20 @@ def modes(cd: CellData) -> dict:
     return {m: stats.binomial_ci(k, n, CONFIDENCE) for m, k in counts.items()}
 
 
-def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int = 0) -> CellStats:
+def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int = 0,
+                 allowance_ms: float | None = None) -> CellStats:
+    """allowance_ms: how far this machine lets a client's clock stand from the wire's (wire.allowance_ms); a cell
+    beyond it, whose every successful sample has its wire time, is read on the wire's clock."""
     row = cd.row
     n = int(cd.ok.size) if cd.ok.size else int(row.get("n") or 0)
     ok = int(cd.ok.sum()) if cd.ok.size else int(row.get("ok") or 0)
     durations = cd.ok_values("duration_ms")
+    why = wire_clock_of(row.get("wire") if isinstance(row.get("wire"), dict) else None,
+                        allowance_ms if allowance_ms is not None else TOLERANCE_MS)
+    on_wire = cd.ok_values("wire_ms") if why and "wire_ms" in cd.values else np.array([])
+    wire_clock = why if why and on_wire.size == durations.size else None
+    if wire_clock:
+        durations = on_wire
     pct = stats.bootstrap_percentiles(durations, QS, confidence=CONFIDENCE, resamples=resamples, seed=seed)
     classes = dict(row.get("failure_classes") or {}) if isinstance(row.get("failure_classes"), dict) else {}
     if not classes:
@@ -226,4 +238,5 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
                      failure_rate=stats.binomial_ci(n - ok, n, CONFIDENCE), failure_classes=classes, wire=wire,
                      phases=_phase_split(cd), bound=bound, bound_note=note,
                      groups=sorted({str(g) for g in cd.groups if g}),
-                     sigalgs=sorted({str(g) for g in cd.sigalgs if g}), modes=modes(cd), tls=tls)
+                     sigalgs=sorted({str(g) for g in cd.sigalgs if g}), modes=modes(cd), tls=tls,
+                     wire_clock=wire_clock)

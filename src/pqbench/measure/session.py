@@ -30,7 +30,7 @@ from pqbench.endpoints.remote import UNKNOWN_SIG
 from pqbench.experiment import cells as cellmod
 from pqbench.experiment.spec import Spec
 from pqbench.measure import cell as cellmeasure
-from pqbench.measure import concurrency
+from pqbench.measure import concurrency, wire
 from pqbench.measure.capacity import measure_cell as measure_capacity
 from pqbench.measure.rig import Rig, credentials
 from pqbench.measure.schedule import run_interleaved
@@ -268,5 +268,6 @@ def calibrate_floor(tb, spec: Spec) -> dict | None:
         floor = measure_floor(tb, spec.calibration_samples)
     finally:
         tb.reconfigure(saved)
-    return {**{f"{k}_ms": floor.get(k) for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean")},
-            "n": floor.get("n"), "when": datetime.datetime.now().isoformat(timespec="seconds")}
+    out = {**{f"{k}_ms": floor.get(k) for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean")},
+           "n": floor.get("n"), "when": datetime.datetime.now().isoformat(timespec="seconds")}
+    return {**out, "agreement_allowance_ms": wire.allowance_ms(out)}  # what this machine lets a client's clock claim

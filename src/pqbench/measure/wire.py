@@ -28,6 +28,32 @@ from pqbench.sample import TLS_MILESTONES, Milestone  # noqa: F401  (where they 
 MATCH_WINDOW_NS = 2_000_000_000  # a connection opened further than this from a sample's start is not its own
 TOLERANCE_MS = 0.25  # client and wire times of one sample further apart than this disagree
 DISAGREE_SHARE = 0.05  # the report warns when more samples than this disagree
+MIN_AGREEMENT_SAMPLES = 10  # fewer samples joined to the wire say nothing of a cell's clock
+
+
+def allowance_ms(floor: dict | None) -> float:
+    """How far a client's median may stand from the wire's on the machine that measured: the tolerance, plus the
+    spread of the emulator's floor (p95 - p50 of a TCP connect at 0 ms by a process at the measured priority: the
+    emulator's read latency and a measured process's wake-up latency, as this machine shows them). A run stores it
+    with its calibration (`agreement_allowance_ms`); runs from before are given it from their floor."""
+    floor = floor or {}
+    if floor.get("agreement_allowance_ms") is not None:
+        return float(floor["agreement_allowance_ms"])
+    p50, p95 = floor.get("p50_ms"), floor.get("p95_ms")
+    spread = p95 - p50 if p50 is not None and p95 is not None and p95 >= p50 else 0.0
+    return round(TOLERANCE_MS + spread, 4)
+
+
+def clock(w: dict | None, allowance: float) -> str | None:
+    """Why a cell is read on the wire's clock (its client's median stands further from the wire than this machine
+    allows), or None: the client's own clock holds."""
+    w = w or {}
+    if (w.get("n") or 0) < MIN_AGREEMENT_SAMPLES or w.get("median_diff_ms") is None:
+        return None
+    if abs(w["median_diff_ms"]) <= allowance:
+        return None
+    return (f"the client's clock stands {w['median_diff_ms']:+.3f} ms (median) from the wire's, beyond the "
+            f"{allowance:.3f} ms this machine allows: its times are the wire's (SYN to the milestone)")
 
 
 def clock_offset_ns() -> int:

@@ -11,6 +11,7 @@ from pqbench.experiment.condition import condition as cell_condition, describe
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.paired import value as paired_value
 from pqbench.analysis.warnings import TITLES
+from pqbench.measure.wire import allowance_ms as wire_allowance
 
 
 @dataclasses.dataclass
@@ -271,16 +272,21 @@ def quality(a: Analysis) -> Table:
         rows.append([a.label(c), condition(c), ms(d.get("clean_ms")), late,
                      f"{w['median_diff_ms']:+.3f} [{w['p5_diff_ms']:+.3f}, {w['p95_diff_ms']:+.3f}]" if w.get("n") else "–",
                      f"{w['disagree']} of {w['n']}" if w.get("n") else
-                     ("no wire record (netem)" if d and not d.get("wire") else "–")])
+                     ("no wire record (netem)" if d and not d.get("wire") else "–"),
+                     "wire" if c.wire_clock else "client" if w.get("n") else "client (unchecked)"])
+    start = a.run.get("calibration_start") if isinstance(a.run.get("calibration_start"), dict) else None
     return Table("quality", "Measurement quality per cell",
                  ["algorithm", "condition", "clean time", "late samples", "client − wire (p50 [p5, p95])",
-                  "beyond ±0.25 ms"], rows,
+                  "beyond ±0.25 ms", "clock"], rows,
                  "Clean time: p5 of the samples no retransmission touched (client TCP_INFO, emulator record). "
                  "Late: such samples beyond the clean time by max_bias + 0.5 ms, i.e. waiting for a CPU; of "
                  "those, how many the client itself spent at least half the excess waiting for a CPU (its "
                  "run-queue wait from the kernel's schedstat; pqtimer reports it). "
                  "Client − wire: the client's time minus the same connection's time on the wire (SYN to the "
-                 "client's Finished, or to the last byte), as the emulator recorded it.")
+                 "client's Finished, or to the last byte), as the emulator recorded it. Clock: whose times the "
+                 "cell's figures are; the wire's where the client's median stands further from the wire than "
+                 f"this machine allows ({wire_allowance(start):.3f} ms: ±0.25 ms plus the spread of the emulator "
+                 "floor it measured at the run's start).")
 
 
 def model(a: Analysis) -> Table:
