@@ -339,4 +339,4 @@ def test_pqtimer_agrees_with_the_wire(bed):
     samples = rig.sample(_job(bed), 40, 1, bed["dir"])
     rig.end_cell(samples, "handshake", bed["dir"])
     w = wire.agreement(samples, "handshake_done")
-    assert_client_leads_the_wire(w)
+    assert_client_leads_the_wire(w, rig.tb)

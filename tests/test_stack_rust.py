@@ -154,7 +154,7 @@ def test_client_times_agree_with_the_wire(bed, server, client):
     w = wire.agreement(samples, "handshake_done")
     print(f"\n{client} client vs {server} server, wire agreement at 10 ms RTT: {json.dumps(w)}; "
           f"per phase (client - wire, median ms): {json.dumps(phase_diffs(samples))}")
-    assert_client_leads_the_wire(w)
+    assert_client_leads_the_wire(w, rig.tb)
     # the server's whole first flight arrives after the ClientHello left. TCP retransmissions are not checked: on
     # this clean link one is a timer that fired while a server waited for a CPU beside the suite's other workers (1 of
     # 40 in a CI run); client and wire both count its wait.
