@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import tlsstacks
-from conftest import SSH_PROCESS_MARKS, processes_mentioning
+from conftest import SSH_PROCESS_MARKS, machine_allowance, processes_mentioning
 
 from pqbench import endpoints
 from pqbench.measure import wire
@@ -160,8 +160,8 @@ def test_client_phases_are_in_order_and_agree_with_the_wire(bed, server, client,
     """The client's NEWKEYS (handshake_done) against the wire: the first packet of the client flight
     that begins at the byte offset sshtimer reports for it (wire_milestone.offset; its flight index
     can be one off when a server flight arrives within microseconds of a client write). The
-    client's zero is just before its SYN, so it runs a few tens of µs ahead of the wire; more than
-    wire.TOLERANCE_MS apart is a disagreement. The OpenSSH client is timed by sshtimer's relay, which
+    client's zero is just before its SYN, so it runs a few tens of µs ahead of the wire; further apart than this
+    machine allows (conftest.machine_allowance) is a disagreement. The OpenSSH client is timed by sshtimer's relay, which
     writes to the socket itself, so the same holds for it."""
     rig = bed["rig"]
     rig.begin_cell(rig.link)
@@ -188,9 +188,10 @@ def test_client_phases_are_in_order_and_agree_with_the_wire(bed, server, client,
         diffs.append(t["handshake_done"] / 1e6 - s["wire"]["ms"])
         assert s["msg_bytes_received"]["kexinit"] > 0 and s["tcp_handshake"]["bytes_received"] > 0
     diffs.sort()
-    within = sum(abs(d) <= wire.TOLERANCE_MS for d in diffs)
+    allowed = machine_allowance(rig.tb)  # the tolerance plus this machine's emulator floor spread
+    within = sum(abs(d) <= allowed for d in diffs)
     # a busy machine delays a client process now and then; the median and most samples must agree
-    assert abs(diffs[len(diffs) // 2]) <= wire.TOLERANCE_MS and within >= 0.75 * len(diffs), diffs
+    assert abs(diffs[len(diffs) // 2]) <= allowed and within >= 0.75 * len(diffs), (diffs, allowed)
     assert index_right >= len(samples) // 2, index_right
 
 
