@@ -133,6 +133,13 @@ def lines_until_gone(owner: dict, fd: int = 0):
         yield pending.decode()
 
 
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def log_path(owner_pid: int) -> Path:
     """Where a guardian that has not finished its work REPORT_S after its owner died writes where it waits."""
     return registry.RUN_ROOT / "guardians" / f"{owner_pid}.log"
@@ -145,13 +152,15 @@ def guard(owner: dict, lines) -> None:
     for line in lines:
         pid, start = line.split()
         watched.append({"pid": int(pid), "start": int(start)})
-    while registry.is_alive(owner):  # the pipe closes as the owner exits; it is gone a moment later
-        time.sleep(0.01)
     log = log_path(owner["pid"])
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:  # what it still does REPORT_S on, with its stack: a guardian is never silent
         faulthandler.dump_traceback_later(REPORT_S, repeat=True, file=f)
         try:
+            f.write(f"input ended; owner {owner['pid']}: {_state(owner['pid'])}\n")
+            f.flush()
+            while registry.is_alive(owner):  # the pipe closes as the owner exits; it is gone a moment later
+                time.sleep(0.01)
             f.write(f"owner {owner['pid']} gone; ending {len(watched)} watched process trees\n")
             f.flush()
             end_processes(_descendants(watched))

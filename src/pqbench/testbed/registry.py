@@ -98,15 +98,20 @@ def processes() -> dict[int, tuple[int, int | None]]:
     return out
 
 
+PF_EXITING = 0x4  # the kernel's flag of a process in its exit (/proc/PID/stat's flags)
+
+
 def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (identifies it across pid reuse); None
-    once it has ended, as a zombie too: a killed owner nobody has waited for yet is dead."""
+    once it has ended, as a zombie too (a killed owner nobody has waited for yet is dead), and while it
+    is in its exit (killed, it closes its files and ends its threads, which can take long: it runs no
+    more code of its own)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else int(fields[19])
+    return None if fields[0] in ("Z", "X") or int(fields[6]) & PF_EXITING else int(fields[19])
 
 
 def proc_ref(pid: int) -> dict:
