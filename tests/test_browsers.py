@@ -289,10 +289,11 @@ def test_wire_milestones_of_a_flow_with_a_favicon_request_after_the_page():
 
 
 def test_a_new_connection_on_a_port_just_closed_is_told_from_the_closed_one():
-    """A load's connections are the sockets new after it (pqbench.endpoints.browsers.sockets). The kernel hands a
-    closed connection's local port out again at once for the same server; a slower machine's Chromium did so, and
-    its 0-RTT load's connection looked as if it had been there before the load (resumption unverified). A connection
-    the browser closed before the look stays visible by its TIME_WAIT entry."""
+    """A load's connections are the sockets a process held while it ran that were not there before
+    (pqbench.endpoints.browsers.sockets). The kernel hands a closed connection's local port out again at once for
+    the same server; a slower machine's Chromium did so, and closed its 0-RTT load's connection before the load's end
+    was seen: by ports, or by a look after the load, it looked as if the load had opened none (resumption
+    unverified)."""
     import socket as so
     from pqbench.endpoints.browsers import sockets
     server = so.create_server(("127.0.0.1", 0))
@@ -300,27 +301,26 @@ def test_a_new_connection_on_a_port_just_closed_is_told_from_the_closed_one():
     first = so.socket()
     first.setsockopt(so.SOL_SOCKET, so.SO_REUSEADDR, 1)
     first.connect(("127.0.0.1", port))
-    accepted, _ = server.accept()
+    peer = server.accept()[0]
     local = first.getsockname()[1]
     first.close()  # the client closes first: its side goes to TIME_WAIT
-    accepted.close()
+    peer.close()
     time.sleep(0.05)
     before = sockets.connections("tcp", {"127.0.0.1"})
     assert [c for c in before if c[0] == local and c[2] == port], before  # the TIME_WAIT entry
-    again = so.socket()
-    again.setsockopt(so.SOL_SOCKET, so.SO_REUSEADDR, 1)
-    again.bind(("127.0.0.1", local))  # the same local port, as the kernel's port choice may give it
-    again.connect(("127.0.0.1", port))
     try:
-        new = sockets.opened(before, sockets.connections("tcp", {"127.0.0.1"}))
-        assert (local, "127.0.0.1", port) in new, (before, new)
+        with sockets.Watch("tcp", {"127.0.0.1"}, before) as during:
+            again = so.socket()
+            again.setsockopt(so.SOL_SOCKET, so.SO_REUSEADDR, 1)
+            again.bind(("127.0.0.1", local))  # the same local port, as the kernel's port choice may give it
+            again.connect(("127.0.0.1", port))
+            peer = server.accept()[0]
+            time.sleep(0.05)
+            again.close()  # closed before the load's end: only the watch saw it open
+            peer.close()
+            time.sleep(0.05)
+        assert (local, "127.0.0.1", port) in sockets.opened(before, during.seen), (before, during.seen)
+        assert (local, "127.0.0.1", port) not in sockets.opened(before, sockets.connections("tcp", {"127.0.0.1"}))
         assert sockets.opened(before, before) == set()
-        closed = so.create_connection(("127.0.0.1", port))  # opened and closed between the two looks
-        server.accept()[0].close()
-        closed_port = closed.getsockname()[1]
-        closed.close()
-        time.sleep(0.05)
-        assert (closed_port, "127.0.0.1", port) in sockets.opened(before, sockets.connections("tcp", {"127.0.0.1"}))
     finally:
-        again.close()
         server.close()

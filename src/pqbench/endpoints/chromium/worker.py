@@ -67,7 +67,8 @@ class Browser:
 
     def load(self, target_url: str, timeout_s: float, remote_hosts: set[str],
              proto: str, warm: bool = False) -> tuple[list[dict], set, set, str | None]:
-        """One page load in a new browser context: (its DevTools events, sockets before, after, net error).
+        """One page load in a new browser context: (its DevTools events, sockets before, those seen while it ran, net
+        error).
         warm: a priming load first (untimed, its events dropped), the context's connections closed, then the
         load, which can resume with the priming load's session ticket."""
         pipe = self.pipe
@@ -83,9 +84,9 @@ class Browser:
                     return [], set(), set(), f"priming load: {error}"
             pipe.take_events()
             before = sockets.connections(proto, remote_hosts)
-            error = self._navigate(session, target_url, timeout_s)
-            after = sockets.connections(proto, remote_hosts)
-            return [e for e in pipe.take_events() if e.get("sessionId") == session], before, after, error
+            with sockets.Watch(proto, remote_hosts, before) as during:
+                error = self._navigate(session, target_url, timeout_s)
+            return [e for e in pipe.take_events() if e.get("sessionId") == session], before, during.seen, error
         finally:
             try:
                 pipe.send("Target.disposeBrowserContext", {"browserContextId": ctx})
@@ -167,13 +168,13 @@ def main(argv: list[str] | None = None) -> int:
 def one(browser: Browser, job: dict, worker: int, i: int, timeout_s: float) -> dict:
     offset, waited = clock_offset_ns(), cpuwait.waited_ns(browser.proc.pid)
     try:
-        events, before, after, error = browser.load(url(job), timeout_s, set(host_map(job).values()), proto(job),
+        events, before, seen, error = browser.load(url(job), timeout_s, set(host_map(job).values()), proto(job),
                                                     warm=is_warm(job["mode"]))
     except CdpGone as e:
         raise BrowserGone(str(e)) from None
     except TimeoutError:
         return failure(job, worker, i, "browser_hung", f"the browser did not answer within {timeout_s:g} s")
-    requests, load_event = connections_of(events, sockets.opened(before, after))
+    requests, load_event = connections_of(events, sockets.opened(before, seen))
     s = sample_of(requests, load_event, offset)
     if not TRANSPORTS[job["transport"]].is_default:
         s["transport"] = job["transport"]  # the wire join reads the flow over the transport's IP protocol
