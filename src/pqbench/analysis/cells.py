@@ -66,7 +66,8 @@ class CellStats:
     modes: dict = dataclasses.field(default_factory=dict)  # mode -> (share, lo, hi) of successful samples
     # medians of the ClientHello's and the Certificate's bytes (sent compressed), and the HRR share
     tls: dict = dataclasses.field(default_factory=dict)
-    # whose clock the durations are on: None, the client's; else why the wire's (pqbench.measure.wire.clock)
+    # why this cell's client clock is not to be believed on this machine (pqbench.measure.wire.clock), with the
+    # wire's median; None when it agrees
     wire_clock: str | None = None
 
     def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
@@ -199,7 +200,8 @@ def modes(cd: CellData) -> dict:
 def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int = 0,
                  allowance_ms: float | None = None) -> CellStats:
     """allowance_ms: how far this machine lets a client's clock stand from the wire's (wire.allowance_ms); a cell
-    beyond it, whose every successful sample has its wire time, is read on the wire's clock."""
+    beyond it is flagged with the wire's median beside its own (its figures stay the client's: a comparison must
+    not mix one cell's clock with another's)."""
     row = cd.row
     n = int(cd.ok.size) if cd.ok.size else int(row.get("n") or 0)
     ok = int(cd.ok.sum()) if cd.ok.size else int(row.get("ok") or 0)
@@ -207,9 +209,7 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
     why = wire_clock_of(row.get("wire") if isinstance(row.get("wire"), dict) else None,
                         allowance_ms if allowance_ms is not None else TOLERANCE_MS)
     on_wire = cd.ok_values("wire_ms") if why and "wire_ms" in cd.values else np.array([])
-    wire_clock = why if why and on_wire.size == durations.size else None
-    if wire_clock:
-        durations = on_wire
+    wire_clock = f"{why}; on the wire its p50 is {float(np.median(on_wire)):.3f} ms" if why and on_wire.size else why
     pct = stats.bootstrap_percentiles(durations, QS, confidence=CONFIDENCE, resamples=resamples, seed=seed)
     classes = dict(row.get("failure_classes") or {}) if isinstance(row.get("failure_classes"), dict) else {}
     if not classes:

@@ -58,7 +58,7 @@ TITLES = {
     "late_note": f"over {100 * late.LATE_SHARE:g} % of the samples without a retransmission came late, moving no "
                  "reported percentile beyond its CI",
     "wire": f"client and wire times disagree in over {100 * wire.DISAGREE_SHARE:g} % of the samples",
-    "wire_clock": "the client's clock stood further from the wire's than the machine allows: read on the wire's clock",
+    "wire_clock": "the client's clock stood further from the wire's than the machine allows",
 }
 
 
@@ -150,8 +150,9 @@ def _quality(c: CellStats) -> list[Warning]:
     w = c.row.get("wire") if isinstance(c.row.get("wire"), dict) else {}
     if c.wire_clock:
         out.append(Warning("wire_clock", c.wire_clock,
-                           "the client waited for a CPU or was woken late on this machine more than the emulator "
-                           "did: the wire's times are the cell's; on an idle or faster machine its clock agrees"))
+                           "the client spent time the wire does not show (a process's start, a CPU wait, a late "
+                           "wake-up on this machine): compare this cell by its wire times (export, wire_ms), or "
+                           "rerun on an idle or faster machine"))
     elif w.get("n") and w["disagree"] / w["n"] > wire.DISAGREE_SHARE:
         out.append(Warning("wire", f"the client's time differs from the wire's by more than {w['tolerance_ms']} ms "
                                    f"in {w['disagree']} of {w['n']} samples (median {w['median_diff_ms']:+.3f} ms)",

@@ -45,15 +45,15 @@ def allowance_ms(floor: dict | None) -> float:
 
 
 def clock(w: dict | None, allowance: float) -> str | None:
-    """Why a cell is read on the wire's clock (its client's median stands further from the wire than this machine
-    allows), or None: the client's own clock holds."""
+    """Why a cell's client clock is not to be believed (its median stands further from the wire's than this
+    machine allows), or None: the client's own clock holds."""
     w = w or {}
     if (w.get("n") or 0) < MIN_AGREEMENT_SAMPLES or w.get("median_diff_ms") is None:
         return None
     if abs(w["median_diff_ms"]) <= allowance:
         return None
     return (f"the client's clock stands {w['median_diff_ms']:+.3f} ms (median) from the wire's, beyond the "
-            f"{allowance:.3f} ms this machine allows: its times are the wire's (SYN to the milestone)")
+            f"{allowance:.3f} ms this machine allows")
 
 
 def clock_offset_ns() -> int:
