@@ -340,3 +340,26 @@ def test_pqtimer_agrees_with_the_wire(bed):
     rig.end_cell(samples, "handshake", bed["dir"])
     w = wire.agreement(samples, "handshake_done")
     assert_client_leads_the_wire(w, rig.tb)
+
+
+def test_pqtimer_outlives_a_server_that_resets_while_it_writes(built_stack):
+    """pqtimer ignores SIGPIPE: a server killed while pqtimer writes (a chaos test's nginx) makes the write fail with
+    EPIPE, a failed sample with its class; by SIGPIPE pqtimer died and its claimed samples came back client_lost. Here a
+    loopback listener that never answers keeps pqtimer waiting for a ServerHello while its signals are read."""
+    import signal
+    import socket
+    from pathlib import Path
+    listener = socket.create_server(("127.0.0.1", 0))
+    proc = subprocess.Popen([str(paths.native_binary("pqtimer")), "--host", "127.0.0.1", "--port",
+                             str(listener.getsockname()[1]), "--timeout-ms", "20000"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=openssl_build.openssl_env())
+    try:
+        time.sleep(0.5)  # past its start-up: waiting on the socket for a ServerHello
+        assert proc.poll() is None
+        ignored = int(next(line.split()[1] for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                           if line.startswith("SigIgn:")), 16)
+        assert ignored & (1 << (signal.SIGPIPE - 1)), hex(ignored)
+    finally:
+        proc.kill()
+        proc.wait()
+        listener.close()

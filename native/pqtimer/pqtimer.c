@@ -48,6 +48,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -498,6 +499,9 @@ int main(int argc, char **argv) {
     struct options o;
     parse_options(argc, argv, &o);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* A server that resets the connection while we write (one killed mid-cell) is a failed sample with its class
+     * (the write's EPIPE), not a client killed by SIGPIPE whose claimed samples come back as client_lost. */
+    signal(SIGPIPE, SIG_IGN);
     const struct transport_ops *transport = transports[o.transport];
     const char *refusal = transport->refusal(&o);
     if (!refusal && page_resources() && o.transport != TRANSPORT_TCP)
