@@ -102,10 +102,8 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
     fastest = _fastest(data.crypto)  # model input: a cell's own node's rounds when it has them
     by_node = {node: {**fastest, **_fastest(spread)} for node, spread in data.crypto_nodes.items()}
     # how far each node's clients may stand from the wire: from the floor it measured at its start
-    allowance = {None: wire.allowance_ms(data.run.get("calibration_start") if isinstance(
-        data.run.get("calibration_start"), dict) else None),
-        **{n["node"]: wire.allowance_ms(n.get("calibration_start") if isinstance(n.get("calibration_start"), dict)
-                                        else None) for n in data.nodes if n.get("node")}}
+    allowance = {None: wire.allowance_ms(data.run.get("calibration_start")),
+                 **{n["node"]: wire.allowance_ms(n.get("calibration_start")) for n in data.nodes if n.get("node")}}
     for cd in data.cells:
         if cd.row.get("kind") == "load" and cd.row.get("status") != "skipped":
             load.append({**cd.row, "steps": data.load_steps.get(cd.row["cell_id"], [])})

@@ -31,12 +31,12 @@ DISAGREE_SHARE = 0.05  # the report warns when more samples than this disagree
 MIN_AGREEMENT_SAMPLES = 10  # fewer samples joined to the wire say nothing of a cell's clock
 
 
-def allowance_ms(floor: dict | None) -> float:
+def allowance_ms(floor) -> float:
     """How far a client's median may stand from the wire's on the machine that measured: the tolerance, plus the
     spread of the emulator's floor (p95 - p50 of a TCP connect at 0 ms by a process at the measured priority: the
     emulator's read latency and a measured process's wake-up latency, as this machine shows them). A run stores it
     with its calibration (`agreement_allowance_ms`); runs from before are given it from their floor."""
-    floor = floor or {}
+    floor = floor if isinstance(floor, dict) else {}  # a run on a real path has no floor
     if floor.get("agreement_allowance_ms") is not None:
         return float(floor["agreement_allowance_ms"])
     p50, p95 = floor.get("p50_ms"), floor.get("p95_ms")

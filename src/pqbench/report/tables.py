@@ -275,10 +275,10 @@ def quality(a: Analysis) -> Table:
                      f"{w['disagree']} of {w['n']}" if w.get("n") else
                      ("no wire record (netem)" if d and not d.get("wire") else "–")]
                     + (["beyond" if c.wire_clock else "within"] if on_wire else []))
-    start = a.run.get("calibration_start") if isinstance(a.run.get("calibration_start"), dict) else None
     # the column of what this machine allows, where a cell's client stands beyond it (pqbench.measure.wire.clock)
+    allowed = wire_allowance(a.run.get("calibration_start"))
     clock = (" Machine: whether the client's median stands within what this machine allows "
-             f"({wire_allowance(start):.3f} ms: ±0.25 ms plus the spread of the emulator floor it measured at the "
+             f"({allowed:.3f} ms: ±0.25 ms plus the spread of the emulator floor it measured at the "
              "run's start); beyond it, compare the cell by its wire times.") if on_wire else ""
     return Table("quality", "Measurement quality per cell",
                  ["algorithm", "condition", "clean time", "late samples", "client − wire (p50 [p5, p95])",
