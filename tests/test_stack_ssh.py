@@ -214,25 +214,35 @@ def test_sshd_runs_in_a_mount_namespace_of_its_own_and_changes_nothing_outside(b
 @pytest.mark.root
 def test_initcwnd_removes_the_extra_round_trip_of_a_host_key_flight_above_ten_segments(bed):
     """ML-DSA-87's key exchange reply (about 8.4 kB) is more than 10 segments at MTU 600 (MSS 548):
-    with initcwnd 10 it takes one more round trip than ed25519's; with initcwnd 40 it does not."""
+    with initcwnd 10 the server's flight that carries it waits a round trip for the client's ACKs
+    halfway; with initcwnd 40 it leaves in one go, as ed25519's does with either. Judged on the wire
+    (the span of the server's largest flight at the client's side), so the signature's compute time,
+    which a busy machine stretches by milliseconds, is not mistaken for a round trip."""
     from pqbench.testbed import TcpKnobs
     rig = bed["rig"]
     kex = "curve25519-sha256"
-    got = {}
+    span = {}
     try:
         for cwnd in (10, 40):
             for hostkey in ("ssh-ed25519", "ssh-mldsa-87"):
                 rig.begin_cell(LinkSpec.symmetric(rtt_ms=RTT_MS, mtu=600), TcpKnobs(initcwnd=cwnd))
                 samples = rig.sample(job(bed, "gossh", kex, hostkey), 6, 1, bed["dir"], client=CLIENT)
+                flows = rig.tb.backend.flows(bed["dir"] / f"flows-cwnd{cwnd}-{hostkey}.jsonl")
                 assert all(s["ok"] for s in samples), [s.get("error") for s in samples if not s["ok"]]
-                got[cwnd, hostkey] = sorted((s["t_ns"]["kex_reply_received"] - s["t_ns"]["kexinit_exchanged"]) / 1e6
-                                            for s in samples)[3]
+                assert len(flows) == len(samples), flows
+                spans = sorted(_largest_server_flight_span_ms(f) for f in flows)
+                span[cwnd, hostkey] = spans[len(spans) // 2]
                 if hostkey == "ssh-mldsa-87":
                     assert samples[0]["msg_bytes_received"]["kex_31"] > 10 * 548
     finally:
         rig.begin_cell(LinkSpec.symmetric(rtt_ms=RTT_MS), TcpKnobs())
-    extra = {cwnd: got[cwnd, "ssh-mldsa-87"] - got[cwnd, "ssh-ed25519"] for cwnd in (10, 40)}
-    assert extra[10] >= 0.7 * RTT_MS and extra[40] <= 0.5 * RTT_MS, (extra, got)
+    assert span[10, "ssh-mldsa-87"] >= 0.7 * RTT_MS, span
+    assert max(span[40, "ssh-mldsa-87"], span[10, "ssh-ed25519"], span[40, "ssh-ed25519"]) <= 0.5 * RTT_MS, span
+
+
+def _largest_server_flight_span_ms(flow) -> float:
+    s2c = max((f for f in flow["flights"] if f["dir"] == "s2c"), key=lambda f: f["bytes"])
+    return (s2c["last_ns"] - s2c["first_ns"]) / 1e6
 
 
 def _median_received(samples, counter):
