@@ -23,7 +23,7 @@ import pytest
 from conftest import ROOT
 from pqbench import store
 from pqbench.testbed import registry
-from test_lifeline import descendants, guardian_log
+from test_lifeline import descendants, guardian_log, why_alive
 
 pytestmark = pytest.mark.root
 ENV = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
@@ -82,14 +82,6 @@ def when_measuring(proc: subprocess.Popen, timeout: float = 90) -> list[int]:
             return clients
         time.sleep(0.05)
     raise AssertionError(f"no cell was measured: {proc.poll()} {_rest(proc)}")
-
-
-def _wchan(pid: int) -> str:
-    """Where a process waits in the kernel, for failure messages."""
-    try:
-        return Path(f"/proc/{pid}/wchan").read_text() or "running"
-    except OSError:
-        return "gone"
 
 
 def _cmdline(pid: int) -> str:
@@ -338,5 +330,5 @@ def test_a_cluster_worker_killed_mid_cell_loses_nothing(built_stack, cluster, tm
     while any(registry.is_alive(r) for r in things) and time.monotonic() < deadline:
         time.sleep(0.1)
     left = [r for r in things if registry.is_alive(r)]
-    assert not left, [f"{r['pid']} {_cmdline(r['pid'])} ({_wchan(r['pid'])})" for r in left] + guardian_log(victim.pid)
+    assert not left, [why_alive(r["pid"]) for r in left] + guardian_log(victim.pid)
     resume_completes(spec, db, found)  # nothing left to measure

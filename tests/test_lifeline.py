@@ -1,11 +1,13 @@
 """Nothing outlives its owner: a pqbench process killed with SIGKILL leaves no process, namespace or device."""
 
+import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -34,11 +36,30 @@ def guardian_of(pid: int) -> list[int]:
 
 
 def guardian_log(owner_pid: int) -> list[str]:
-    """What the owner's guardian wrote of a job it had not finished 5 s after the owner died (its stack)."""
+    """What the owner's guardian, if it still runs, is doing: it writes its stack to its log on SIGUSR1."""
+    for g in guardian_of(owner_pid):
+        with contextlib.suppress(OSError):
+            os.kill(g, signal.SIGUSR1)
+    time.sleep(0.2)
     try:
         return [f"guardian log: {lifeline.log_path(owner_pid).read_text()[-4000:]}"]
     except OSError:
         return []
+
+
+def why_alive(pid: int) -> str:
+    """A process a test found still alive, for its failure message: what it runs, its state and parent, where it
+    waits in the kernel and, for a guardian, what it is doing (guardian_log of its owner)."""
+    try:
+        args = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        kernel = Path(f"/proc/{pid}/stack").read_text().replace("\n", " | ")
+    except OSError:
+        return f"{pid}: gone"
+    out = f"{pid} {b' '.join(args).decode(errors='replace')} (state {stat[0]}, parent {stat[1]}; kernel: {kernel})"
+    if b"pqbench.testbed.lifeline" in args:
+        out += " " + " ".join(guardian_log(int(args[args.index(b"pqbench.testbed.lifeline") + 1])))
+    return out
 
 
 def owned_by(pid: int) -> dict:

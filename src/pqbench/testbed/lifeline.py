@@ -141,45 +141,50 @@ def _state(pid: int) -> str:
 
 
 def log_path(owner_pid: int) -> Path:
-    """Where a guardian that has not finished its work REPORT_S after its owner died writes where it waits."""
+    """What the guardian of owner_pid is doing, while it runs (removed when its work is done): where it waits,
+    its stack every REPORT_S once its owner died, and on SIGUSR1 (a test that finds it alive asks)."""
     return registry.RUN_ROOT / "guardians" / f"{owner_pid}.log"
 
 
-def guard(owner: dict, lines) -> None:
+def guard(owner: dict, lines, log) -> None:
     """Reads the processes to watch until the owner is gone (end of input), then ends them and removes
     the owner's testbeds."""
     watched = []
     for line in lines:
         pid, start = line.split()
         watched.append({"pid": int(pid), "start": int(start)})
-    log = log_path(owner["pid"])
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as f:  # what it still does REPORT_S on, with its stack: a guardian is never silent
-        faulthandler.dump_traceback_later(REPORT_S, repeat=True, file=f)
-        try:
-            f.write(f"input ended; owner {owner['pid']}: {_state(owner['pid'])}\n")
-            f.flush()
-            while registry.is_alive(owner):  # the pipe closes as the owner exits; it is gone a moment later
-                time.sleep(0.01)
-            f.write(f"owner {owner['pid']} gone; ending {len(watched)} watched process trees\n")
-            f.flush()
-            end_processes(_descendants(watched))
-            f.write("reaping the owner's testbeds\n")
-            f.flush()
-            registry.reap_stale()
-        except BaseException:
-            traceback.print_exc(file=f)
-            raise
-        finally:
-            faulthandler.cancel_dump_traceback_later()
-    log.unlink()  # done: nothing to tell
+    faulthandler.dump_traceback_later(REPORT_S, repeat=True, file=log)  # a guardian at work is never silent
+    try:
+        log.write(f"input ended; owner {owner['pid']}: {_state(owner['pid'])}\n")
+        log.flush()
+        while registry.is_alive(owner):  # the pipe closes as the owner exits; it is gone a moment later
+            time.sleep(0.01)
+        log.write(f"owner {owner['pid']} gone; ending {len(watched)} watched process trees\n")
+        log.flush()
+        end_processes(_descendants(watched))
+        log.write("reaping the owner's testbeds\n")
+        log.flush()
+        registry.reap_stale()
+    except BaseException:
+        traceback.print_exc(file=log)
+        raise
+    finally:
+        faulthandler.cancel_dump_traceback_later()
 
 
 def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # a Ctrl-C meant for the owner, or its terminal closing
     owner = {"pid": int(argv[0]), "start": int(argv[1])}
-    guard(owner, lines_until_gone(owner))
+    path = log_path(owner["pid"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as log:
+        faulthandler.register(signal.SIGUSR1, file=log)
+        log.write(f"guardian {os.getpid()} of {owner['pid']}: reading what to watch\n")
+        log.flush()
+        guard(owner, lines_until_gone(owner), log)
+        log.write("done\n")
+    path.unlink()  # done: nothing to tell
     return 0
 
 
