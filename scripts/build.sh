@@ -43,9 +43,13 @@ LIBOQS_CMAKE=(-DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DOQS_BUILD_ONLY
               -DOQS_ENABLE_KEM_HQC=ON -DOQS_USE_OPENSSL=OFF -DOQS_DIST_BUILD=ON -DCMAKE_INSTALL_LIBDIR=lib)
 recipe_hash() { printf '%s\n' "$@" | sha256sum | cut -c1-12; }
 OPENSSL_RECIPE=$(recipe_hash "$OPENSSL_VERSION" "$OPENSSL_SHA256" "${OPENSSL_CONFIGURE[@]}" "${OPENSSL_MAKE[@]}")
-# liboqs is built with only the algorithms the catalog names (scripts/liboqs_algorithms.py), so the
-# catalog's list keys its cache too.
+# liboqs is built with only the algorithms pqbench can use (scripts/liboqs_algorithms.py): `make` those the
+# demo's spec needs (step liboqs, seconds), every one the catalog names when a command first needs another
+# (step liboqs-catalog, minutes; pqbench.endpoints.ondemand). The list keys the cache.
+LIBOQS_DEMO_SPEC=$ROOT/experiments/quick.toml
 LIBOQS_RECIPE=$(recipe_hash "$OQS_SYS_VERSION" "${LIBOQS_CMAKE[@]}" $(python3 "$ROOT/scripts/liboqs_algorithms.py"))
+LIBOQS_DEMO_RECIPE=$(recipe_hash "$OQS_SYS_VERSION" "${LIBOQS_CMAKE[@]}" \
+                     $(python3 "$ROOT/scripts/liboqs_algorithms.py" --spec "$LIBOQS_DEMO_SPEC"))
 # .done holds "VERSION RECIPE" of a finished install tree.
 is_done() { [ -f "$1/.done" ] && [ "$(cut -d' ' -f2 "$1/.done")" = "$2" ]; }
 
@@ -135,9 +139,16 @@ EOF
 }
 
 # --- liboqs: vendored in the oqs-sys crate, fetched by cargo with the checksum in Cargo.lock -------
-do_liboqs() {
-    local dest=$BUILD/liboqs name=liboqs-$LIBOQS_VERSION-$LIBOQS_RECIPE
-    if is_done "$dest" "$LIBOQS_RECIPE"; then step liboqs "$LIBOQS_VERSION (built)"; return; fi
+do_liboqs() {  # the demo's algorithms, unless the catalog's are built already
+    if is_done "$BUILD/liboqs" "$LIBOQS_RECIPE"; then step liboqs "$LIBOQS_VERSION (built, the catalog's algorithms)"; return; fi
+    build_liboqs "$LIBOQS_DEMO_RECIPE" "the demo's" --spec "$LIBOQS_DEMO_SPEC"
+}
+do_liboqs-catalog() { build_liboqs "$LIBOQS_RECIPE" "the catalog's"; }
+
+build_liboqs() {  # recipe what [--spec SPEC]: into build/liboqs, with the algorithms liboqs_algorithms.py lists
+    local recipe=$1 what=$2 dest=$BUILD/liboqs; shift 2
+    local name=liboqs-$LIBOQS_VERSION-$recipe
+    if is_done "$dest" "$recipe"; then step liboqs "$LIBOQS_VERSION (built, $what algorithms)"; return; fi
     if restore_from_cache "$name" "$dest"; then step liboqs "$LIBOQS_VERSION (from cache $CACHE/$name)"; return; fi
     step liboqs "fetching oqs-sys $OQS_SYS_VERSION from the crates registry"
     local fetch=$ROOT/third_party/liboqs-fetch
@@ -154,18 +165,19 @@ do_liboqs() {
     rm -rf "$src" && mkdir -p "$src" && tar -xzf "$crate" -C "$src" --strip-components=1
     rm -rf "$dest" "$BUILD/src/liboqs-build"
     local algs
-    algs=$(python3 "$ROOT/scripts/liboqs_algorithms.py" "$src/liboqs" 2>>"$LOGS/liboqs.log") \
+    algs=$(python3 "$ROOT/scripts/liboqs_algorithms.py" "$@" "$src/liboqs" 2>>"$LOGS/liboqs.log") \
         || die "the catalog names an algorithm liboqs $LIBOQS_VERSION lacks; see $LOGS/liboqs.log"
-    step liboqs "building $LIBOQS_VERSION shared, the catalog's $(tr ';' '\n' <<<"$algs" | wc -l) algorithms (about 3 minutes; log: $LOGS/liboqs.log)"
+    step liboqs "building $LIBOQS_VERSION shared, $what $(tr ';' '\n' <<<"$algs" | wc -l) algorithms (log: $LOGS/liboqs.log)"
     logged liboqs cmake -S "$src/liboqs" -B "$BUILD/src/liboqs-build" -G Ninja "${LIBOQS_CMAKE[@]}" \
         -DOQS_MINIMAL_BUILD="$algs" -DCMAKE_INSTALL_PREFIX="$dest"
     logged liboqs cmake --build "$BUILD/src/liboqs-build" -j "$JOBS"
     logged liboqs cmake --install "$BUILD/src/liboqs-build"
+    python3 "$ROOT/scripts/liboqs_algorithms.py" "$@" >"$dest/algorithms.txt"  # what it has, by liboqs name
     cat >"$dest/PROVENANCE.json" <<EOF
 {"name": "liboqs", "version": "$LIBOQS_VERSION", "source": "the crates registry, oqs-sys $OQS_SYS_VERSION (vendored liboqs)",
  "sha256": "$sha", "cmake": "${LIBOQS_CMAKE[*]}", "algorithms": "$algs"}
 EOF
-    echo "$LIBOQS_VERSION $LIBOQS_RECIPE" >"$dest/.done"
+    echo "$LIBOQS_VERSION $recipe" >"$dest/.done"
     save_to_cache "$name" "$dest"
     rm -rf "$src" "$BUILD/src/liboqs-build"
     step liboqs "$LIBOQS_VERSION built"
@@ -240,9 +252,9 @@ do_firefox() {
     step firefox "$version (Debian's archive)"
 }
 
-STEPS=(apt openssl liboqs venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 chromium firefox apt_test)
+STEPS=(apt openssl liboqs liboqs-catalog venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 chromium firefox apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
-                   [stacks]="tlsrs gotls quicgo openssh sshgo nginx-h3"
+                   [stacks]="liboqs-catalog tlsrs gotls quicgo openssh sshgo nginx-h3"
                    [test]="apt_test chromium firefox")
 STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
 steps=()

@@ -102,3 +102,23 @@ def test_pqbench_handshake_builds_a_stack_it_names_before_measuring(tmp_path, mo
     assert (marks / "asked").read_text().split() == ["tlsrs"]
     assert any(s.startswith("[build] building rustls + s2n-tls") for s in said)
     assert sum(1 for s in m.samples if s.get("ok")) == 2
+
+
+def test_liboqs_s_catalog_is_built_the_first_time_something_names_an_algorithm_the_demo_s_lacks(build, monkeypatch):
+    """`make` builds liboqs with the demo's algorithms only (its list beside the library); a run, a handshake or a
+    command naming another liboqs algorithm, alone or inside a hybrid or an offer, builds the catalog's, once."""
+    from conftest import ROOT
+    oqs = build / "liboqs"
+    oqs.mkdir()
+    (oqs / "algorithms.txt").write_text("FrodoKEM-640-AES\n")
+    monkeypatch.setattr(paths, "LIBOQS_PREFIX", oqs)
+    (build / "build.sh").write_text(RECORDING_SCRIPT + f'python3 {ROOT}/scripts/liboqs_algorithms.py >"{oqs}/algorithms.txt"\n')
+    said = []
+    ondemand.ensure(["openssl"], said.append, algorithms=ondemand.names_in(["X25519", "p256_frodo640aes", "ecdsap256",
+                                                                           "X25519MLKEM768:p256_frodo640aes"]))
+    assert asked(build) == [] and said == []  # the demo's: OpenSSL's own and FrodoKEM-640-AES
+    ondemand.ensure(["openssl"], said.append, algorithms=ondemand.names_in(["X25519", "X25519MLKEM768:MLKEM1024"]))
+    assert asked(build) == ["liboqs-catalog"]
+    assert len(said) == 2 and "liboqs with every algorithm of the catalog" in said[0] and "built in" in said[1]
+    ondemand.ensure(["openssl"], said.append, algorithms=["MLKEM1024", "falcon512"])
+    assert asked(build) == ["liboqs-catalog"] and len(said) == 2  # built: nothing again

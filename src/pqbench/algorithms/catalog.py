@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 
 from pqbench import paths
-from pqbench.algorithms import openssl_build
+from pqbench.algorithms import liboqs, openssl_build
 from pqbench.errors import BadInput
 
 KINDS = ("kem", "sig")
@@ -205,6 +205,9 @@ class Availability:
 def _needs_provider(alg: Algorithm) -> str:
     if alg.source == "openssl":
         return "not offered by this OpenSSL build"
+    if alg.liboqs and liboqs.lacks([alg.liboqs]):
+        return ("liboqs here has the demo's algorithms only: pqbench builds the catalog's the first time a run or "
+                "command names one (about 3 min on 2 cores, once; ahead: make stacks)")
     if not openssl_build.pqprov_path().exists():
         return "needs pqprov, pqbench's OpenSSL provider (not built yet)"
     return "pqprov is loaded but does not offer it"

@@ -59,6 +59,17 @@ def available() -> bool:
     return _lib() is not None
 
 
+def lacks(names) -> list[str]:
+    """The liboqs algorithms among names that the built liboqs does not have: `make` builds the demo's only, the
+    catalog's are built on first use (pqbench.endpoints.ondemand). Read from the list the build writes beside the
+    library (a tree from before that list had the catalog's)."""
+    try:
+        have = set((paths.LIBOQS_PREFIX / "algorithms.txt").read_text().split())
+    except OSError:
+        return []
+    return [n for n in dict.fromkeys(names) if n not in have]
+
+
 def version() -> str | None:
     lib = _lib()
     return lib.OQS_version().decode() if lib else None

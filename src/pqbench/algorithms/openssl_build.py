@@ -172,6 +172,12 @@ def kem_algorithms() -> frozenset[str]:
     return frozenset(n.lower() for n in _list_names("-kem-algorithms"))
 
 
+def forget() -> None:
+    """What our OpenSSL offers was asked before a build changed it (liboqs's catalog built on first use): ask again."""
+    for f in (openssl_version, liboqs_version, tls_groups, tls_sigalgs, key_managers, kem_algorithms):
+        f.cache_clear()
+
+
 def main(argv=None) -> int:
     """`python -m pqbench.algorithms.openssl_build write-config` — used by the build."""
     argv = sys.argv[1:] if argv is None else argv

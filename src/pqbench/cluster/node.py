@@ -190,7 +190,8 @@ class NodeState:
 
     def _open(self, ctx: RunContext) -> OpenRun:
         # optional stacks (and their QUIC servers) are built on a node's first use, as on a local run
-        ondemand.ensure(ctx.stacks, transports={c.transport_name for _, c in ctx.cells})
+        ondemand.ensure(ctx.stacks, transports={c.transport_name for _, c in ctx.cells},
+                        algorithms=ondemand.named_algorithms(c for _, c in ctx.cells))
         mine = provenance.of_node(ctx.stacks)
         differs = provenance.mismatch(ctx.versions, mine)
         if differs:

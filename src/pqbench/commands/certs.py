@@ -2,6 +2,7 @@ from pathlib import Path
 
 from pqbench.algorithms import certs
 from pqbench.cli import print_json
+from pqbench.endpoints import ondemand
 from pqbench.units import integer
 
 
@@ -18,6 +19,7 @@ def register(sub):
 
 def handle(args) -> int:
     n = integer("--intermediates", args.intermediates, minimum=0, maximum=8)
+    ondemand.ensure([], algorithms=[args.sig, args.ca_sig])  # liboqs's catalog, the first time it is needed
     chain = certs.make_chain(args.sig, args.out, ca_sig=args.ca_sig, intermediates=n,
                              server_name=args.server_name)
     if args.json:

@@ -1,7 +1,8 @@
 import sys
 
-from pqbench.algorithms import microbench
+from pqbench.algorithms import catalog, microbench
 from pqbench.cli import print_json
+from pqbench.endpoints import ondemand
 
 
 def register(sub):
@@ -15,6 +16,8 @@ def register(sub):
 
 def handle(args) -> int:
     seconds = microbench.check_seconds(args.seconds)
+    # liboqs's catalog is built the first time one of its algorithms is asked for (or all, without --alg)
+    ondemand.ensure([], algorithms=args.alg or [a.name for a in catalog.algorithms()])
     algs = microbench.select(args.alg)
     progress = None
     if not args.json:

@@ -8,6 +8,7 @@ what and about how long; status() is what `pqbench doctor` shows (built / builda
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 from pqbench import paths
+from pqbench.algorithms import catalog, liboqs, openssl_build
 from pqbench.errors import MissingCapability
 
 
@@ -24,6 +26,11 @@ class Build:
 
     def __init__(self, steps: tuple[str, ...], what: str, about: str, needs: str, fix: str):
         self.steps, self.what, self.about, self.needs, self.fix = steps, what, about, needs, fix
+
+
+# liboqs: `make` builds the demo's algorithms; the catalog's replace them when a command first names another.
+_LIBOQS_CATALOG = Build(("liboqs-catalog",), "liboqs with every algorithm of the catalog", "about 3 min", "cmake",
+                        "apt-get install cmake ninja-build")
 
 
 _RUST = Build(("tlsrs",), "rustls + s2n-tls", "about 3 min", "cargo",
@@ -58,21 +65,43 @@ def _done(step: str) -> bool:
     return (paths.BUILD / step / ".done").exists()
 
 
-def _builds(stacks, transports=()) -> list[Build]:
-    """What the stacks need, and over QUIC what their QUIC servers need beyond that."""
+def _builds(stacks, transports=(), algorithms=()) -> list[Build]:
+    """What the stacks need, over QUIC what their QUIC servers need beyond that, and liboqs's catalog when one of
+    the algorithms is a liboqs algorithm the built liboqs lacks."""
     out = [BUILDS[n] for n in stacks if n in BUILDS]
     for t in transports:
         extra = TRANSPORT_BUILDS.get(t, {})
         out += [extra[n] for n in stacks if n in extra]
+    if _liboqs_lacks(algorithms):
+        out.append(_LIBOQS_CATALOG)
     return list(dict.fromkeys(out))
 
 
-def missing(stacks, transports=()) -> list[str]:
-    """The build steps the stacks (over these transports) still need, in a stable order, each once."""
+def _liboqs_lacks(names) -> list[str]:
+    """The liboqs algorithms behind these catalog names (key exchanges, signatures; others are ignored) that the
+    built liboqs lacks."""
+    by_name = {n.lower(): a for a in catalog.algorithms() for n in a.names()}
+    return liboqs.lacks(a.liboqs for n in names if (a := by_name.get(str(n).lower())) and a.liboqs)
+
+
+def names_in(texts) -> set[str]:
+    """The names in texts that may name algorithms (a kex, a sig, an offer "a:b/c", a server's groups); for
+    ensure(), which counts those that name catalog algorithms and ignores the others."""
+    return {n for t in texts if isinstance(t, str) for n in re.split(r"[:/,\s]+", t) if n}
+
+
+def named_algorithms(cells) -> set[str]:
+    """names_in every value of the cells (their kex and sig, the groups a client offers or a server accepts …)."""
+    return names_in(v for c in cells for v in c.values().values())
+
+
+def missing(stacks, transports=(), algorithms=()) -> list[str]:
+    """The build steps the stacks (over these transports) and the algorithms still need, in a stable order, each
+    once."""
     out = []
-    for b in _builds(stacks, transports):
+    for b in _builds(stacks, transports, algorithms):
         for step in b.steps:
-            if not _done(step) and step not in out:
+            if (b is _LIBOQS_CATALOG or not _done(step)) and step not in out:
                 out.append(step)
     return out
 
@@ -91,14 +120,14 @@ def status(name: str) -> tuple[str, str]:
     return "buildable", f"{b.what}, built on first use ({b.about} on 2 cores, once) or by `make stacks`"
 
 
-def ensure(stacks, say=None, transports=()) -> None:
-    """Builds the optional stacks among `stacks` that are not built yet, and their QUIC servers when
-    transports has QUIC (a no-op once they are)."""
-    steps = missing(stacks, transports)
+def ensure(stacks, say=None, transports=(), algorithms=()) -> None:
+    """Builds the optional stacks among `stacks` that are not built yet, their QUIC servers when transports has
+    QUIC, and liboqs's catalog when one of the algorithms (catalog names) needs it (a no-op once they are)."""
+    steps = missing(stacks, transports, algorithms)
     if not steps:
         return
     say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    builds = [b for b in _builds(stacks, transports) if set(b.steps) & set(steps)]
+    builds = [b for b in _builds(stacks, transports, algorithms) if set(b.steps) & set(steps)]
     for b in builds:
         if shutil.which(b.needs) is None:
             raise MissingCapability(f"{b.what} is not built and cannot be: {b.needs} is missing", b.fix)
@@ -109,7 +138,8 @@ def ensure(stacks, say=None, transports=()) -> None:
     started = time.monotonic()
     proc = subprocess.run(["bash", str(_script()), *steps], stdin=subprocess.DEVNULL, capture_output=True,
                           text=True, env={**os.environ, "PQBENCH_BUILD": str(paths.BUILD)})
-    left = missing(stacks, transports)
+    openssl_build.forget()  # liboqs's catalog: what our OpenSSL offers with pqprov has changed
+    left = missing(stacks, transports, algorithms)
     if proc.returncode != 0 or left:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
         raise MissingCapability(f"building {what} failed (exit {proc.returncode}): {' / '.join(tail)}",

@@ -4,7 +4,7 @@ import dataclasses
 
 from pqbench import __version__, endpoints, paths
 from pqbench.endpoints import ondemand
-from pqbench.algorithms import liboqs, openssl_build
+from pqbench.algorithms import catalog, liboqs, openssl_build
 from pqbench.machine import host
 
 NATIVE_COMPONENTS = ("pqlink", "cryptobench", "pqtimer", "pqload")
@@ -42,6 +42,7 @@ def report() -> dict:
             "provenance": openssl_build.liboqs_provenance(),
             "kems": liboqs.kem_names(),
             "sigs": liboqs.sig_names(),
+            "demo_only": bool(liboqs.lacks(n for a in catalog.algorithms() if (n := a.liboqs))),
         },
         "stacks": {name: {**dataclasses.asdict(endpoints.get(name).capabilities(), dict_factory=_plain),
                           "build": dict(zip(("status", "detail"), ondemand.status(name)))}
@@ -108,7 +109,7 @@ def format_report(rep: dict) -> str:
         ("  TLS 1.3 sigalgs", f"{len(o['tls_sigalgs'])}: {' '.join(o['tls_sigalgs'])}"),
         ("  pqprov provider", "loaded" if o["pqprov"] else "not built yet"),
         ("liboqs", f"{q['version']}: {len(q['kems'])} KEMs, {len(q['sigs'])} signatures"
-         if q["built"] else "NOT BUILT"),
+         + (" (the demo's: the catalog's are built on first use)" if q["demo_only"] else "") if q["built"] else "NOT BUILT"),
         ("nginx", f"{rep['nginx']['version']}, runs with OpenSSL {rep['nginx']['running_with_openssl']}"
          if rep["nginx"]["version"] else "NOT INSTALLED"),
         ("native programs", ", ".join(f"{k} {'built' if v else 'missing'}" for k, v in rep["build"].items())),

@@ -76,7 +76,7 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
     mine = {c.cell_id for c in (shardmod.part(all_cells, *shard) if shard else all_cells)}
     stacks = sorted({n for c in all_cells for n in (c.server, c.client)})
     # the optional stacks the spec names (and their QUIC servers) are built the first time
-    ondemand.ensure(stacks, transports={c.transport_name for c in all_cells})
+    ondemand.ensure(stacks, transports={c.transport_name for c in all_cells}, algorithms=ondemand.named_algorithms(all_cells))
     prov = provenance.of_run(spec, stacks)
     if spec.targets:
         prov["targets"] = [t.to_json() for t in spec.targets]  # what each name stood for, as resolved

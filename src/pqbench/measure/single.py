@@ -137,7 +137,8 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
     if cfg.initial_size is not None:
         axis.get("initial_size").parse("--initial-size", cfg.initial_size)
     # built the first time they are named
-    ondemand.ensure([server.name, client.name], progress, transports=[over.name])
+    ondemand.ensure([server.name, client.name], progress, transports=[over.name],
+                    algorithms=ondemand.names_in([cfg.kex, cfg.sig, cfg.offer, cfg.server_groups]))
     for role, st in (("server", server), ("client", client)):
         if cfg.mode not in st.capabilities().transport_modes.get(over.name, st.capabilities().modes):
             option = MODE_OPTIONS.get(cfg.mode, cfg.mode)

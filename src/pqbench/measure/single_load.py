@@ -36,7 +36,7 @@ def run(cfg: LoadConfig, progress=None) -> dict:
     say = progress or (lambda msg: None)
     server = endpoints.get(cfg.server, "--server")
     client = endpoints.load_client(server.protocol)
-    ondemand.ensure([server.name, client], say)
+    ondemand.ensure([server.name, client], say, algorithms=[cfg.kex, cfg.sig])
     why = endpoints.unsupported(server.name, client, cfg.kex, cfg.sig, "handshake")
     if why:
         raise MissingCapability(f"cannot load {cfg.kex} with {cfg.sig} here: {why}",
