@@ -167,7 +167,7 @@ build_liboqs() {  # recipe what [--spec SPEC]: into build/liboqs, with the algor
     local algs
     algs=$(python3 "$ROOT/scripts/liboqs_algorithms.py" "$@" "$src/liboqs" 2>>"$LOGS/liboqs.log") \
         || die "the catalog names an algorithm liboqs $LIBOQS_VERSION lacks; see $LOGS/liboqs.log"
-    step liboqs "building $LIBOQS_VERSION shared, $what $(tr ';' '\n' <<<"$algs" | wc -l) algorithms (log: $LOGS/liboqs.log)"
+    step liboqs "building $LIBOQS_VERSION shared with $what algorithms ($(tr ';' '\n' <<<"$algs" | wc -l); log: $LOGS/liboqs.log)"
     logged liboqs cmake -S "$src/liboqs" -B "$BUILD/src/liboqs-build" -G Ninja "${LIBOQS_CMAKE[@]}" \
         -DOQS_MINIMAL_BUILD="$algs" -DCMAKE_INSTALL_PREFIX="$dest"
     logged liboqs cmake --build "$BUILD/src/liboqs-build" -j "$JOBS"
