@@ -9,6 +9,7 @@ import pytest
 
 from conftest import SSH_PROCESS_MARKS, processes_mentioning, run_pqbench
 from pqbench import analysis, report, store
+from pqbench.analysis import cells as cellsmod
 
 pytestmark = pytest.mark.root
 
@@ -68,10 +69,15 @@ def test_ssh_samples_negotiated_the_ssh_names(mixed):
         if c.row["protocol"] == "ssh":
             assert c.groups == [c.row["kex"]], (c.row["kex"], c.groups)
             assert c.bound is None and "SSH" in c.bound_note  # no TLS flight model for SSH
-            # SSH's own phases are stored: they add up to the handshake time (to the client's NEWKEYS).
+            # SSH's own phases are stored: one after another from the client's start to its NEWKEYS, so each
+            # sample's add up to its handshake time (their medians need not: on a busy machine different
+            # samples are late in different phases, and the sum of the medians fell 19 % short of the median)
             assert set(c.phases) == {"TCP handshake", "server identification", "KEXINIT exchange",
                                      "key exchange init→reply", "reply→client NEWKEYS"}
-            assert sum(c.phases.values()) == pytest.approx(c.p50, rel=0.1)
+            split = cellsmod.SPLITS["ssh"]
+            assert split[0][1].value == "start" and split[-1][2].value == "newkeys_sent"  # sshtimer's handshake_done
+            assert all(a[2] == b[1] for a, b in zip(split, split[1:])), split
+            assert all(0 < v <= c.p50 for v in c.phases.values()), (c.phases, c.p50)
 
 
 def test_the_report_puts_tls_and_ssh_side_by_side(mixed):
