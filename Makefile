@@ -1,7 +1,8 @@
 # pqbench: `make demo` builds what the demo needs and runs it, `make test` builds everything and runs
-# every test. `make` builds the core (Debian packages, OpenSSL, liboqs, the venv, native/); `make stacks`
-# builds the optional stacks (rustls + s2n-tls, Go's crypto/tls, OpenSSH, Go's SSH) ahead, which
-# pqbench otherwise builds the first time a command or spec names one; `make build-all` adds chromium for the tests.
+# every test. `make` builds the core (Debian packages, OpenSSL, liboqs with the demo's algorithms, the venv,
+# native/); `make stacks` builds liboqs's full catalog and the optional stacks (rustls + s2n-tls, Go's crypto/tls,
+# OpenSSH, Go's SSH) ahead, which pqbench otherwise builds the first time a command or spec names one; `make
+# build-all` adds chromium for the tests.
 PY := build/venv/bin/python
 PQBENCH := build/venv/bin/pqbench
 

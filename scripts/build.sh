@@ -3,8 +3,8 @@
 #   scripts/build.sh [step|group ...]   steps: the STEPS list at the end; groups (default: core):
 #     core    what the demo needs: Debian packages, OpenSSL, liboqs, the venv, native/ (pqprov, pqtimer,
 #             pqlink, cryptobench), the OpenSSL config
-#     stacks  the optional stacks: rustls + s2n-tls, Go's crypto/tls, OpenSSH, Go's SSH (pqbench also
-#             builds each on first use)
+#     stacks  liboqs with the catalog's algorithms and the optional stacks: rustls + s2n-tls, Go's
+#             crypto/tls, OpenSSH, Go's SSH (pqbench also builds each on first use)
 #     test    what only the tests need beyond core and stacks (chromium for the report tests)
 #     all     core, stacks and test
 # Third-party builds are cached by version and recipe hash in build/ and, for fresh clones on the
@@ -139,8 +139,12 @@ EOF
 }
 
 # --- liboqs: vendored in the oqs-sys crate, fetched by cargo with the checksum in Cargo.lock -------
-do_liboqs() {  # the demo's algorithms, unless the catalog's are built already
+do_liboqs() {  # the demo's algorithms, unless the catalog's are built already or in the cache
     if is_done "$BUILD/liboqs" "$LIBOQS_RECIPE"; then step liboqs "$LIBOQS_VERSION (built, the catalog's algorithms)"; return; fi
+    local catalog=liboqs-$LIBOQS_VERSION-$LIBOQS_RECIPE
+    if ! is_done "$BUILD/liboqs" "$LIBOQS_DEMO_RECIPE" && restore_from_cache "$catalog" "$BUILD/liboqs"; then
+        step liboqs "$LIBOQS_VERSION, the catalog's algorithms (from cache $CACHE/$catalog)"; return
+    fi
     build_liboqs "$LIBOQS_DEMO_RECIPE" "the demo's" --spec "$LIBOQS_DEMO_SPEC"
 }
 do_liboqs-catalog() { build_liboqs "$LIBOQS_RECIPE" "the catalog's"; }
