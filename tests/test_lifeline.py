@@ -81,6 +81,29 @@ def wait_until_gone(victim: int, things: dict, processes: list[dict], timeout=10
         time.sleep(0.1)
 
 
+def test_the_guardian_shares_its_owner_s_session_in_a_process_group_of_its_own():
+    """The kernel shares CPU time between sessions (autogroups) before tasks: a guardian in a session of its own
+    (nice 0) starved beside pqbench's sessions at nice -20. In its owner's session, it has the owner's share; in
+    a group of its own, a signal to the owner's group (Ctrl-C) does not reach it."""
+    code = ("import os, time\n"
+            "from pqbench.testbed import lifeline\n"
+            "lifeline.ensure()\n"
+            "print(os.getsid(0), os.getpgid(0), flush=True)\n"
+            "time.sleep(600)\n")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=ENV,
+                             start_new_session=True)
+    try:
+        sid, pgid = map(int, owner.stdout.readline().split())
+        (guardian,) = guardian_of(owner.pid)
+        assert os.getsid(guardian) == sid and os.getpgid(guardian) not in (pgid, sid)
+        if Path(f"/proc/{guardian}/autogroup").exists():
+            assert Path(f"/proc/{guardian}/autogroup").read_text().split()[0] == \
+                Path(f"/proc/{owner.pid}/autogroup").read_text().split()[0]
+    finally:
+        owner.kill()
+        owner.wait()
+
+
 def test_a_watched_process_dies_with_its_owner():
     """A process told to the guardian, and what it started, end when its owner ends by SIGKILL."""
     code = ("import subprocess, sys, time\n"

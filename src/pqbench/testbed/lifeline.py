@@ -3,7 +3,7 @@
 A pqbench process killed with SIGKILL runs no teardown: its namespaces, its emulator, its servers and clients
 would stay until the next pqbench command reaped them (registry.reap_stale). So the first time a pqbench
 process makes something that must not outlive it, it starts a guardian (`python -m pqbench.testbed.lifeline`)
-in a session of its own, holding the read end of a pipe whose write end only the owner has. The owner's
+in a process group of its own, holding the read end of a pipe whose write end only the owner has. The owner's
 death, however it comes, closes the pipe; the guardian then ends the processes the owner asked it to watch
 (with their descendants) and removes the owner's testbeds from the registry, namespaces and devices too.
 
@@ -46,11 +46,15 @@ def _ensure() -> int:
     if _pipe.get("pid") == os.getpid():  # the guardian died (killed by hand): a new one takes over
         os.close(_pipe["fd"])
     read, write = os.pipe()  # both ends non-inheritable: no child of ours holds the pipe open
+    # A process group of its own: a signal to the owner's group (a terminal's Ctrl-C) does not reach it. Not a
+    # session of its own: the kernel shares the CPUs between sessions (autogroups) first, and pqbench's session
+    # runs at nice -20 (testbed.sched), so a guardian in a session at nice 0 beside busy pqbench sessions got so
+    # little CPU that, on a CI machine, it had not started 30 s after its owner was killed.
     owner = registry.proc_ref(os.getpid())
     try:
         guardian = subprocess.Popen([sys.executable, "-m", "pqbench.testbed.lifeline", str(owner["pid"]),
                                      str(owner["start"])], stdin=read, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True,
+                                    stderr=subprocess.DEVNULL, process_group=0,
                                     env={**os.environ, "PYTHONPATH": _src_path()})
     finally:
         os.close(read)
