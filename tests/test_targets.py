@@ -170,6 +170,31 @@ def lab(built_stack, tmp_path_factory):
             proc.wait()
 
 
+def test_serve_runs_its_servers_at_the_priority_of_measured_processes(lab):
+    """A remote client measures what `pqbench serve` runs, as one in a testbed does: its nginx and sshd at
+    real-time priority (sched). At normal priority an sshd forks each connection into a session of its own,
+    which beside busy pqbench sessions (nice -20) did not finish a key exchange in 5 s."""
+    from pqbench.testbed import sched
+    _, proc, _ = lab
+    pids = [int(p.split(":")[0]) for p in processes_mentioning("nginx", "sshd")]
+    servers = {p: Path(f"/proc/{p}/comm").read_text().strip() for p in pids if str(proc.pid) in _ancestors(p)}
+    assert {"nginx", "sshd"} <= set(servers.values()), servers
+    for pid in servers:
+        assert (os.sched_getscheduler(pid), os.sched_getparam(pid).sched_priority) == (os.SCHED_FIFO,
+                                                                                        sched.MEASURED_FIFO), servers
+
+
+def _ancestors(pid: int) -> list[str]:
+    out = []
+    while pid > 1:
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:
+            break
+        out.append(str(pid))
+    return out
+
+
 def test_serve_writes_a_manifest_with_ports_chains_and_keys_kept_private(lab):
     tb, _, d = lab
     m = json.loads((d / "manifest.json").read_text())
