@@ -31,6 +31,10 @@ class Pending:
     def arrived(self) -> bool:
         return self.signum is not None
 
+    def drop(self) -> None:
+        """The signal came too late to stop anything: it is not raised again when the block ends."""
+        self.signum = None
+
     def _note(self, signum, _frame) -> None:
         # Only an assignment: the handler may run while this very thread holds any lock.
         if self.signum is None:

@@ -16,7 +16,7 @@ import hashlib
 import shutil
 from pathlib import Path
 
-from pqbench import axis, paths, stats, store
+from pqbench import axis, interrupts, paths, stats, store
 from pqbench.endpoints import ondemand
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
@@ -94,33 +94,41 @@ def run(spec: Spec, db_path: Path, *, resume: bool = False, resume_run: str | No
                          provenance=prov, cell_order=[c.cell_id for c in all_cells])
     status = "interrupted"
     try:  # from here the run's row exists: a Ctrl-C ends it as interrupted, with the command that resumes it
-        done = store.finished_cells(con, run_id) & mine
-        progress = Progress(len(mine), len(done), quiet)
-        part = f" (shard {prov['shard']}: {len(mine)} of {len(all_cells)})" if shard else ""
-        progress.say(f"run {run_id}: {len(mine)} cells{part}, {len(done)} already done, database {db_path}")
-        todo = _skip_unavailable(con, run_id, spec, [(pos, c) for pos, c in enumerate(all_cells)
-                                                     if c.cell_id in mine and c.cell_id not in done], progress)
-        if engine is not None:
-            status = engine.measure_all(con, run_id, spec, todo, progress, keep_files)
-        elif todo:
-            here = Here.this_machine()
-            store.join_node(con, run_id, here.segment, here.node, provenance.of_node(stacks))
-            run_dir = paths.BUILD / "runs" / run_id
-            if shard:  # shards of one run share its id: one shard's folder must not be another's
-                run_dir /= f"shard-{shard[0]}-of-{shard[1]}"
-            try:
-                status = _measure_all(con, run_id, spec, todo, progress, prov, keep_files, here, run_dir)
-            finally:
-                store.update_node(con, run_id, here.segment, status=status)
-        else:
-            status = "done"
+        try:
+            done = store.finished_cells(con, run_id) & mine
+            progress = Progress(len(mine), len(done), quiet)
+            part = f" (shard {prov['shard']}: {len(mine)} of {len(all_cells)})" if shard else ""
+            progress.say(f"run {run_id}: {len(mine)} cells{part}, {len(done)} already done, database {db_path}")
+            todo = _skip_unavailable(con, run_id, spec, [(pos, c) for pos, c in enumerate(all_cells)
+                                                         if c.cell_id in mine and c.cell_id not in done], progress)
+            if engine is not None:
+                status = engine.measure_all(con, run_id, spec, todo, progress, keep_files)
+            elif todo:
+                here = Here.this_machine()
+                store.join_node(con, run_id, here.segment, here.node, provenance.of_node(stacks))
+                run_dir = paths.BUILD / "runs" / run_id
+                if shard:  # shards of one run share its id: one shard's folder must not be another's
+                    run_dir /= f"shard-{shard[0]}-of-{shard[1]}"
+                try:
+                    status = _measure_all(con, run_id, spec, todo, progress, prov, keep_files, here, run_dir)
+                finally:
+                    store.update_node(con, run_id, here.segment, status=status)
+            else:
+                status = "done"
+        finally:
+            # the run's row is written whole, and a Ctrl-C while it is ends the run as one a moment earlier would
+            # (a Ctrl-C here, just after the end's crypto rounds, escaped as a bare KeyboardInterrupt: exit 130
+            # without the command that resumes the run; stress seed 352970)
+            with interrupts.deferred() as late:
+                final = "interrupted" if late.arrived else status
+                try:
+                    store.finish_run(con, run_id, final)
+                finally:
+                    con.close()  # also when the disk is full
+                if final == "done":
+                    late.drop()  # it came once the run was stored as done: too late to stop it
     except KeyboardInterrupt:
         raise Interrupted(run_id) from None
-    finally:
-        try:
-            store.finish_run(con, run_id, status)
-        finally:
-            con.close()  # also when the disk is full
     return run_id
 
 
