@@ -319,14 +319,18 @@ def test_auto_parallel_adds_workers_only_where_they_cannot_queue_the_crypto(buil
 
 def test_concurrent_synthetic_handshakes_do_not_queue_at_the_server(built_stack):
     """sikep434like sleeps 13.8 + 22.1 + 23.7 ms (keygen, encaps on the server, decaps): 16 clients
-    at once must still see 2 RTT + 59.6 ms + the few ms of real crypto. With 2 nginx workers, each
-    blocked 22 ms per handshake, they queued (p50 +36 ms at 30.9 ms RTT)."""
-    proc = run_pqbench("handshake", "--kex", "sikep434like", "--sig", "ecdsap256", "--rtt", "30ms",
-                       "-n", "96", "--parallel", "16", "--json")
-    assert proc.returncode == 0, proc.stderr
-    r = json.loads(proc.stdout)
-    wire_and_sleep = 2 * 30 + 13.8 + 22.1 + 23.7
-    assert wire_and_sleep < r["summary"]["p50_ms"] < wire_and_sleep + 6, r["summary"]
+    at once must see what one client alone sees (2 RTT + 59.6 ms + the real crypto), not a handshake queued
+    behind another's 22.1 ms encapsulation. With 2 nginx workers, each blocked 22 ms per handshake, they
+    queued (p50 +36 ms at 30.9 ms RTT). Judged against one client alone in the same test, not a fixed few ms:
+    under `make test-slower` the real crypto and scheduling took 10.9 ms beyond the sleeps."""
+    def p50(parallel: str, n: str) -> float:
+        proc = run_pqbench("handshake", "--kex", "sikep434like", "--sig", "ecdsap256", "--rtt", "30ms",
+                           "-n", n, "--parallel", parallel, "--json")
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["summary"]["p50_ms"]
+    alone, together = p50("1", "16"), p50("16", "96")
+    assert 2 * 30 + 13.8 + 22.1 + 23.7 < alone, alone
+    assert together < alone + 22.1 / 2, (together, alone)
 
 
 def test_pqtimer_agrees_with_the_wire(bed):

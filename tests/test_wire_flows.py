@@ -37,9 +37,10 @@ def _recv_exact(sock: socket.socket, n: int) -> None:
         got += len(chunk)
 
 
-def exchange(tb, response: int = RESPONSE, timeout: float = 60) -> int:
+def exchange(tb, response: int = RESPONSE, timeout: float = 60) -> tuple[int, int]:
     """Request, response, second request over one connection, then both sides close; returns the
-    client's port."""
+    client's port and the server's (the kernel gives a client port again to a connection to another server
+    port: a slower machine's run met two flows from one client port)."""
     listener = tb.socket("server")
     client = tb.socket("client")
     with listener, client:
@@ -58,11 +59,12 @@ def exchange(tb, response: int = RESPONSE, timeout: float = 60) -> int:
             _recv_exact(client, response)
             client.sendall(b"s" * SECOND)
             _recv_exact(conn, SECOND)
-        return client.getsockname()[1]
+        return client.getsockname()[1], listener.getsockname()[1]
 
 
-def flow_of(flows: list[dict], tb, port: int) -> dict:
-    mine = [f for f in flows if f["client"] == f"{tb.client_addr}:{port}"]
+def flow_of(flows: list[dict], tb, ports: tuple[int, int]) -> dict:
+    mine = [f for f in flows if (f["client"], f["server"]) == (f"{tb.client_addr}:{ports[0]}",
+                                                                f"{tb.server_addr}:{ports[1]}")]
     assert len(mine) == 1, flows
     return mine[0]
 
@@ -71,14 +73,14 @@ def test_flights_milestones_and_counts_of_one_connection(tb, tmp_path):
     tb.reconfigure(LinkSpec.symmetric(RTT_MS))
     tb.reset_counters()
     before = time.monotonic_ns()  # CLOCK_MONOTONIC, pqlink's clock
-    port = exchange(tb)
+    ports = exchange(tb)
     time.sleep(0.3)  # the closing packets cross the link
     path = tmp_path / "flows.jsonl"
     flows = tb.backend.flows(path)
     counters = tb.counters()
     assert os.stat(path).st_mode & 0o777 == 0o600
 
-    f = flow_of(flows, tb, port)
+    f = flow_of(flows, tb, ports)
     assert f["proto"] == "tcp" and f["server"].startswith(f"{tb.server_addr}:")
     assert [(x["dir"], x["bytes"]) for x in f["flights"]] == [("c2s", REQUEST), ("s2c", RESPONSE), ("c2s", SECOND)]
     assert f["flights_overflow"] == 0 and f["flights"][1]["packets"] >= RESPONSE // 1500
