@@ -445,3 +445,30 @@ def test_calibrate_cli_json():
         assert g["ratio_to_expected"] <= 1.02 and g["ratio_to_rate"] >= 0.6 and g["intact"], g
         assert r["rtt"]["lateness_us"][d]["n"] > 0
     assert our_leftovers([r["testbed"]]) == ([], [], [])
+
+
+def test_a_ctrl_c_as_a_namespace_is_being_made_leaves_none(monkeypatch):
+    """A Ctrl-C that comes once `ip netns add` has started: the namespace is made whole before the signal is
+    taken, so the teardown finds and removes it. Taken at once, the teardown looked before `ip` had made it, and
+    the namespace stayed with no record (a CI run's stress test; here `ip` starts 0.3 s late to show it)."""
+    made = []
+    real_add = netns.add
+
+    def add_with_a_ctrl_c(name):
+        made.append(name)
+        if name.endswith("-cli"):
+            ip = subprocess.Popen(["sh", "-c", f"sleep 0.3; exec ip netns add {name}"])
+            signal.raise_signal(signal.SIGINT)
+            ip.wait()
+        else:
+            real_add(name)
+    monkeypatch.setattr(netns, "add", add_with_a_ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with Testbed(LinkSpec.symmetric(5)):
+                pass
+        time.sleep(0.6)  # what `ip` would still make
+        assert made and not [n for n in made if netns.exists(n)], made
+    finally:
+        for n in made:
+            netns.delete(n)

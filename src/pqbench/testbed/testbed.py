@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 
+from pqbench import interrupts
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
 from pqbench.testbed import addressing, lifeline, netns, registry, sched
 from pqbench.testbed.backend_netem import NetemBackend, VethBackend, kernel_has_netem
@@ -229,8 +230,11 @@ class Testbed(Path):
                 "backend": None, "spec": self.spec.to_dict(), "tcp": self.tcp.to_dict(),
             }
             registry.write_record(self.name, self.record)  # before anything exists
-            for ns in (self.client_ns, self.server_ns):
-                netns.add(ns)
+            # with a Ctrl-C deferred until both exist: one that came as `ip netns add` started let the teardown look
+            # before the namespace was there, and `ip` made it after (CI: a client namespace left with no record)
+            with interrupts.deferred():
+                for ns in (self.client_ns, self.server_ns):
+                    netns.add(ns)
         for ns in (self.client_ns, self.server_ns):
             netns.ip("link", "set", "lo", "up", netns=ns)
             netns.write_sysctls(ns, NAMESPACE_SYSCTLS)
