@@ -239,3 +239,29 @@ def test_a_cell_whose_client_stands_beyond_the_machines_allowance_is_flagged_wit
     assert "+1.500 ms" in held.wire_clock and "0.300 ms this machine allows" in held.wire_clock
     assert "on the wire its p50 is 8.695 ms" in held.wire_clock and held.p50 == pytest.approx(10.195, abs=0.01)
     assert [w.check for w in held.warnings if w.check.startswith("wire")] == ["wire_clock"]
+
+
+def test_a_browser_cell_is_judged_by_the_floor_of_a_normal_priority_process(con):
+    """A browser runs at normal priority (it must not run real-time), so a busy machine wakes it later than the
+    measured processes: the run measures the floor from such a process too ("normal"), and a browser's cell is
+    judged by that one. The same 1.5 ms offset is beyond what a real-time client may claim and within a browser's;
+    a run from before (no normal floor) judges the browser by the measured processes' (the stricter)."""
+    from pqbench.measure import wire
+    floor = {"p50_ms": 0.06, "p95_ms": 0.11, "normal": {"p50_ms": 0.1, "p95_ms": 2.1}}
+    assert wire.allowance_ms(floor, "normal") == pytest.approx(2.25)
+    assert wire.allowance_ms(floor) == wire.allowance_ms({"p50_ms": 0.06, "p95_ms": 0.11}, "normal") == \
+        pytest.approx(0.30)
+    with pytest.raises(ValueError, match="priority"):
+        wire.allowance_ms(floor, "idle")
+    store.update_run(con, "synthetic", calibration_start=floor)
+    for client in ("openssl", "chromium"):
+        durations = [10.0 + 0.01 * i for i in range(40)]
+        samples = [{**sample(i, d, "X25519"), "start_mono_ns": i, "wire": {"ms": d - 1.5}} for i, d in enumerate(durations)]
+        cell = {"cell_id": client, "position": 0, "status": "done", "kex": "X25519", "sig": "ecdsap256", "rtt_ms": 10.0,
+                "loss": 0.0, "mode": "page", "pad": 0, "metric": "handshake_done", "n": 40, "ok": 40, "failures": 0,
+                "client": client, "link": LinkSpec.symmetric(10.0, seed=42).to_dict(),
+                "wire": wire.agreement(samples, "handshake_done")}
+        store.save_cell(con, "synthetic", cell, samples, "handshake_done")
+    by = {c.row["client"]: c for c in analysis.analyse(con, "synthetic", resamples=200).cells}
+    assert "0.300 ms this machine allows" in by["openssl"].wire_clock
+    assert by["chromium"].wire_clock is None and by["chromium"].agreement_allowance_ms == pytest.approx(2.25)

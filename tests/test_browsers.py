@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import processes_mentioning
+from conftest import machine_allowance, processes_mentioning
 from pqbench import endpoints
 from pqbench.algorithms import certs
 from pqbench.algorithms.chains import make_padded
@@ -24,11 +24,18 @@ from pqbench.endpoints.browsers import timing
 from pqbench.endpoints.browsers.names import error_class
 from pqbench.endpoints.chromium import launch
 from pqbench.endpoints.firefox import launch as firefox_launch
+from pqbench.measure import wire
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 
-RTT_MS = 10
+RTT_MS = 20  # a browser a round trip off stands further from the wire than any machine's allowance here
 PORTS = {"pq": 4433, "classical": 4434, "mldsa": 4435, "quic": 4436, "padded": 4437}
+# How far a browser's milestone may stand from the wire's on an idle machine: its own reporting (DevTools and NetLog
+# events, written by other threads and processes than the socket's); a busy machine adds what it costs a
+# normal-priority process (its wake-up spread and the CPU taken from it while it runs: conftest.machine_allowance)
+# at each of the browser's hand-offs between the socket's thread and the one stamping the event
+BROWSER_MS = 5
+BROWSER_HANDOFFS = 2
 PADDED_BYTES = 10_000  # about an ML-DSA-65 chain's (root and leaf), as an ECDSA chain padded to it (size-only)
 BROWSERS = ["chromium", "firefox"]
 # Where each switches post-quantum off: the site it loads for a classical cell, and what the sample records.
@@ -167,10 +174,15 @@ def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed
     assert {p: a["n"] for p, a in agree.items()} == \
         {"connect_start": 4, **{p: 4 if p in reported else 0 for p in timing.PHASES}}, agree
     # on the emulator's clock (CLOCK_MONOTONIC), each milestone within a few ms of the wire's (median; CPU
-    # scheduling on a loaded machine moves single samples); the browser's connect start never before the SYN
+    # scheduling on a loaded machine moves single samples), and within what this machine costs a browser, which runs
+    # at normal priority (Chromium's last byte 9.3 ms from the wire under scripts/slower-machine.sh, whose real-time
+    # threads take 3 ms of every 10 from such processes: a CPU-stall p95 of 3.0 ms); the connect start never before
+    # the SYN
+    allowed = BROWSER_MS + BROWSER_HANDOFFS * (machine_allowance(bed["rig"].tb, "normal") - wire.TOLERANCE_MS)
+    assert allowed < RTT_MS, f"this machine's normal-priority floor is too wide ({allowed} ms) to judge a browser"
     for phase in reported:
         if not (browser == "firefox" and phase == "last_byte"):
-            assert abs(agree[phase]["median_ms"]) < 5, (phase, agree)
+            assert abs(agree[phase]["median_ms"]) < allowed, (phase, agree, allowed)
     # Firefox's response ends once NSS has handled the session tickets that lead the response in the server's
     # flight (its activity distributor: data out of TLS 2.9 ms after the socket became readable, on a 2-core
     # machine; 2 to 10 ms after the wire's last byte): the browser's own compute, so judged only by order,

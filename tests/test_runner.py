@@ -179,6 +179,10 @@ def test_store_round_trip_and_export(built_stack, tmp_path):
         assert ch > 0 and json.loads(raw)["ok"] is True
     prov = con.execute("SELECT provenance, calibration_start FROM runs").fetchone()
     assert '"openssl"' in prov[0] and '"backend"' in prov[0] and '"p50_ms"' in prov[1]
+    # the floor from a process at each priority a client can run at, with what each lets a client's clock claim
+    floor = json.loads(prov[1])
+    assert floor["normal"]["n"] == floor["n"] and floor["normal"]["p50_ms"] > 0
+    assert floor["agreement_allowance_ms"] >= 0.25 and floor["normal"]["agreement_allowance_ms"] >= 0.25
     # every algorithm microbenchmarked in rounds at the start and at the end
     assert con.execute("SELECT count(DISTINCT name), count(DISTINCT round), count(*) FILTER (WHERE op = 'keygen') "
                        "FROM crypto").fetchone() == (3, 2 * runner.CRYPTO_ROUNDS, 3 * 2 * runner.CRYPTO_ROUNDS)

@@ -4,6 +4,7 @@ own thread and session get their settings back."""
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -113,3 +114,33 @@ def test_a_program_a_measured_one_spawns_can_leave_real_time():
         child.kill()
         child.wait()
     assert sched.thread_sched() == before
+
+
+def test_the_cpu_stall_probe_reports_the_cpu_real_time_work_takes_from_a_normal_priority_thread():
+    """probe.cpu_stalls, as a run's calibration measures a browser's floor: a real-time loop that takes 5 ms of
+    every 10 on the probe's CPU keeps the probe's normal-priority thread off it for up to 5 ms at a time, about one
+    1-ms chunk in six (more load elsewhere only adds)."""
+    from pqbench.testbed import probe
+    from pqbench.testbed.calibrate import percentiles
+    cpu = min(os.sched_getaffinity(0))
+    steal = subprocess.Popen([sys.executable, "-c", f"""
+import os, time
+os.sched_setaffinity(0, {{{cpu}}})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+t = time.monotonic()
+while True:
+    while time.monotonic() < t + 0.005:
+        pass
+    t += 0.01
+    time.sleep(max(0.0, t - time.monotonic()))
+"""])
+    saved = os.sched_getaffinity(0)
+    try:
+        time.sleep(0.2)
+        os.sched_setaffinity(0, {cpu})  # the probe's thread inherits the CPU of the thread that starts it
+        stalls = percentiles(probe.cpu_stalls(100))
+    finally:
+        os.sched_setaffinity(0, saved)
+        steal.kill()
+        steal.wait()
+    assert stalls["n"] == 100 and stalls["p95"] > 2.5, stalls

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 
+from pqbench import endpoints
 from pqbench.algorithms import catalog
 from pqbench.errors import BadInput
 from pqbench.measure import wire
@@ -101,9 +102,13 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
     speeds = node_speeds(data.crypto_nodes)
     fastest = _fastest(data.crypto)  # model input: a cell's own node's rounds when it has them
     by_node = {node: {**fastest, **_fastest(spread)} for node, spread in data.crypto_nodes.items()}
-    # how far each node's clients may stand from the wire: from the floor it measured at its start
-    allowance = {None: wire.allowance_ms(data.run.get("calibration_start")),
-                 **{n["node"]: wire.allowance_ms(n.get("calibration_start")) for n in data.nodes if n.get("node")}}
+    # how far each node's clients may stand from the wire: from the floor it measured at its start, by a process
+    # scheduled as the cell's client is
+    floors = {n["node"]: n.get("calibration_start") for n in data.nodes if n.get("node")}
+
+    def allowance(row: dict) -> float:
+        floor = floors.get(row.get("node"), data.run.get("calibration_start"))
+        return wire.allowance_ms(floor, endpoints.client_priority(row.get("client") or ""))
     for cd in data.cells:
         if cd.row.get("kind") == "load" and cd.row.get("status") != "skipped":
             load.append({**cd.row, "steps": data.load_steps.get(cd.row["cell_id"], [])})
@@ -112,7 +117,7 @@ def analyse_data(data: RunData, *, resamples: int = 1000, seed: int = 0) -> Anal
             not_run.append(cd.row)
             continue
         c = analyse_cell(cd, by_node.get(cd.row.get("node"), fastest), resamples=resamples, seed=seed,
-                         allowance_ms=allowance.get(cd.row.get("node"), allowance[None]))
+                         allowance_ms=allowance(cd.row))
         c.warnings = cell_warnings(c)
         cells.append(c)
     return Analysis(run=data.run, cells=cells, not_run=not_run,

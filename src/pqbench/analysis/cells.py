@@ -69,6 +69,7 @@ class CellStats:
     # why this cell's client clock is not to be believed on this machine (pqbench.measure.wire.clock), with the
     # wire's median; None when it agrees
     wire_clock: str | None = None
+    agreement_allowance_ms: float = TOLERANCE_MS  # what judged it: this machine's allowance for its client's priority
 
     def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
         row = self.__dict__.get("row")
@@ -206,8 +207,8 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
     n = int(cd.ok.size) if cd.ok.size else int(row.get("n") or 0)
     ok = int(cd.ok.sum()) if cd.ok.size else int(row.get("ok") or 0)
     durations = cd.ok_values("duration_ms")
-    why = wire_clock_of(row.get("wire") if isinstance(row.get("wire"), dict) else None,
-                        allowance_ms if allowance_ms is not None else TOLERANCE_MS)
+    allowance_ms = allowance_ms if allowance_ms is not None else TOLERANCE_MS
+    why = wire_clock_of(row.get("wire") if isinstance(row.get("wire"), dict) else None, allowance_ms)
     on_wire = cd.ok_values("wire_ms") if why and "wire_ms" in cd.values else np.array([])
     wire_clock = f"{why}; on the wire its p50 is {float(np.median(on_wire)):.3f} ms" if why and on_wire.size else why
     pct = stats.bootstrap_percentiles(durations, QS, confidence=CONFIDENCE, resamples=resamples, seed=seed)
@@ -239,4 +240,4 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
                      phases=_phase_split(cd), bound=bound, bound_note=note,
                      groups=sorted({str(g) for g in cd.groups if g}),
                      sigalgs=sorted({str(g) for g in cd.sigalgs if g}), modes=modes(cd), tls=tls,
-                     wire_clock=wire_clock)
+                     wire_clock=wire_clock, agreement_allowance_ms=allowance_ms)

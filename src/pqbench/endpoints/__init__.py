@@ -43,6 +43,14 @@ def get(name: str, field: str = "stack") -> Stack:
     return _STACKS[name]
 
 
+def client_priority(name: str) -> str:
+    """How the client stack name's timing process is scheduled (Client.priority); a name no longer known (an old
+    store's) as measured processes are."""
+    _import_stacks()
+    stack = _STACKS.get(name) or _TARGETS.get(name)
+    return getattr(stack.client, "priority", "measured") if stack is not None else "measured"
+
+
 def load_client(protocol: str) -> str:
     """The stack whose load generator offers load in protocol (pqload for TLS, sshload for SSH)."""
     _import_stacks()

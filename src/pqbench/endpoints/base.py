@@ -184,6 +184,9 @@ class Server(Protocol):
 class Client(Protocol):
     name: str
     milestones: dict  # mode -> pqbench.sample.Milestone: where its metric ends on the wire
+    # How its timing process is scheduled (pqbench.measure.wire.PRIORITIES), so which emulator floor judges its
+    # clock against the wire's: "measured" (the default, where absent), or "normal" for a browser
+    priority: str
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path) -> list[str]:
         """A worker process that takes sample indices from the shared counter in `claims` (8 bytes,

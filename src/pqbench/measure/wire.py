@@ -31,17 +31,30 @@ DISAGREE_SHARE = 0.05  # the report warns when more samples than this disagree
 MIN_AGREEMENT_SAMPLES = 10  # fewer samples joined to the wire say nothing of a cell's clock
 
 
-def allowance_ms(floor) -> float:
+# How a client's process is scheduled, for the floor that judges its clock: as the measured processes are
+# (real-time where allowed), or at normal priority (a browser must not run real-time), whose wake-ups a busy
+# machine delays further. A run measures the emulator floor from a process of each (the calibration's "normal").
+PRIORITIES = ("measured", "normal")
+
+
+def allowance_ms(floor, priority: str = "measured") -> float:
     """How far a client's median may stand from the wire's on the machine that measured: the tolerance, plus the
-    spread of the emulator's floor (p95 - p50 of a TCP connect at 0 ms by a process at the measured priority: the
-    emulator's read latency and a measured process's wake-up latency, as this machine shows them). A run stores it
-    with its calibration (`agreement_allowance_ms`); runs from before are given it from their floor."""
+    spread of the emulator's floor (p95 - p50 of a TCP connect at 0 ms by a process at the client's priority: the
+    emulator's read latency and such a process's wake-up latency, as this machine shows them), and for a
+    normal-priority client the p95 of its CPU stalls (testbed.probe.cpu_stalls). A run stores it
+    with its calibration (`agreement_allowance_ms`, and under "normal" for normal-priority clients); runs from
+    before are given it from their floor, and a normal-priority client of a run that measured no floor of its
+    own the measured processes' (the stricter)."""
     floor = floor if isinstance(floor, dict) else {}  # a run on a real path has no floor
+    if priority not in PRIORITIES:
+        raise ValueError(f"priority {priority!r} is not one of {PRIORITIES}")
+    if priority != "measured" and isinstance(floor.get(priority), dict):
+        floor = floor[priority]
     if floor.get("agreement_allowance_ms") is not None:
         return float(floor["agreement_allowance_ms"])
     p50, p95 = floor.get("p50_ms"), floor.get("p95_ms")
     spread = p95 - p50 if p50 is not None and p95 is not None and p95 >= p50 else 0.0
-    return round(TOLERANCE_MS + spread, 4)
+    return round(TOLERANCE_MS + spread + (floor.get("stall_p95_ms") or 0.0), 4)
 
 
 def clock(w: dict | None, allowance: float) -> str | None:

@@ -11,7 +11,6 @@ from pqbench.experiment.condition import condition as cell_condition, describe
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.paired import value as paired_value
 from pqbench.analysis.warnings import TITLES
-from pqbench.measure.wire import allowance_ms as wire_allowance
 
 
 @dataclasses.dataclass
@@ -276,10 +275,11 @@ def quality(a: Analysis) -> Table:
                      ("no wire record (netem)" if d and not d.get("wire") else "–")]
                     + (["beyond" if c.wire_clock else "within"] if on_wire else []))
     # the column of what this machine allows, where a cell's client stands beyond it (pqbench.measure.wire.clock)
-    allowed = wire_allowance(a.run.get("calibration_start"))
+    allowed = ", ".join(sorted({f"{c.agreement_allowance_ms:.3f} ms" for c in a.cells}))
     clock = (" Machine: whether the client's median stands within what this machine allows "
-             f"({allowed:.3f} ms: ±0.25 ms plus the spread of the emulator floor it measured at the "
-             "run's start); beyond it, compare the cell by its wire times.") if on_wire else ""
+             f"({allowed}: ±0.25 ms plus the spread of the emulator floor it measured at the run's start, by a "
+             "process scheduled as the cell's client is: real-time, or at normal priority for a browser); beyond "
+             "it, compare the cell by its wire times.") if on_wire else ""
     return Table("quality", "Measurement quality per cell",
                  ["algorithm", "condition", "clean time", "late samples", "client − wire (p50 [p5, p95])",
                   "beyond ±0.25 ms"] + (["machine"] if on_wire else []), rows,

@@ -103,9 +103,14 @@ def _lateness(counters: dict) -> dict:
     return {k: counters[k].get("lateness_us") for k in ("client_to_server", "server_to_client")}
 
 
-def measure_floor(tb: Testbed, samples: int) -> dict:
+def measure_floor(tb: Testbed, samples: int, realtime: bool = True) -> dict:
+    """TCP connect times through the link at 0 ms, by a process at the measured processes' priority (realtime) or
+    at a normal-priority client's (a browser's), with the latter's CPU stalls (probe.cpu_stalls)."""
     tb.reconfigure(_only(tb.spec))
-    return percentiles(probe.connect_rtts(tb, samples))
+    out = percentiles(probe.connect_rtts(tb, samples, realtime=realtime))
+    if not realtime:  # such a client also loses the CPU it runs on (to real-time work, a host's steal): stall_p95
+        out["stall_p95"] = percentiles(probe.cpu_stalls(samples))["p95"]
+    return out
 
 
 def measure_rtt(tb: Testbed, spec: LinkSpec, samples: int, floor_p50: float) -> dict:

@@ -1,6 +1,7 @@
 """Measurements through a testbed's link with real kernel sockets.
 
 - connect_rtts: TCP connect() time (SYN -> SYN-ACK, one RTT) from client to server.
+- cpu_stalls: how long a busy normal-priority thread is kept off its CPU.
 - udp_burst: numbered UDP datagrams in one direction, paced; which ones arrived.
 - tcp_transfer: a bulk TCP transfer between two processes (one per namespace, so neither the
   GIL nor this process limits it); goodput as the receiver saw it, with a content check.
@@ -18,10 +19,12 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from pqbench.errors import MeasurementFailed
+from pqbench.testbed import sched
 
 DIRECTIONS = {"client_to_server": ("client", "server"), "server_to_client": ("server", "client")}
 _PATTERN = bytes(range(256)) * 1024  # the source repeats this; the sink hashes what arrives
@@ -50,8 +53,9 @@ def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realti
 
     The server only listens (the kernel completes handshakes without accept()); the queue is
     drained between samples, so nothing else runs in this process while a sample is timed.
-    The sampling thread runs SCHED_FIFO when realtime (and allowed). Samples that time out are
-    recorded as timeout_s (a lost SYN shows as a ~1 s sample)."""
+    The sampling thread runs SCHED_FIFO when realtime (and allowed), else as a normal-priority client does (a
+    browser: sched.measured without real-time). Samples that time out are recorded as timeout_s (a lost SYN
+    shows as a ~1 s sample)."""
     listener = tb.socket("server")
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     to = to or tb.server_addr
@@ -72,6 +76,11 @@ def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realti
     def sample_all():
         if realtime:
             _realtime_thread()
+            return sample_each()
+        with sched.measured(realtime=False):
+            return sample_each()
+
+    def sample_each():
         out = []
         for i in range(n + warmup):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -94,6 +103,26 @@ def connect_rtts(tb, n: int, *, timeout_s: float = 10.0, warmup: int = 2, realti
     finally:
         drain()
         listener.close()
+
+
+def cpu_stalls(n: int, chunk_ms: float = 1.0) -> list[float]:
+    """n chunks of chunk_ms of a busy thread's own CPU time, the thread scheduled as a normal-priority client is (a
+    browser: sched.measured without real-time); per chunk, the wall time beyond its CPU time in ms: how long it was
+    kept off a CPU it wanted. A connect probe sleeps until the kernel wakes it and is placed on a free CPU then; a
+    browser's threads are running when real-time work or a host's steal takes their CPU, and wait it out."""
+    chunk_ns, out = int(chunk_ms * 1e6), []
+
+    def run():
+        with sched.measured(realtime=False):
+            for _ in range(n):
+                w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+                while (c := time.thread_time_ns()) - c0 < chunk_ns:
+                    pass
+                out.append(max(0, time.perf_counter_ns() - w0 - (c - c0)) / 1e6)
+    thread = threading.Thread(target=run, name="pqbench-cpu-stalls")  # its own thread: its priority is set per thread
+    thread.start()
+    thread.join()
+    return out
 
 
 # --- UDP bursts --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ class Chromium:
     name = "chromium"
     WORKER = "pqbench.endpoints.chromium.worker"
     milestones = TLS_MILESTONES
+    priority = "normal"  # a browser must not run real-time (launch.py): its clock is judged by that floor
     # The modes per transport (the stack's capabilities read them): cold loads (handshake, page) and warm ones
     # (pqbench.endpoints.browsers.warm): resumed, and 0-RTT where the browser sends early data and the server
     # takes it
