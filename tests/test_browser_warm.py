@@ -127,6 +127,11 @@ def test_a_warm_load_resumes_by_the_servers_log_and_its_server_flight_carries_no
 
 
 @pytest.mark.root
+# alone: whether the GET leaves with the ClientHello depends on the browser writing it within a round trip, and a
+# browser runs at normal priority, which other workers' real-time processes (servers, crypto benchmarks at the
+# measured priority) hold off for up to the kernel's real-time share of each second: in a CI run's first pass
+# Chromium's GET left 50 ms late, as early data still (nginx's log) but after the server's flight, 816 B
+@pytest.mark.solo
 @pytest.mark.parametrize("browser", BROWSERS)
 def test_zero_rtt_sends_the_request_as_early_data_the_server_accepts(bed, browser):
     samples, flows = load(bed, browser, "early", "early")
