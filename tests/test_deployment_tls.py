@@ -119,8 +119,12 @@ def test_early_data_is_accepted_and_the_response_comes_one_round_trip_sooner(bed
     resumed = measure(bed, EARLY, mode="resume_page", path="/1k")
     assert all(s["resumed"] and s["early_data"] == "accepted" and s["http_status"] == 200 for s in early)
     assert all(s["resumed"] and s["early_data"] is None for s in resumed)
-    saving = p50(resumed, "first_byte") - p50(early, "first_byte")
-    assert RTT - 2 <= saving <= RTT + 5, saving
+    # between the fastest of each (their clean times): a busy machine only adds time, and beside other workers'
+    # real-time processes the medians' saving ranged from 17.5 ms (a CI first pass) to 23.1 ms (a real-time loop
+    # at the measured priority on each CPU, 5 ms of every 10), the fastest's 20.8-21.1 ms
+    fastest = lambda samples: min(s["t_ns"]["first_byte"] / 1e6 for s in samples)  # noqa: E731
+    saving = fastest(resumed) - fastest(early)
+    assert RTT - 2 <= saving <= RTT + 5, (saving, p50(resumed, "first_byte") - p50(early, "first_byte"))
     # a server without early data: the ticket allows none, and pqtimer says so
     r = sampler.run(Pqtimer(), ClientJob(host=bed["rig"].tb.server_addr, port=CLIENT_CHOICE, groups=["X25519"],
                                          cafile=str(bed["chain"].root_cert), servername=bed["chain"].server_name,
