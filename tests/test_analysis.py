@@ -218,10 +218,11 @@ def test_a_median_between_two_modes_is_flagged_and_a_steady_one_is_not(con):
     assert "split_median" not in checks["X25519MLKEM768"]
 
 
-def test_a_cell_whose_client_stands_beyond_the_machines_allowance_is_flagged_with_the_wire_figure(con):
+def test_a_cell_whose_client_stands_beyond_the_machines_allowance_is_reported_on_the_wires_clock(con):
     """The machine's allowance comes from the emulator floor the run measured (±0.25 ms plus its p95 - p50); a cell
-    whose client's median stands further from the wire than that is flagged with the wire's median beside its own
-    (its figures stay its client's: a comparison never mixes clocks), and one within it is not."""
+    whose client's median stands further from the wire than that is reported on the wire's clock with the reason
+    (its client's median beside), and one within it is not; a comparison never mixes clocks: a pair with a cell on
+    the wire's clock is compared on the wire's for both."""
     from pqbench.measure import wire
     store.update_run(con, "synthetic", calibration_start={"p50_ms": 0.06, "p95_ms": 0.11})
     assert wire.allowance_ms({"p50_ms": 0.06, "p95_ms": 0.11}) == pytest.approx(0.30)
@@ -235,10 +236,16 @@ def test_a_cell_whose_client_stands_beyond_the_machines_allowance_is_flagged_wit
     a = analysis.analyse(con, "synthetic", resamples=200)
     by = {c.row["kex"]: c for c in a.cells}
     assert by["X25519"].wire_clock is None and by["X25519"].p50 == pytest.approx(10.195, abs=0.01)
+    assert by["X25519"].clock == "client"
     held = by["X25519MLKEM768"]
     assert "+1.500 ms" in held.wire_clock and "0.300 ms this machine allows" in held.wire_clock
-    assert "on the wire its p50 is 8.695 ms" in held.wire_clock and held.p50 == pytest.approx(10.195, abs=0.01)
+    assert "reported on the wire's clock (p50 8.695 ms, its client's 10.195 ms)" in held.wire_clock
+    assert held.clock == "wire" and held.p50 == pytest.approx(8.695, abs=0.01)
     assert [w.check for w in held.warnings if w.check.startswith("wire")] == ["wire_clock"]
+    # the pair on the wire's clock: 10.145 against 8.695 ms, not the clients' equal 10.195 ms
+    (pair,) = [p for p in a.paired if p.axis == "kex"]
+    assert pair.clock == "wire" and pair.medians == pytest.approx((10.145, 8.695), abs=0.01)
+    assert pair.diff[0] == pytest.approx(-1.45, abs=0.01) and pair.significant
 
 
 def test_a_browser_cell_is_judged_by_the_floor_of_a_normal_priority_process(con):
@@ -265,3 +272,19 @@ def test_a_browser_cell_is_judged_by_the_floor_of_a_normal_priority_process(con)
     by = {c.row["client"]: c for c in analysis.analyse(con, "synthetic", resamples=200).cells}
     assert "0.300 ms this machine allows" in by["openssl"].wire_clock
     assert by["chromium"].wire_clock is None and by["chromium"].agreement_allowance_ms == pytest.approx(2.25)
+
+
+def test_a_cell_beyond_the_allowance_whose_samples_lack_wire_times_keeps_its_clients_figures(con):
+    from pqbench.measure import wire
+    store.update_run(con, "synthetic", calibration_start={"p50_ms": 0.06, "p95_ms": 0.11})
+    durations = [10.0 + 0.01 * i for i in range(40)]
+    samples = [{**sample(i, d, "X25519"), "start_mono_ns": i, **({"wire": {"ms": d - 1.5}} if i % 2 else {})}
+               for i, d in enumerate(durations)]
+    cell = {"cell_id": "half", "position": 0, "status": "done", "kex": "X25519", "sig": "ecdsap256", "rtt_ms": 10.0,
+            "loss": 0.0, "mode": "handshake", "pad": 0, "metric": "handshake_done", "n": 40, "ok": 40, "failures": 0,
+            "link": LinkSpec.symmetric(10.0, seed=42).to_dict(),
+            "wire": {**wire.agreement(samples, "handshake_done"), "n": 20, "median_diff_ms": 1.5}}
+    store.save_cell(con, "synthetic", cell, samples, "handshake_done")
+    (c,) = analysis.analyse(con, "synthetic", resamples=200).cells
+    assert c.clock == "client" and c.p50 == pytest.approx(10.195, abs=0.01)
+    assert "20 of 40 samples: the figures stay the client's" in c.wire_clock, c.wire_clock

@@ -66,9 +66,13 @@ class CellStats:
     modes: dict = dataclasses.field(default_factory=dict)  # mode -> (share, lo, hi) of successful samples
     # medians of the ClientHello's and the Certificate's bytes (sent compressed), and the HRR share
     tls: dict = dataclasses.field(default_factory=dict)
-    # why this cell's client clock is not to be believed on this machine (pqbench.measure.wire.clock), with the
-    # wire's median; None when it agrees
+    # why this cell's client clock is not to be believed on this machine (pqbench.measure.wire.clock), and which
+    # clock its figures are on; None when it agrees
     wire_clock: str | None = None
+    # the clock of durations, pct and mean: "client", or "wire" for a cell whose client stands beyond what this
+    # machine allows and whose every successful sample has its wire time
+    clock: str = "client"
+    wire_durations: np.ndarray = dataclasses.field(default_factory=lambda: np.array([]))  # wire_ms, ok samples
     agreement_allowance_ms: float = TOLERANCE_MS  # what judged it: this machine's allowance for its client's priority
 
     def __getattr__(self, name):  # cell parameters read like attributes (c.kex, c.rtt_ms …)
@@ -209,8 +213,15 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
     durations = cd.ok_values("duration_ms")
     allowance_ms = allowance_ms if allowance_ms is not None else TOLERANCE_MS
     why = wire_clock_of(row.get("wire") if isinstance(row.get("wire"), dict) else None, allowance_ms)
-    on_wire = cd.ok_values("wire_ms") if why and "wire_ms" in cd.values else np.array([])
-    wire_clock = f"{why}; on the wire its p50 is {float(np.median(on_wire)):.3f} ms" if why and on_wire.size else why
+    on_wire = cd.ok_values("wire_ms") if "wire_ms" in cd.values else np.array([])
+    clock, wire_clock = "client", why
+    if why and durations.size and on_wire.size == durations.size:  # reported on the wire's clock, with the reason
+        wire_clock = (f"{why}; reported on the wire's clock (p50 {float(np.median(on_wire)):.3f} ms, its client's "
+                      f"{float(np.median(durations)):.3f} ms)")
+        clock, durations = "wire", on_wire
+    elif why and on_wire.size:  # some samples have no wire time: the figures stay the client's
+        wire_clock = f"{why}; on the wire its p50 is {float(np.median(on_wire)):.3f} ms ({on_wire.size} of " \
+                     f"{durations.size} samples: the figures stay the client's)"
     pct = stats.bootstrap_percentiles(durations, QS, confidence=CONFIDENCE, resamples=resamples, seed=seed)
     classes = dict(row.get("failure_classes") or {}) if isinstance(row.get("failure_classes"), dict) else {}
     if not classes:
@@ -240,4 +251,5 @@ def analyse_cell(cd: CellData, crypto: dict, *, resamples: int = 1000, seed: int
                      phases=_phase_split(cd), bound=bound, bound_note=note,
                      groups=sorted({str(g) for g in cd.groups if g}),
                      sigalgs=sorted({str(g) for g in cd.sigalgs if g}), modes=modes(cd), tls=tls,
-                     wire_clock=wire_clock, agreement_allowance_ms=allowance_ms)
+                     wire_clock=wire_clock, agreement_allowance_ms=allowance_ms, clock=clock,
+                     wire_durations=on_wire)

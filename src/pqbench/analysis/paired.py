@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from pqbench import stats
 from pqbench import transport as transportmod
 from pqbench.algorithms import catalog
@@ -28,6 +30,10 @@ class PairedDiff:
     other: CellStats
     diff: tuple  # (median(other) - median(baseline), lo, hi) in ms
     relative: float  # diff / median(baseline)
+    # the clock both cells were compared on: "wire" when either cell is reported on the wire's (CellStats.clock),
+    # with the two medians on it
+    clock: str = "client"
+    medians: tuple | None = None  # (baseline, other) in ms on that clock; None: their p50s
 
     @property
     def significant(self) -> bool:
@@ -72,6 +78,16 @@ def _default_quic(c: CellStats) -> bool:
     return not c.row.get("quic_retry") and c.row.get("initial_size") is None
 
 
+def on_one_clock(base: CellStats, other: CellStats) -> tuple | None:
+    """(clock, base's times, other's times) on one clock: a comparison never mixes a client's clock with the wire's,
+    so a cell reported on the wire's makes both compared on it; None when one of them has no wire times."""
+    if base.clock == other.clock:
+        return base.clock, base.durations, other.durations
+    if base.wire_durations.size and other.wire_durations.size:
+        return "wire", base.wire_durations, other.wire_durations
+    return None
+
+
 def paired_differences(cells: list[CellStats], *, resamples: int = 1000, seed: int = 0) -> list[PairedDiff]:
     out = []
     for axis, kind in (("kex", "kem"), ("sig", "sig"), ("server", None), ("client", None), ("transport", None)):
@@ -89,6 +105,12 @@ def paired_differences(cells: list[CellStats], *, resamples: int = 1000, seed: i
                 other = by_name[name]
                 if other is base:
                     continue
-                diff = stats.bootstrap_diff(base.durations, other.durations, 50, resamples=resamples, seed=seed)
-                out.append(PairedDiff(axis, base, other, diff, diff[0] / base.p50 if base.p50 else float("nan")))
+                pair = on_one_clock(base, other)
+                if pair is None:
+                    continue
+                clock, a, b = pair
+                diff = stats.bootstrap_diff(a, b, 50, resamples=resamples, seed=seed)
+                medians = (float(np.median(a)), float(np.median(b)))
+                out.append(PairedDiff(axis, base, other, diff, diff[0] / medians[0] if medians[0] else float("nan"),
+                                      clock, medians if clock != "client" else None))
     return out

@@ -151,8 +151,9 @@ def _quality(c: CellStats) -> list[Warning]:
     if c.wire_clock:
         out.append(Warning("wire_clock", c.wire_clock,
                            "the client spent time the wire does not show (a process's start, a CPU wait, a late "
-                           "wake-up on this machine): compare this cell by its wire times (export, wire_ms), or "
-                           "rerun on an idle or faster machine"))
+                           "wake-up on this machine): its figures and comparisons are the wire's where every sample "
+                           "has a wire time (else compare it by wire_ms in the export); or rerun on an idle or "
+                           "faster machine"))
     elif w.get("n") and w["disagree"] / w["n"] > wire.DISAGREE_SHARE:
         out.append(Warning("wire", f"the client's time differs from the wire's by more than {w['tolerance_ms']} ms "
                                    f"in {w['disagree']} of {w['n']} samples (median {w['median_diff_ms']:+.3f} ms)",

@@ -109,9 +109,11 @@ def paired(a: Analysis) -> Table:
             where = f"{p.other.row.get('kex')} + {p.other.row.get('sig')} ({other_side} {p.other.row.get(other_side)}), {where}"
         elif p.axis == "transport":
             where = f"{p.other.row.get('kex')} + {p.other.row.get('sig')}, {where}"
+        medians = p.medians or (p.baseline.p50, p.other.p50)
+        where += " (on the wire's clock)" if p.clock == "wire" else ""
         rows.append([p.axis, where,
-                     str(paired_value(p.baseline, p.axis)), str(paired_value(p.other, p.axis)), ms(p.baseline.p50),
-                     ms(p.other.p50),
+                     str(paired_value(p.baseline, p.axis)), str(paired_value(p.other, p.axis)), ms(medians[0]),
+                     ms(medians[1]),
                      f"{'+' if p.diff[0] >= 0 else ''}{ms(p.diff[0])} [{ms(p.diff[1])}, {ms(p.diff[2])}]",
                      f"{100 * p.relative:+.1f} %" if math.isfinite(p.relative) else "–", sig])
     return Table("paired", "Paired differences (same link condition and loss seed)",
@@ -119,7 +121,8 @@ def paired(a: Analysis) -> Table:
                   "Δ %", "CI excludes 0"], rows,
                  "Cells equal in everything but the key exchange (or the signature, the server stack, the client "
                  "stack) are compared with the group's classical baseline (for stacks: openssl); the CI is a "
-                 "bootstrap of the difference of medians.")
+                 "bootstrap of the difference of medians. Where either cell is reported on the wire's clock (its "
+                 "client stood beyond what this machine allows), both are compared on the wire's.")
 
 
 def stacks(a: Analysis) -> Table | None:
@@ -278,8 +281,8 @@ def quality(a: Analysis) -> Table:
     allowed = ", ".join(sorted({f"{c.agreement_allowance_ms:.3f} ms" for c in a.cells}))
     clock = (" Machine: whether the client's median stands within what this machine allows "
              f"({allowed}: ±0.25 ms plus the spread of the emulator floor it measured at the run's start, by a "
-             "process scheduled as the cell's client is: real-time, or at normal priority for a browser); beyond "
-             "it, compare the cell by its wire times.") if on_wire else ""
+             "process scheduled as the cell's client is: real-time, or at normal priority for a browser); a cell "
+             "beyond it is reported on the wire's clock, with the reason among the warnings.") if on_wire else ""
     return Table("quality", "Measurement quality per cell",
                  ["algorithm", "condition", "clean time", "late samples", "client − wire (p50 [p5, p95])",
                   "beyond ±0.25 ms"] + (["machine"] if on_wire else []), rows,
