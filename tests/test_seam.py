@@ -186,6 +186,9 @@ def test_server_and_client_stacks_pair_up_on_one_link_and_the_report_compares_th
     assert diff.clock == "wire" and abs(diff.diff[0]) < 5, diff.diff
     assert diff.other.clock == "wire" and "+2" in diff.other.wire_clock  # its clock stands 25 ms from the wire's
     assert 20 < diff.other.row["wire"]["median_diff_ms"] < 35
+    (row,) = [r for r in tables.paired(a).rows if r[0] == "client"]
+    assert row[1].endswith("(on the wire's clock)"), row
+    assert "both are compared on the wire's" in tables.paired(a).note
     table = tables.stacks(a)
     assert sorted((r[0], r[1]) for r in table.rows) == [("toy", "toy"), ("toy", "toyslow")]
 

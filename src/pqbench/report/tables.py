@@ -121,8 +121,9 @@ def paired(a: Analysis) -> Table:
                   "Δ %", "CI excludes 0"], rows,
                  "Cells equal in everything but the key exchange (or the signature, the server stack, the client "
                  "stack) are compared with the group's classical baseline (for stacks: openssl); the CI is a "
-                 "bootstrap of the difference of medians. Where either cell is reported on the wire's clock (its "
-                 "client stood beyond what this machine allows), both are compared on the wire's.")
+                 "bootstrap of the difference of medians." + (
+                     " Where either cell is reported on the wire's clock (its client stood beyond what this machine "
+                     "allows), both are compared on the wire's." if any(p.clock == "wire" for p in a.paired) else ""))
 
 
 def stacks(a: Analysis) -> Table | None:
