@@ -54,7 +54,7 @@ def machine_allowance(tb, priority: str = "measured") -> float:
     """How far a client's clock may stand from the wire's on this machine (pqbench.measure.wire.allowance_ms): from
     the emulator floor measured on the testbed tb by a process at the client's priority (wire.PRIORITIES), as a run
     measures it at its start (its link restored after)."""
-    from pqbench.measure import wire
+    from pqbench.measure.session import floor_figures
     from pqbench.testbed import LinkSpec
     from pqbench.testbed.calibrate import measure_floor
     saved = tb.spec
@@ -63,7 +63,7 @@ def machine_allowance(tb, priority: str = "measured") -> float:
         floor = measure_floor(tb, 100, realtime=priority == "measured")
     finally:
         tb.reconfigure(saved)
-    return wire.allowance_ms({"p50_ms": floor["p50"], "p95_ms": floor["p95"], "stall_p95_ms": floor.get("stall_p95")})
+    return floor_figures(floor)["agreement_allowance_ms"]
 
 
 def assert_client_leads_the_wire(w: dict, tb=None) -> None:

@@ -269,10 +269,13 @@ def calibrate_floor(tb, spec: Spec) -> dict | None:
         normal = measure_floor(tb, spec.calibration_samples, realtime=False)  # as a browser's process is scheduled
     finally:
         tb.reconfigure(saved)
+    return {**floor_figures(floor), "when": datetime.datetime.now().isoformat(timespec="seconds"),
+            "normal": floor_figures(normal)}
 
-    def figures(f: dict) -> dict:  # with what this machine lets such a client's clock claim
-        out = {**{f"{k}_ms": f.get(k) for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean", "stall_p95")
-                  if k in f}, "n": f.get("n")}
-        return {**out, "agreement_allowance_ms": wire.allowance_ms(out)}
-    return {**figures(floor), "when": datetime.datetime.now().isoformat(timespec="seconds"),
-            "normal": figures(normal)}
+
+def floor_figures(floor: dict) -> dict:
+    """A floor's percentiles (calibrate.measure_floor) as a run stores them, with what this machine lets the clock
+    of a client scheduled as its probe was claim."""
+    out = {**{f"{k}_ms": floor[k] for k in ("p5", "p25", "p50", "p75", "p95", "p99", "mean", "stall_p95")
+              if k in floor}, "n": floor.get("n")}
+    return {**out, "agreement_allowance_ms": wire.allowance_ms(out)}
