@@ -72,7 +72,9 @@ void ssl_failure(SSL *ssl, int ret, struct outcome *out, const char *during) {
         ERR_error_string_n(code, buf, sizeof buf);
     if (verify != X509_V_OK)
         set_error(out, "cert_verify", "certificate verification failed: %s", X509_verify_cert_error_string(verify));
-    else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !code))
+    /* OpenSSL 3 reports a peer gone mid-handshake (no close_notify) as an SSL error, not a syscall one */
+    else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !code) ||
+             (ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING))
         set_error(out, "closed", "%s: the server closed the connection%s%s", during, errno ? ": " : "",
                   errno ? strerror(errno) : "");
     else
