@@ -113,11 +113,11 @@ def test_the_rooms_read_top_down():
     assert back == [], "imports in a circle of rooms:\n" + "\n".join(back)
 
 
-# transport: protocols and transports, defined once (read by the catalog, spec, store, measure, analysis, report);
+# protocol: the application protocols' records; transport: transports, defined once (read by the catalog, spec, store, measure, analysis, report);
 # axis: the axis record and its registry (filled by the features, read by spec, cells, store, endpoints, report);
 # interrupts: signals taken at a safe point while threads work (the schedule, the scan)
-FOUNDATIONS = {"__init__", "__main__", "axis", "cli", "errors", "interrupts", "paths", "sample", "stats", "transport",
-               "units"}
+FOUNDATIONS = {"__init__", "__main__", "axis", "cli", "errors", "interrupts", "paths", "protocol", "sample", "stats",
+               "transport", "units"}
 
 
 def test_the_top_level_holds_only_foundations():
@@ -130,24 +130,25 @@ def test_a_path_is_asked_whether_it_is_emulated_not_compared_by_name():
     assert [str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if compares.search(p.read_text())] == []
 
 
-# A capability's differences live in its record (issue 36): code asks the Transport (pqbench.transport) what
-# differs, a field saying why, instead of comparing a transport's name. A name may still be a value (a CLI
-# default, a registry key, a stored value); a comparison with one is what this looks for.
+# A capability's differences live in its record (issues 36 and 46): code asks the Transport (pqbench.transport) or
+# the Protocol (pqbench.protocol) what differs, a field saying why, instead of comparing a name. A name may still
+# be a value (a CLI default, a registry key, a stored value); a comparison with one is what this looks for.
 TRANSPORT_NAMES = {"tcp", "quic", "udp"}
-# Files being restructured (the one cell path); their comparisons go with that change.
+PROTOCOL_NAMES = {"tls", "ssh"}
+RECORDS = {"transport.py": "the Transport record (pqbench.transport)", "protocol.py": "the Protocol record (pqbench.protocol)"}
 
 
-def _names_in(node: ast.AST) -> set[str]:
-    if isinstance(node, ast.Constant) and node.value in TRANSPORT_NAMES:
+def _names_in(node: ast.AST, names: set[str]) -> set[str]:
+    if isinstance(node, ast.Constant) and node.value in names:
         return {node.value}
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return set().union(*map(_names_in, node.elts)) if node.elts else set()
+        return set().union(*(_names_in(e, names) for e in node.elts)) if node.elts else set()
     return set()
 
 
-def transport_name_comparisons(source: str) -> list[tuple[int, str]]:
-    """(line, name) of each comparison with a transport's name: ==, !=, in, is (against the name or a tuple
-    of names), and a match case on one."""
+def name_comparisons(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of each comparison with one of names: ==, !=, in, is (against the name or a tuple of
+    names), and a match case on one."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Compare):
@@ -156,22 +157,27 @@ def transport_name_comparisons(source: str) -> list[tuple[int, str]]:
             sides = [node.value]
         else:
             continue
-        found += [(node.lineno, n) for side in sides for n in sorted(_names_in(side))]
+        found += [(node.lineno, n) for side in sides for n in sorted(_names_in(side, names))]
     return sorted(set(found))
 
 
-def test_no_transport_is_compared_by_name_outside_its_record():
+def transport_name_comparisons(source: str) -> list[tuple[int, str]]:
+    return name_comparisons(source, TRANSPORT_NAMES)
+
+
+def test_no_transport_or_protocol_is_compared_by_name_outside_its_record():
     offenders = []
     for p in sorted(SRC.rglob("*.py")):
         rel = p.relative_to(SRC).as_posix()
-        if rel == "transport.py":
-            continue
-        offenders += [f"src/pqbench/{rel}:{line} compares {name!r}: ask the Transport record (pqbench.transport)"
-                      for line, name in transport_name_comparisons(p.read_text())]
+        names = (TRANSPORT_NAMES if rel != "transport.py" else set()) | \
+            (PROTOCOL_NAMES if rel != "protocol.py" else set())
+        offenders += [f"src/pqbench/{rel}:{line} compares {name!r}: ask "
+                      f"{RECORDS['transport.py' if name in TRANSPORT_NAMES else 'protocol.py']}"
+                      for line, name in name_comparisons(p.read_text(), names)]
     assert offenders == []
 
 
-def test_the_transport_name_search_finds_comparisons_and_passes_values():
+def test_the_name_search_finds_comparisons_and_passes_values():
     compares = '''
 if t == "quic": pass
 if "tcp" != t: pass
@@ -183,9 +189,15 @@ match t:
     case "quic": pass
 '''
     assert [n for _, n in transport_name_comparisons(compares)] == ["quic", "tcp", "quic", "tcp", "udp", "udp", "quic"]
+    protocols = '''
+if row["protocol"] == "ssh": pass
+if {"tls", "ssh"} <= seen: pass
+x = a if p != "tls" else b
+'''
+    assert [n for _, n in name_comparisons(protocols, PROTOCOL_NAMES)] == ["ssh", "ssh", "tls", "tls"]
     values = '''
 def f(transport="tcp"): return {"quic": 1}.get(transport, "tcp")
 argv = ["--transport", "quic"] + [f"{'tls' if x else 'tcp'}://"]
-ok = s.get("quic") == other and x in TRANSPORTS
+ok = s.get("quic") == other and x in TRANSPORTS and m["ssh"] == y
 '''
-    assert transport_name_comparisons(values) == []
+    assert name_comparisons(values, TRANSPORT_NAMES | PROTOCOL_NAMES) == []

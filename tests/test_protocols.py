@@ -9,7 +9,7 @@ import pytest
 
 from conftest import SSH_PROCESS_MARKS, processes_mentioning, run_pqbench
 from pqbench import analysis, report, store
-from pqbench.analysis import cells as cellsmod
+from pqbench import protocol as proto
 
 pytestmark = pytest.mark.root
 
@@ -74,8 +74,8 @@ def test_ssh_samples_negotiated_the_ssh_names(mixed):
             # samples are late in different phases, and the sum of the medians fell 19 % short of the median)
             assert set(c.phases) == {"TCP handshake", "server identification", "KEXINIT exchange",
                                      "key exchange init→reply", "reply→client NEWKEYS"}
-            split = cellsmod.SPLITS["ssh"]
-            assert split[0][1].value == "start" and split[-1][2].value == "newkeys_sent"  # sshtimer's handshake_done
+            split = proto.get("ssh").splits
+            assert split[0][1] == "start" and split[-1][2] == "newkeys_sent"  # sshtimer's handshake_done
             assert all(a[2] == b[1] for a, b in zip(split, split[1:])), split
             assert all(0 < v <= c.p50 for v in c.phases.values()), (c.phases, c.p50)
 

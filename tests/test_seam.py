@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from pqbench import endpoints, store
+from pqbench import protocol as proto
 from pqbench.measure import wire
 from pqbench.endpoints.base import Capabilities, ClientJob, Place, Serving, Stack, tcp_probe
-from pqbench.errors import MeasurementFailed
+from pqbench.errors import BadInput, MeasurementFailed
 from pqbench.experiment import spec as specmod
 from pqbench.measure import runner
 
@@ -100,14 +101,23 @@ TOY = Stack(name="toy", protocol="tcp-hello", server=ToyServer, client=ToyClient
                                               lambda kex, sig, role: None))
 
 
+# The toy's protocol, registered here alone: a hello and its reply over TCP, a chain made for it as for TLS.
+HELLO = proto.Protocol("tcp-hello", "HELLO", transports=("tcp",), phases=("tcp_connected", "handshake_done"),
+                       catalog_names="names", default_pair=("toy", "toy"), classical=("X25519", "ecdsap256"),
+                       chains=True, sig_option="--sig", sig_word="signature algorithm", scheme="hello://",
+                       default_port=7, key_shares=False, modelled=False, handshake_end="the server's reply")
+
+
 @pytest.fixture
 def toy():
+    proto.register(HELLO)
     endpoints.register(TOY)
     endpoints.register(dataclasses.replace(TOY, name="toylate", client=LateToyClient))
     endpoints.register(dataclasses.replace(TOY, name="toyslow", client=SlowToyClient))
     yield TOY
     for name in ("toy", "toylate", "toyslow"):
         endpoints._STACKS.pop(name, None)
+    proto.unregister(HELLO.name)
 
 
 TOY_SPEC = """
@@ -137,6 +147,38 @@ def test_a_toy_stack_runs_through_pqbench_run_and_lands_in_the_store(toy, built_
     wire = __import__("json").loads(cell["wire"])
     # the toy's own timing against the emulator's: every sample joined, close on the median
     assert wire["n"] == 12 and abs(wire["median_diff_ms"]) < 1.0, wire
+
+
+def test_a_toy_protocol_reaches_the_spec_the_cells_the_store_and_the_report_from_its_record_alone(
+        toy, built_stack, tmp_path):
+    """HELLO is registered in this module alone: a spec names it beside TLS, each protocol's cell goes to its
+    record's default pair, a target's address takes its scheme, the store keeps the protocol, and the report
+    sets the two protocols side by side with the record's words; the model says it does not know its flights."""
+    from pqbench import analysis
+    from pqbench.remote import address
+    from pqbench.report import tables
+    spec = specmod.parse(TOY_SPEC.replace('stack = ["{stack}"]\n', "").replace("[axes]", 'protocol = ["tls", "tcp-hello"]\n[axes]'),
+                         "toy.toml")
+    assert spec.protocols == ("tls", "tcp-hello") and spec.stacks == (("openssl", "openssl"), ("toy", "toy"))
+    with pytest.raises(BadInput, match="is not one of tls, ssh, tcp-hello") as e:
+        specmod.parse(TOY_SPEC.format(stack="toy").replace("[axes]", 'protocol = "hello"\n[axes]'), "toy.toml")
+    assert e.value.field == "protocol"
+    target = address.parse("--target", "hello://127.0.0.1")
+    assert (target.protocol, target.port, str(target)) == ("tcp-hello", 7, "hello://127.0.0.1:7")
+
+    db = tmp_path / "protocols.duckdb"
+    run_id = runner.run(spec, db, quiet=True)
+    con = store.connect(db, read_only=True)
+    cells = {c["protocol"]: c for c in store.cell_rows(con, run_id)}
+    a = analysis.analyse(con, run_id, resamples=50)
+    con.close()
+    assert set(cells) == {"tls", "tcp-hello"} and all(c["status"] == "done" for c in cells.values())
+    assert (cells["tcp-hello"]["server"] or "toy", cells["tcp-hello"]["ok"]) == ("toy", 12)
+    table = tables.protocols(a)
+    assert table.title.startswith("TLS vs HELLO") and "HELLO p50" in table.headers, table.headers
+    assert len(table.rows) == 1 and "HELLO's at the server's reply" in table.note
+    (hello,) = [c for c in a.cells if c.row["protocol"] == "tcp-hello"]
+    assert hello.bound is None and hello.bound_note == "the model knows TLS's flights, not HELLO's"
 
 
 def test_a_stack_name_nobody_registered_is_bad_input_naming_the_allowed_ones():

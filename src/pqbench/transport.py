@@ -1,7 +1,7 @@
-"""Protocols and transports, defined once: what every layer reads to know how a cell's connection is made.
+"""Transports, defined once: what every layer reads to know how a cell's connection is made.
 
-A cell runs an application protocol (TLS, SSH) over a transport (TCP, QUIC). The catalog and the spec
-take their names from here; the sample's phases, the wire record's reading, the late-sample detector,
+A cell runs an application protocol (TLS, SSH: pqbench.protocol, whose records name the transports each runs
+over) over a transport (TCP, QUIC). The spec takes their names from here; the sample's phases, the wire record's reading, the late-sample detector,
 the concurrency controller, the lower-bound model, the analysis, the report and the runner ask the
 cell's Transport instead of assuming TCP. A new transport is one entry here and one folder per stack
 that speaks it.
@@ -12,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 from pqbench import axis
+from pqbench import protocol as proto
 from pqbench.errors import BadInput
-
-PROTOCOLS = ("tls", "ssh")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,8 +27,6 @@ class Transport:
     # Round trips before the TLS client's first flight may leave: TCP's SYN/SYN-ACK; QUIC carries the
     # ClientHello in its first datagram.
     setup_round_trips: int
-    # The application protocols that run over it.
-    protocols: tuple[str, ...]
     # What the report calls it.
     label: str
     # The phase that ends the transport's own setup, where it has one (None: the handshake is the setup).
@@ -49,16 +46,25 @@ class Transport:
         """The transport a cell without the axis runs over (its row and id hold None)."""
         return self.name == DEFAULT
 
+    @property
+    def protocols(self) -> tuple[str, ...]:
+        """The application protocols that run over it (each Protocol names its transports)."""
+        return proto.over(self.name)
+
+    def refuses(self, name: str) -> str | None:
+        """Why a protocol does not run over it (SSH over QUIC), or None."""
+        if self.name in proto.get(name).transports:
+            return None
+        return f"{proto.get(name).label} does not run over {self.label} (over {self.label}: {', '.join(self.protocols)})"
+
 
 # RFC 9000 §8.1: before the client's address is validated, a server sends at most this many times the bytes
 # it has received.
 AMPLIFICATION_FACTOR = 3
 TRANSPORTS = {
-    "tcp": Transport("tcp", ip_proto="tcp", kernel_tcp=True, setup_round_trips=1, protocols=PROTOCOLS,
-                     label="TCP", connected_phase="tcp_connected"),
+    "tcp": Transport("tcp", ip_proto="tcp", kernel_tcp=True, setup_round_trips=1, label="TCP", connected_phase="tcp_connected"),
     # RFC 9000/9001: TLS 1.3 inside QUIC's Initial and Handshake packets; HTTP/3 (RFC 9114) for pages.
-    "quic": Transport("quic", ip_proto="udp", kernel_tcp=False, setup_round_trips=0, protocols=("tls",),
-                      label="QUIC", datagram=True, amplification_factor=AMPLIFICATION_FACTOR),
+    "quic": Transport("quic", ip_proto="udp", kernel_tcp=False, setup_round_trips=0, label="QUIC", datagram=True, amplification_factor=AMPLIFICATION_FACTOR),
 }
 DEFAULT = "tcp"
 # RFC 9000 §14.1: a client's Initial datagrams carry at least MIN_INITIAL bytes of UDP payload.
@@ -78,9 +84,9 @@ def get(name: str | None, field: str = "transport") -> Transport:
 def check(protocol: str, name: str | None, field: str = "transport") -> Transport:
     """The transport, refusing one the protocol does not run over (SSH over QUIC: exit 2)."""
     t = get(name, field)
-    if protocol not in t.protocols:
-        raise BadInput(field, f"{protocol.upper()} does not run over {t.label} "
-                              f"(over {t.label}: {', '.join(t.protocols)})")
+    why = t.refuses(protocol)
+    if why:
+        raise BadInput(field, why)
     return t
 
 
@@ -128,14 +134,10 @@ def _over_quic(values) -> bool:
     return values.get("transport") == "quic"
 
 
-def _refused(value, protocol: str) -> str | None:
-    """Why no cell of protocol runs over the transport (SSH over QUIC), or None. A cell without the axis (None)
-    runs over its protocol's own transport."""
-    if value is None:
-        return None
-    t = TRANSPORTS[value]
-    return None if protocol in t.protocols else \
-        f"{protocol.upper()} does not run over {t.label} (over {t.label}: {', '.join(t.protocols)})"
+def _refused(value, name: str) -> str | None:
+    """Why no cell of protocol name runs over the transport (SSH over QUIC), or None. A cell without the axis
+    (None) runs over its protocol's own transport."""
+    return None if value is None else TRANSPORTS[value].refuses(name)
 
 
 def _initial_size_range(value: int, caps, role: str, values) -> str | None:

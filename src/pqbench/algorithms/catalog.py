@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 from pqbench import paths
+from pqbench import protocol as proto
 from pqbench.algorithms import liboqs, openssl_build
 from pqbench.errors import BadInput
 
@@ -25,7 +26,7 @@ class Algorithm:
     kind: str  # "kem" or "sig"
     family: str
     level: int
-    source: str  # "openssl", "liboqs" (through pqprov) or "synthetic" (pqprov)
+    source: str  # "openssl", "liboqs" (through pqprov), "synthetic" (pqprov), or a protocol it alone has ("ssh")
     status: str
     pk: int
     ct: int | None = None  # KEM: server key share
@@ -50,6 +51,11 @@ class Algorithm:
     def hybrid(self) -> bool:
         return bool(self.components)
 
+    @property
+    def only_in(self) -> str | None:
+        """The protocol it exists in alone (its source names one: SSH's finite-field groups), or None."""
+        return self.source if self.source in proto.names() else None
+
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
 
@@ -62,8 +68,8 @@ class Algorithm:
     def names_in(self, protocol: str | None) -> tuple[str, ...]:
         """What it is called in a protocol ("tls", "ssh"; None: either)."""
         if protocol is None:
-            return self.names() + self.ssh_names()
-        return self.names() if protocol == "tls" else self.ssh_names()
+            return tuple(dict.fromkeys(n for p in proto.registered() for n in getattr(self, p.catalog_names)()))
+        return getattr(self, proto.get(protocol).catalog_names)()
 
     def to_json(self) -> dict:
         d = {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, (), "")}
@@ -160,8 +166,9 @@ def find(name: str, kind: str | None = None, field: str = "algorithm", protocol:
     by_lower = {n.lower(): n for a in candidates for n in a.names_in(protocol)}
     close = [by_lower[n] for n in difflib.get_close_matches(wanted, by_lower, n=5, cutoff=0.3)]
     hint = f"closest: {', '.join(close)}" if close else "see `pqbench algorithms`"
-    what = {"kem": "key exchange", "sig": "signature algorithm" if protocol != "ssh" else "host key"}.get(kind, "algorithm")
-    raise BadInput(field, f"unknown {'SSH ' if protocol == 'ssh' else ''}{what} {name!r} ({hint})")
+    p = proto.get(protocol)
+    what = {"kem": "key exchange", "sig": p.sig_word}.get(kind, "algorithm")
+    raise BadInput(field, f"unknown {p.qualify(what) if protocol else what} {name!r} ({hint})")
 
 
 def spelled(name: str, kind: str, field: str = "algorithm", protocol: str | None = None) -> str:
@@ -170,25 +177,45 @@ def spelled(name: str, kind: str, field: str = "algorithm", protocol: str | None
     return next(n for n in alg.names_in(protocol) if n.lower() == name.lower())
 
 
+def checked(name: str, kind: str, protocol: str, field: str = "algorithm") -> str:
+    """What a cell of the protocol holds for an algorithm named as the protocol names it: the catalog's name
+    where the protocol's names are spellings of one (TLS's), else the protocol's own name as the catalog spells
+    it (SSH's methods). BadInput with the closest names of the protocol."""
+    if proto.get(protocol).catalog_names == "names":
+        return find(name, kind, field=field, protocol=protocol).name
+    return spelled(name, kind, field=field, protocol=protocol)
+
+
 def name_in(name: str, kind: str, protocol: str, field: str = "algorithm") -> str:
     """The name a protocol gives the algorithm called name (in either protocol): the TLS name, or the SSH
     name as written when it is one, else the algorithm's first SSH name (a size-only host key for a
     signature SSH has no name for). Raises BadInput when the protocol has no name for it."""
     alg = find(name, kind, field=field)
-    if protocol == "tls":
+    p = proto.get(protocol)
+    if p.catalog_names == "names":
         return alg.name
-    for n in alg.ssh_names():
+    own = alg.names_in(protocol)
+    for n in own:
         if n.lower() == name.lower():
             return n
-    if not alg.ssh_names():
-        raise BadInput(field, f"{alg.name} has no SSH name (SSH key exchanges: {', '.join(ssh_names('kem'))})")
-    return alg.ssh_names()[0]
+    if not own:
+        raise BadInput(field, f"{alg.name} has no {p.label} name ({p.label} key exchanges: "
+                              f"{', '.join(names_of('kem', protocol))})")
+    return own[0]
+
+
+def names_of(kind: str, protocol: str) -> list[str]:
+    """Every name a protocol has for the catalog's algorithms of a kind, catalog order (size-only host keys
+    last): one per algorithm where its names are spellings of one (the catalog's name and aliases), each
+    where they are methods of their own (SSH's)."""
+    spellings = proto.get(protocol).catalog_names == "names"
+    names = [n for a in algorithms(kind) for n in (a.names_in(protocol)[:1] if spellings else a.names_in(protocol))]
+    return sorted(names, key=is_size_only)
 
 
 def ssh_names(kind: str) -> list[str]:
     """Every SSH name of a kind, catalog order (size-only host keys last)."""
-    names = [n for a in algorithms(kind) for n in a.ssh_names()]
-    return sorted(names, key=is_size_only)
+    return names_of(kind, "ssh")
 
 
 def is_size_only(name: str) -> bool:
@@ -215,8 +242,8 @@ def _needs_provider(alg: Algorithm) -> str:
 
 def availability(alg: Algorithm) -> Availability:
     """Computed from the real build by asking our OpenSSL what it offers — never hard-coded."""
-    if alg.source == "ssh":
-        return Availability(False, False, "SSH only")
+    if alg.only_in:
+        return Availability(False, False, f"{proto.get(alg.only_in).label} only")
     if alg.kind == "kem":
         groups = {g.lower() for g in openssl_build.tls_groups()}
         in_tls = any(n.lower() in groups for n in alg.names())

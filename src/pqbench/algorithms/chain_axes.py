@@ -11,7 +11,9 @@ from (protocol, sig, credential_key(values)).
 
 from __future__ import annotations
 
-from pqbench import axis, units
+from pqbench import axis
+from pqbench import protocol as proto
+from pqbench import units
 from pqbench.algorithms import catalog, chains
 from pqbench.errors import BadInput
 
@@ -33,9 +35,6 @@ def _chain_bytes(field: str, value) -> int:
         raise BadInput(field, f"{n} bytes is outside {chains.MIN_PADDED}..{chains.MAX_PADDED}")
     return n
 
-
-def _tls_only(value, protocol: str) -> str | None:
-    return None if value is None or protocol == "tls" else f"{protocol.upper()} sends host keys, not certificate chains"
 
 
 def _stapling(value, caps, role: str, values) -> str | None:
@@ -63,9 +62,9 @@ def credential_key(values) -> tuple:
 
 
 axis.register(
-    axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", admits=_tls_only,
+    axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", admits=proto.admits_chain,
               check=_stapling, site=True, order=43, records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),
-    axis.Axis("chain_bytes", _chain_bytes, "bytes (size-only padded chains)", sql="INTEGER", admits=_tls_only,
+    axis.Axis("chain_bytes", _chain_bytes, "bytes (size-only padded chains)", sql="INTEGER", admits=proto.admits_chain,
               check=_fits,
               applies=lambda values: values.get("chain") is None,
               needs_text='applies to cells whose chain is plain: add "plain" to axes.chain', site=True, order=44,

@@ -17,6 +17,7 @@ port); its bytes by part are the cell's chain_parts, with the algorithm it stand
 from __future__ import annotations
 
 from pqbench import axis
+from pqbench import protocol as proto
 from pqbench.algorithms import catalog
 from pqbench.errors import BadInput
 
@@ -29,7 +30,7 @@ def parse(field: str, value) -> str | None:
     if not isinstance(value, str):
         raise BadInput(field, f"{value!r} is not a signature name (allowed: {PLAIN} or a signature of the catalog)")
     alg = catalog.find(value, "sig", field=field)
-    if alg.source == "ssh":
+    if alg.only_in:
         raise BadInput(field, f"{alg.name} has no certificate to be sized as")
     return alg.name
 
@@ -37,9 +38,6 @@ def parse(field: str, value) -> str | None:
 def _unpadded(values) -> bool:
     return values.get("chain") is None and values.get("chain_bytes") is None
 
-
-def _tls_only(value, protocol: str) -> str | None:
-    return None if value is None or protocol == "tls" else f"{protocol.upper()} sends host keys, not certificate chains"
 
 
 def _fits(value, caps, role: str, values) -> str | None:
@@ -58,7 +56,7 @@ def label(value: str | None) -> str | None:
 
 
 axis.register(
-    axis.Axis("sized_as", parse, f"signature names ({PLAIN}: the cell's chain as it is)", admits=_tls_only,
+    axis.Axis("sized_as", parse, f"signature names ({PLAIN}: the cell's chain as it is)", admits=proto.admits_chain,
               applies=_unpadded, needs_text='applies to cells whose chain is plain and unpadded',
               check=_fits, site=True, order=45, label=lambda v, row, short: label(v)),
 )

@@ -9,35 +9,18 @@ import math
 import numpy as np
 
 from pqbench import stats, units
+from pqbench import protocol as proto
 from pqbench.algorithms import catalog
 from pqbench.analysis import model
 from pqbench.analysis.data import CellData
 from pqbench.errors import BadInput
 from pqbench.measure.late import RTO_MIN_MS
 from pqbench.measure.wire import TOLERANCE_MS, clock as wire_clock_of
-from pqbench.sample import Phase, SshPhase
+from pqbench.sample import Phase
 
 QS = stats.PERCENTILES
 CONFIDENCE = 0.95
 
-# The phase split: (label, from phase, to phase); START = the sample's start (before TCP connect).
-SPLIT = (
-    ("TCP handshake", Phase.START, Phase.TCP_CONNECTED),
-    ("ClientHello ready", Phase.TCP_CONNECTED, Phase.CLIENT_HELLO_SENT),
-    ("ClientHello→ServerHello", Phase.CLIENT_HELLO_SENT, Phase.SERVER_HELLO_RECEIVED),
-    ("ServerHello→server Finished", Phase.SERVER_HELLO_RECEIVED, Phase.SERVER_FINISHED_RECEIVED),
-    ("server Finished→done", Phase.SERVER_FINISHED_RECEIVED, Phase.HANDSHAKE_DONE),
-    ("done→last byte", Phase.HANDSHAKE_DONE, Phase.LAST_BYTE),
-)
-# SSH's: to the client's NEWKEYS (its handshake_done), by the messages that cross the link.
-SSH_SPLIT = (
-    ("TCP handshake", SshPhase.START, SshPhase.TCP_CONNECTED),
-    ("server identification", SshPhase.TCP_CONNECTED, SshPhase.SERVER_IDENT_RECEIVED),
-    ("KEXINIT exchange", SshPhase.SERVER_IDENT_RECEIVED, SshPhase.KEXINIT_EXCHANGED),
-    ("key exchange init→reply", SshPhase.KEXINIT_EXCHANGED, SshPhase.KEX_REPLY_RECEIVED),
-    ("reply→client NEWKEYS", SshPhase.KEX_REPLY_RECEIVED, SshPhase.NEWKEYS_SENT),
-)
-SPLITS = {"tls": SPLIT, "ssh": SSH_SPLIT}
 # What tells two cells' algorithms apart, and what makes up their link/workload condition.
 ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
 CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "congctl", "mode",
@@ -106,9 +89,9 @@ def _median(x: np.ndarray) -> float | None:
 
 def _phase_split(cd: CellData) -> dict:
     out = {}
-    for label, a, b in SPLITS.get(cd.row.get("protocol") or "tls", SPLIT):
-        end = cd.values[f"{b.value}_ms"][cd.ok]
-        start = cd.values[f"{a.value}_ms"][cd.ok] if a.value != "start" else np.zeros_like(end)
+    for label, a, b in proto.of(cd.row).splits:
+        end = cd.values[f"{b}_ms"][cd.ok]
+        start = cd.values[f"{a}_ms"][cd.ok] if a != Phase.START else np.zeros_like(end)
         d = end - start
         d = d[~np.isnan(d)]
         if d.size:
@@ -154,8 +137,9 @@ def _flights(cd: CellData, row: dict, response: int) -> model.Flights | None:
 def cell_bound(cd: CellData, crypto: dict) -> tuple[model.Bound | None, str]:
     row = cd.row
     mode = row.get("mode") or "handshake"
-    if (row.get("protocol") or "tls") != "tls":
-        return None, f"the model knows TLS's flights, not {row['protocol'].upper()}'s"
+    if not proto.of(row).modelled:
+        known = " and ".join(f"{p.label}'s" for p in proto.registered() if p.modelled)
+        return None, f"the model knows {known} flights, not {proto.of(row).label}'s"
     if mode not in ("handshake", "resume", "page", "requests"):
         return None, f"no model for mode {mode!r}"
     if row.get("rtt_ms") is None:

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pqbench import protocol as proto
 from pqbench import transport
 from pqbench.analysis import cells as cellstats
 from pqbench.analysis.data import cell_data
 from pqbench.measure.single import HandshakeConfig, measure  # noqa: F401  (HandshakeConfig: with run, the API)
-from pqbench.sample import END_PHASE, PHASES, SSH_PHASES
+from pqbench.sample import END_PHASE
 
 
 def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dict:
@@ -69,7 +70,7 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
         "negotiated": {"group": groups.pop() if len(groups) == 1 else sorted(map(str, groups)) or None,
                        "sigalg": sigalgs.pop() if len(sigalgs) == 1 else sorted(map(str, sigalgs)) or None},
         # Median time of each phase since the start (the Sosnowski-style split follows from these).
-        "phases_ms": {p: _median_phase(samples, p) for p in (SSH_PHASES if cfg.protocol == "ssh" else PHASES)},
+        "phases_ms": {p: _median_phase(samples, p) for p in proto.get(cfg.protocol).phases},
     }
     shape = tls_shape(samples)
     if shape:

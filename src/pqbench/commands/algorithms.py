@@ -1,9 +1,9 @@
+from pqbench import protocol as proto
 from pqbench import endpoints
 from pqbench.algorithms import catalog
 from pqbench.cli import print_json
 
 # A stack answers for pairs (kex, sig); an algorithm is shown against a partner every stack has.
-PARTNER = {"tls": {"kem": "ecdsap256", "sig": "X25519"}, "ssh": {"kem": "ssh-ed25519", "sig": "curve25519-sha256"}}
 
 
 def register(sub):
@@ -20,11 +20,12 @@ def stack_support(alg: catalog.Algorithm) -> dict:
     out = {}
     for name in endpoints.names():
         st = endpoints.get(name)
-        own = alg.name if st.protocol == "tls" else next(iter(alg.ssh_names()), None)
+        p = proto.get(st.protocol)
+        own = next(iter(alg.names_in(p.name)), None)
         if own is None:
             continue
-        partner = PARTNER[st.protocol]
-        kex, sig = (own, partner["kem"]) if alg.kind == "kem" else (partner["sig"], own)
+        classical_kex, classical_sig = p.classical
+        kex, sig = (own, classical_sig) if alg.kind == "kem" else (classical_kex, own)
         why = {role: st.capabilities().unsupported(kex, sig, role) for role in ("server", "client")}
         out[name] = {"protocol": st.protocol, "name": own, "server": why["server"] is None,
                      "client": why["client"] is None,

@@ -6,16 +6,12 @@ import threading
 from typing import Mapping
 
 from pqbench import axis
+from pqbench import protocol as proto
 from pqbench.endpoints.base import Stack
 from pqbench.errors import BadInput
 from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT, TRANSPORTS
 
-DEFAULT_STACK = "openssl"
-# The (server, client) pair a protocol is measured with when nobody names one: for SSH, OpenSSH's sshd
-# measured by sshtimer (default_pair moves the host keys OpenSSH lacks to the Go server).
-DEFAULT_PAIRS = {"tls": (DEFAULT_STACK, DEFAULT_STACK), "ssh": ("openssh", "gossh")}
-# A signature algorithm every stack of the protocol implements (endpoints.unsupported).
-KNOWN_SIG = {"tls": "ecdsap256", "ssh": "ssh-ed25519"}
+DEFAULT_STACK = proto.get(None).default_pair[0]
 # One folder per stack under pqbench/endpoints/, each exporting STACK.
 STACK_MODULES = ("openssl", "s2n", "rustls", "gotls", "openssh", "gossh", "quicgo", "chromium", "firefox")
 _STACKS: dict[str, Stack] = {}
@@ -54,7 +50,7 @@ def client_priority(name: str) -> str:
 def load_client(protocol: str) -> str:
     """The stack whose load generator offers load in protocol (pqload for TLS, sshload for SSH)."""
     _import_stacks()
-    return next(s.name for s in sorted(_STACKS.values(), key=lambda s: s.name != DEFAULT_PAIRS[protocol][1])
+    return next(s.name for s in sorted(_STACKS.values(), key=lambda s: s.name != proto.get(protocol).default_pair[1])
                 if s.protocol == protocol and s.load is not None)
 
 
@@ -74,7 +70,7 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str, values:
         return f"the {server} server and the {client} client speak different protocols"
     from pqbench.endpoints.remote import UNKNOWN_SIG
     if sig == UNKNOWN_SIG:  # a target's own chain: only the key exchange can be checked, with a signature
-        sig = KNOWN_SIG[get(server).protocol]  # every stack has; the chain itself is the target's business
+        sig = proto.get(get(server).protocol).classical[1]  # every stack has; the chain itself is the target's business
     values = {**(values or {}), "kex": kex, "sig": sig, "mode": mode}
     transport = values.get("transport") or DEFAULT_TRANSPORT
     label = TRANSPORTS[transport].label
@@ -95,13 +91,13 @@ def unsupported(server: str, client: str, kex: str, sig: str, mode: str, values:
 
 
 def default_pair(protocol: str, sig: str) -> tuple[str, str]:
-    """The default pair for a protocol and signature (SSH host key): ML-DSA host keys exist only in
-    golang.org/x/crypto/ssh, so those go Go <-> Go. A fixed rule, not this build's capabilities: a
-    spec's cells (and their ids) must not depend on what is built."""
+    """The default pair for a protocol and signature (its record's; for SSH, OpenSSH's sshd measured by
+    sshtimer): ML-DSA host keys exist only in golang.org/x/crypto/ssh, so those go Go <-> Go. A fixed rule,
+    not this build's capabilities: a spec's cells (and their ids) must not depend on what is built."""
     from pqbench.endpoints.sshkeys import MLDSA
-    if protocol == "ssh" and sig in MLDSA:
+    if sig in MLDSA:  # SSH's names of ML-DSA host keys
         return "gossh", "gossh"
-    return DEFAULT_PAIRS[protocol]
+    return proto.get(protocol).default_pair
 
 
 def _import_stacks() -> None:

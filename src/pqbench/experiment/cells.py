@@ -13,6 +13,7 @@ import json
 import random
 
 from pqbench import axis, endpoints
+from pqbench import protocol as proto
 from pqbench.algorithms import catalog
 from pqbench.experiment.condition import describe
 from pqbench.endpoints import DEFAULT_STACK
@@ -64,7 +65,7 @@ class Cell:
     requests: int | None = None
     server: str = DEFAULT_STACK
     client: str = DEFAULT_STACK
-    protocol: str = "tls"
+    protocol: str = proto.DEFAULT
     target: str | None = None  # a target's name: a server pqbench did not start, over a measured path
     kind: str | None = None  # "load": server capacity (pqbench.measure.capacity); None: handshake samples
     axes: tuple = ()  # (name, value) of every registered axis, in registry order
@@ -121,7 +122,7 @@ class Cell:
         params = self.params()
         for name in ("server", "client", *(a.name for a in axis.registered())):
             params.pop(name, None)
-        if params["protocol"] == "tls":
+        if proto.get(params["protocol"]).is_default:
             del params["protocol"]
         if params["stack"] == DEFAULT_STACK:
             del params["stack"]

@@ -61,6 +61,7 @@ import tomllib
 from pathlib import Path
 
 from pqbench import units
+from pqbench import protocol as proto
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.errors import BadInput
 from pqbench.experiment.loadplan import plan_from
@@ -70,7 +71,6 @@ from pqbench.testbed import cross as crossmod, traces
 from pqbench.endpoints.offer import parse_offer
 from pqbench.experiment import axes as registry
 from pqbench.testbed.linkspec import Aqm
-from pqbench.transport import PROTOCOLS
 
 # The experiment's own axes, which shape a cell's whole meaning; every other axis is a registered one
 # (pqbench.axis, filled by pqbench.experiment.axes).
@@ -468,7 +468,7 @@ def _with_targets(text: str, data: dict, axes: dict, origin: Path) -> Spec:
     from pqbench import endpoints
     clients = [endpoints.get(str(v), f"axes.client[{i}]").name
                for i, v in enumerate(_list("axes.client", axes["client"], "stack names"))] if "client" in axes else \
-        [endpoints.DEFAULT_PAIRS[p][1] for p in protocols]
+        [proto.get(p).default_pair[1] for p in protocols]
     stacks = tuple((endpoints.target_stack(p).name, c) for p in protocols for c in clients
                    if endpoints.get(c).protocol == p)
     values = registered_values(axes, protocols)
@@ -489,8 +489,8 @@ def _algorithm(field: str, value, kind: str, protocols: tuple[str, ...]) -> str:
     its protocol's name for it. Unknown names list the closest names of the spec's protocol."""
     from pqbench.algorithms import catalog  # names are checked against the catalog; availability at run time
     only = protocols[0] if len(protocols) == 1 else None
-    if protocols == ("tls",):
-        return catalog.find(str(value), kind, field=field, protocol="tls").name
+    if protocols == (proto.DEFAULT,):
+        return catalog.checked(str(value), kind, proto.DEFAULT, field)
     try:
         return catalog.spelled(str(value), kind, field=field)
     except BadInput:
@@ -506,10 +506,10 @@ def _protocols(data: dict, axes: dict) -> tuple[str, ...] | None:
     if value is None:
         return None
     out = []
-    for i, v in enumerate(_list(field, value, " or ".join(PROTOCOLS))):
-        if v not in PROTOCOLS:
+    for i, v in enumerate(_list(field, value, " or ".join(proto.names()))):
+        if v not in proto.names():
             raise BadInput(f"{field}[{i}]" if isinstance(value, list) else field,
-                           f"{v!r} is not one of {', '.join(PROTOCOLS)}")
+                           f"{v!r} is not one of {', '.join(proto.names())}")
         out.append(v)
     return tuple(dict.fromkeys(out))
 
@@ -518,15 +518,15 @@ def _stacks(axes: dict, protocols: tuple[str, ...] | None) -> tuple[tuple[tuple[
     """(server, client) pairs and their protocols. `stack` lists pairs by name: "rustls" is rustls
     against itself, "rustls/openssl" a rustls server measured by the openssl client; `server` × `client`
     crosses stacks instead (pairs that speak one protocol; each axis defaults to the protocols' default
-    stacks). Without either, each protocol's default pair (endpoints.DEFAULT_PAIRS)."""
+    stacks). Without either, each protocol's default pair (pqbench.protocol's record)."""
     from pqbench import endpoints
 
     def name(axis: str, i: int, value: str) -> str:
         return endpoints.get(value, f"axes.{axis}[{i}]").name
 
     if not any(a in axes for a in ("stack", "server", "client")):
-        protocols = protocols or ("tls",)
-        return tuple(endpoints.DEFAULT_PAIRS[p] for p in protocols), protocols
+        protocols = protocols or (proto.DEFAULT,)
+        return tuple(proto.get(p).default_pair for p in protocols), protocols
     pairs = _named_pairs(axes, name, protocols)
     # a pair named across protocols stays: its cells are skipped with the reason (endpoints.unsupported)
     speaks = {pair: endpoints.get(pair[0]).protocol for pair in pairs}
@@ -559,7 +559,7 @@ def _named_pairs(axes: dict, name, protocols) -> tuple[tuple[str, str], ...]:
         return tuple(dict.fromkeys(pairs))
 
     role = {"server": 0, "client": 1}
-    defaults = [endpoints.DEFAULT_PAIRS[p] for p in (protocols or PROTOCOLS)]  # pairs across protocols drop out below
+    defaults = [proto.get(p).default_pair for p in (protocols or proto.names())]  # pairs across protocols drop out below
 
     def names(axis: str) -> list[str]:
         given = axes.get(axis, [pair[role[axis]] for pair in defaults])

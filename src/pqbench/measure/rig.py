@@ -22,6 +22,7 @@ import contextlib
 from pathlib import Path
 
 from pqbench import endpoints
+from pqbench import protocol as proto
 from pqbench.measure import wire
 from pqbench.measure import sampler
 from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
@@ -36,7 +37,7 @@ def credentials(protocol: str, sig: str, directory: Path, chain: tuple = ()):
     pqbench.endpoints.sshkeys)."""
     from pqbench.algorithms import certs, chains
     from pqbench.endpoints import sshkeys
-    if protocol == "ssh":
+    if not proto.get(protocol).chains:
         return sshkeys.make_keys(sig, directory)
     return chains.make(sig, directory, *chain) if chain else certs.make_chain(sig, directory)
 

@@ -58,7 +58,7 @@ def check_address(address: str, any_address: bool) -> str:
 def groups_for(stack: str, protocol: str, sig: str) -> list[str]:
     """Every key exchange the stack's server has in this build, in the catalog's order (hybrids first)."""
     caps = endpoints.get(stack).capabilities()
-    names = catalog.ssh_names("kem") if protocol == "ssh" else [a.name for a in catalog.algorithms("kem")]
+    names = catalog.names_of("kem", protocol)
     return [n for n in dict.fromkeys(names) if caps.unsupported(n, sig, "server") is None]
 
 

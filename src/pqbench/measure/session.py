@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from pqbench import axis, units
+from pqbench import protocol as proto
 from pqbench.algorithms import catalog, microbench
 from pqbench.algorithms import chains as chainmod
 from pqbench.algorithms.chain_axes import credential_key
@@ -190,7 +191,7 @@ def make_credentials(cells: list[cellmod.Cell], run_dir: Path) -> dict:
     cluster's driver ships these very files to its nodes); chain: the chain axes' part (chain_axes.credential_key,
     empty for today's chain). None for targets: they bring their own."""
     keys = sorted({(c.protocol, c.sig, *credential_key(c.values())) for c in cells if not c.target}, key=str)
-    return {key: credentials(key[0], key[1], run_dir / ("keys" if key[0] == "ssh" else "certs")
+    return {key: credentials(key[0], key[1], run_dir / proto.get(key[0]).credentials_dir
                              / chainmod.directory_name(key[1], *(key[2:] or (None, None))), key[2:])
             for key in keys}
 

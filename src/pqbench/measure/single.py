@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from pqbench import axis, endpoints, paths, units
+from pqbench import protocol as proto
 from pqbench import transport as transportmod
 from pqbench.algorithms import catalog
 from pqbench.endpoints import ondemand, sshkeys
@@ -50,7 +51,7 @@ class HandshakeConfig:
     workers: int = DEFAULT_WORKERS  # server worker processes
     server: str = endpoints.DEFAULT_STACK  # server stack (pqbench.endpoints)
     client: str = endpoints.DEFAULT_STACK  # client stack
-    protocol: str = "tls"  # or "ssh" (`pqbench ssh`: kex and sig take SSH names, sig is the host key)
+    protocol: str = proto.DEFAULT  # or "ssh" (`pqbench ssh`: kex and sig take SSH names, sig is the host key)
     target: Target | None = None  # a server pqbench did not start, over the host's network (no emulated link)
     rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # a target's client side in this existing namespace instead of the host's
@@ -86,14 +87,13 @@ def new_run_dir(prefix: str = "handshake") -> Path:
 
 def _names(cfg: HandshakeConfig) -> tuple[str, str]:
     """The key exchange and signature (SSH: host key) by their canonical names, checked."""
+    p = proto.get(cfg.protocol)
+    kex = catalog.checked(cfg.kex, "kem", p.name, "--kex")
     if cfg.target:
-        kex = sshkeys.check_kex(cfg.kex, "--kex") if cfg.protocol == "ssh" else \
-            catalog.find(cfg.kex, "kem", field="--kex", protocol="tls").name
         return kex, cfg.target.credentials.sig
-    if cfg.protocol == "ssh":
-        return sshkeys.check_kex(cfg.kex, "--kex"), sshkeys.check_hostkey(cfg.sig, "--hostkey")
-    return (catalog.find(cfg.kex, "kem", field="--kex", protocol="tls").name,
-            catalog.find(cfg.sig, "sig", field="--sig", protocol="tls").name)
+    if not p.chains:
+        return kex, sshkeys.check_hostkey(cfg.sig, p.sig_option)
+    return kex, catalog.checked(cfg.sig, "sig", p.name, p.sig_option)
 
 
 @dataclasses.dataclass
@@ -156,7 +156,7 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
                                 "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")
     run_dir = run_dir or new_run_dir()
     say = progress or (lambda msg: None)
-    say(f"{'host key' if cfg.protocol == 'ssh' else 'certificates'}: {sig}")
+    say(f"{proto.get(cfg.protocol).credentials_word}: {sig}")
     cell = Cell(kex, sig, Scenario(cfg.target.name if cfg.target else None, cfg.spec.rtt_ms,
                                    cfg.spec.client_to_server.loss.mean), cfg.mode, cfg.page,
                 cfg.requests if cfg.mode == "requests" else None, server.name, client.name, cfg.protocol,
@@ -204,8 +204,9 @@ def _offer(cfg: HandshakeConfig, kex: str):
     offer lists. A target serves what it serves: server groups do not apply."""
     offer = parse_offer(cfg.offer, "--offer") if cfg.offer is not None else None
     server_groups = parse_server_groups(cfg.server_groups, "--server-groups") if cfg.server_groups is not None else None
-    if cfg.protocol != "tls" and (offer or server_groups):
-        raise BadInput("--offer" if offer else "--server-groups", "applies to TLS only")
+    if not proto.get(cfg.protocol).key_shares and (offer or server_groups):
+        raise BadInput("--offer" if offer else "--server-groups",
+                       f"applies to {' and '.join(p.label for p in proto.registered() if p.key_shares)} only")
     if offer and kex not in offer.groups:
         raise BadInput("--kex", f"{kex} is not among the offer's groups ({', '.join(offer.groups)})")
     if server_groups and cfg.target:

@@ -7,20 +7,20 @@ import dataclasses
 import ipaddress
 import socket
 
+from pqbench import protocol as proto
 from pqbench.errors import BadInput
 
-DEFAULT_PORT = {"tls": 443, "ssh": 22}
 
 
 @dataclasses.dataclass(frozen=True)
 class Address:
-    protocol: str  # tls | ssh
+    protocol: str  # pqbench.protocol's name: tls | ssh
     host: str  # as given (a name or an address): the default server name
     ip: str  # IPv4, what clients connect to
     port: int
 
     def __str__(self) -> str:
-        return f"{'ssh://' if self.protocol == 'ssh' else ''}{self.host}:{self.port}"
+        return f"{proto.get(self.protocol).scheme}{self.host}:{self.port}"
 
     @property
     def endpoint(self) -> str:
@@ -30,19 +30,22 @@ class Address:
 def parse(field: str, text: str, protocol: str | None = None) -> Address:
     """An Address from `host[:port]` or `ssh://host[:port]`; protocol: the one expected, if any."""
     text = str(text).strip()
-    given = "ssh" if text.startswith("ssh://") else "tls"
-    if "://" in text and not text.startswith("ssh://"):
-        raise BadInput(field, f"{text!r}: only ssh:// may prefix an address (TLS targets are host:port)")
-    if protocol and given != protocol:
-        raise BadInput(field, f"{text!r} is an {given.upper()} address; a {protocol.upper()} target is "
-                              f"{'ssh://HOST:PORT' if protocol == 'ssh' else 'HOST:PORT'}")
-    rest = text.removeprefix("ssh://")
+    given = proto.by_scheme(text)
+    if "://" in text and not given.scheme:
+        schemes = [p.scheme for p in proto.registered() if p.scheme]
+        raise BadInput(field, f"{text!r}: only {' or '.join(schemes)} may prefix an address "
+                              f"({proto.get(None).label} targets are host:port)")
+    if protocol and given.name != protocol:
+        want = proto.get(protocol)
+        raise BadInput(field, f"{text!r} is an {given.label} address; a {want.label} target is "
+                              f"{want.scheme}HOST:PORT")
+    rest = text.removeprefix(given.scheme)
     host, sep, port = rest.rpartition(":")
     if not sep:
-        host, port = rest, str(DEFAULT_PORT[given])
+        host, port = rest, str(given.default_port)
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise BadInput(field, f"{text!r} is not HOST:PORT (a port is 1..65535)")
-    return Address(given, host, resolve(field, host), int(port))
+    return Address(given.name, host, resolve(field, host), int(port))
 
 
 def resolve(field: str, host: str) -> str:

@@ -8,6 +8,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from pqbench import protocol as proto
 from pqbench.endpoints.base import Site
 from pqbench.errors import BadInput
 from pqbench.remote import address as addrmod
@@ -58,13 +59,14 @@ def make(field: str, address: str, *, name: str | None = None, ca=None, server_n
         if not root.is_file():
             raise BadInput(f"{field}.ca" if name is not None else "--ca", f"{root} is not a file (a PEM CA certificate)")
     if sig:
-        where = f"{field}.sig" if name is not None else ("--hostkey" if a.protocol == "ssh" else "--sig")
-        if a.protocol == "ssh":
+        p = proto.get(a.protocol)
+        where = f"{field}.sig" if name is not None else p.sig_option
+        if p.chains:
+            from pqbench.algorithms import catalog
+            sig = catalog.checked(str(sig), "sig", p.name, where)
+        else:
             from pqbench.endpoints import sshkeys
             sig = sshkeys.check_hostkey(str(sig), where)
-        else:
-            from pqbench.algorithms import catalog
-            sig = catalog.find(str(sig), "sig", field=where, protocol="tls").name
     return Target(name or str(a), a, Credentials(root, server_name or a.host, sig or UNKNOWN_SIG))
 
 
@@ -75,18 +77,17 @@ def from_manifest(field: str, manifest: Path, sig: str, *, name: str | None = No
         m = json.loads(Path(manifest).read_text())
     except (OSError, ValueError) as e:
         raise BadInput(f"{field}.manifest", f"cannot read {manifest} as a `pqbench serve` manifest: {e}") from None
-    ports = {p["sig"]: p for p in m.get("tls", [])} | {p["sig"]: p for p in m.get("ssh", [])}
-    if sig not in ports:
-        raise BadInput(f"{field}.sig", f"{sig!r}: the manifest serves {', '.join(ports) or 'no chain'}")
-    p = ports[sig]
+    served = {p["sig"]: (proto.get(name), p) for name in proto.names() for p in m.get(name, [])}
+    if sig not in served:
+        raise BadInput(f"{field}.sig", f"{sig!r}: the manifest serves {', '.join(served) or 'no chain'}")
+    protocol, p = served[sig]
     where = host or m["address"]
     if where in ("0.0.0.0", ""):
         raise BadInput(f"{field}.host", f"the server listens on every address ({m['address']}): name the one to "
                                         "reach it by (host = \"…\")")
     trust = p.get("ca") or p.get("host_key")  # TLS: the root certificate; SSH: the host's public key
     root = Path(manifest).parent / trust if trust else None
-    prefix = "ssh://" if p in m.get("ssh", []) else ""
-    return Target(name or f"{where}:{p['port']}", addrmod.parse(f"{field}.host", f"{prefix}{where}:{p['port']}"),
+    return Target(name or f"{where}:{p['port']}", addrmod.parse(f"{field}.host", f"{protocol.scheme}{where}:{p['port']}"),
                   Credentials(root, p.get("server_name") or where, sig, p.get("bytes_sent")))
 
 
@@ -94,14 +95,17 @@ def from_manifest(field: str, manifest: Path, sig: str, *, name: str | None = No
 # always verify (or, Go's, would skip verification without saying), so they need the target's CA.
 RECORDS_VERIFICATION = ("openssl",)
 SSH_CLIENT = "gossh"  # sshtimer --kex-only: to NEWKEYS, with no account on the server
+# Protocols whose targets only one client measures, and why.
+ONLY_CLIENT = {"ssh": (SSH_CLIENT, "authenticates, and a target gives it no account: SSH targets are measured by "
+                                   f"{SSH_CLIENT} (sshtimer --kex-only, to NEWKEYS)")}
 
 
 def client_problem(target: Target, client: str) -> str | None:
     """Why this client stack cannot measure this target, or None."""
-    if target.protocol == "ssh" and client != SSH_CLIENT:
-        return (f"the {client} client authenticates, and a target gives it no account: SSH targets are measured "
-                f"by {SSH_CLIENT} (sshtimer --kex-only, to NEWKEYS)")
-    if target.protocol == "tls" and target.credentials.root_cert is None and client not in RECORDS_VERIFICATION:
+    only, why = ONLY_CLIENT.get(target.protocol, (None, ""))
+    if only and client != only:
+        return f"the {client} client {why}"
+    if proto.get(target.protocol).chains and target.credentials.root_cert is None and client not in RECORDS_VERIFICATION:
         return (f"the {client} client cannot record a verification result: give target {target.name!r} its CA "
                 f"(ca, --ca), or measure it with the {' or '.join(RECORDS_VERIFICATION)} client")
     return None

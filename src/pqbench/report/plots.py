@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from pqbench.analysis import Analysis, CellStats, page_bytes
-from pqbench.analysis.cells import SPLITS
+from pqbench import protocol as proto
 from pqbench.experiment.condition import condition
 from pqbench.report import load as loadreport
 from pqbench.report import targets
@@ -397,7 +397,7 @@ def phase_split(a: Analysis) -> Figure | None:
         chosen = [c for c in members if (c.loss or 0) == low]
         panels.append((key, chosen))
     panels = panels[:MAX_PANELS // 2]
-    every = dict.fromkeys(p[0] for split in SPLITS.values() for p in split)  # TLS's, then SSH's own
+    every = dict.fromkeys(s[0] for p in proto.registered() for s in p.splits)  # TLS's, then SSH's own
     phase_labels = [p for p in every if any(p in c.phases for _, m in panels for c in m)]
     shades = dict(zip(phase_labels, ("#c7c7c7", "#9edae5", "#1f77b4", "#ff7f0e", "#98df8a", "#c5b0d5", "#f7b6d2",
                                      "#dbdb8d", "#8c564b", "#bcbd22")))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pqbench import protocol as proto
 from pqbench import store
 from pqbench.report.tables import Table
 
@@ -28,6 +29,10 @@ def _ssh(r: dict) -> list[str]:
             "host keys: " + ", ".join(r.get("host_key") or []), "–"]
 
 
+# Each scanned protocol's columns (a protocol pqbench scans has its entry).
+CELLS = {"tls": _tls, "ssh": _ssh}
+
+
 def table(con) -> Table | None:
     rows = store.scan_rows(con)
     if not rows:
@@ -35,8 +40,7 @@ def table(con) -> Table | None:
     body = []
     for row in rows:
         r = row["result"]
-        cells = _ssh(r) if row["protocol"] == "ssh" else _tls(r)
-        body.append([row["target"], row["protocol"].upper(), *cells, row["summary"]])
+        body.append([row["target"], proto.get(row["protocol"]).label, *CELLS[row["protocol"]](r), row["summary"]])
     return Table("scans", "Scans: post-quantum readiness",
                  ["target", "protocol", "post-quantum groups accepted", "server's order (key exchange)",
                   "chain / host keys", "chain sizes (DER, leaf first)", "summary"], body,

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 
+from pqbench import protocol as proto
 from pqbench.experiment.condition import condition as cell_condition, describe
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.paired import value as paired_value
@@ -151,35 +152,38 @@ def stacks(a: Analysis) -> Table | None:
 
 
 def protocols(a: Analysis) -> Table | None:
-    """TLS and SSH side by side where a run measured both on the same link: each key exchange's time in
-    each protocol and what it costs over the protocol's classical baseline (the paired difference)."""
-    by_protocol = {c.row.get("protocol") or "tls" for c in a.cells}
-    if not {"tls", "ssh"} <= by_protocol:
+    """The protocols side by side where a run measured more than one on the same link (TLS and SSH): each key
+    exchange's time in each protocol and what it costs over the protocol's classical baseline (the paired
+    difference)."""
+    measured = {proto.of(c.row).name for c in a.cells}
+    side = [p for p in proto.registered() if p.name in measured]
+    if len(side) < 2:
         return None
     kex_diff = {id(p.other): p for p in a.paired if p.axis == "kex"}
     groups: dict[tuple, dict] = {}
     for c in ordered(a):
         kex, sig = _catalog_name(c.row.get("kex"), "kem"), _catalog_name(c.row.get("sig"), "sig")
-        groups.setdefault((c.condition(), sig, kex), {})[c.row.get("protocol") or "tls"] = c
+        groups.setdefault((c.condition(), sig, kex), {})[proto.of(c.row).name] = c
     rows = []
     for (_, sig, kex), per in groups.items():
-        if not {"tls", "ssh"} <= set(per):
+        if len(per) < len(side):
             continue
-        row = [condition(per["tls"]), sig, kex]
-        for proto in ("tls", "ssh"):
-            c = per[proto]
+        row = [condition(per[side[0].name]), sig, kex]
+        for p in side:
+            c = per[p.name]
             d = kex_diff.get(id(c))
             delta = f"{'+' if d.diff[0] >= 0 else ''}{ms(d.diff[0])} [{ms(d.diff[1])}, {ms(d.diff[2])}]" if d else "baseline"
             row += [f"{c.row.get('kex')} + {c.row.get('sig')}", _pair(c), ms(c.p50), delta]
         rows.append(row)
-    openssh = any(per.get("ssh") is not None and "openssh" in _pair(per["ssh"]) for per in groups.values())
-    return Table("protocols", "TLS vs SSH: the same key exchange and signature on the same link, each with the "
-                              "stacks that measured it",
-                 ["condition", "signature (catalog)", "key exchange (catalog)", "TLS cell", "TLS server/client",
-                  "TLS p50", "TLS Δ vs classical [95 % CI]", "SSH cell", "SSH server/client", "SSH p50",
-                  "SSH Δ vs classical [95 % CI]"], rows,
-                 "TLS's time ends at the client's Finished, SSH's at the client's NEWKEYS (key exchange done, host "
-                 "key verified). The Δ columns are each protocol's paired difference against its classical key "
+    openssh = any("openssh" in _pair(c) for per in groups.values() for c in per.values())
+    ends = f"{side[0].label}'s time ends at {side[0].handshake_end}, " + \
+        ", ".join(f"{p.label}'s at {p.handshake_end}" for p in side[1:])
+    return Table("protocols", f"{' vs '.join(p.label for p in side)}: the same key exchange and signature on the "
+                              "same link, each with the stacks that measured it",
+                 ["condition", "signature (catalog)", "key exchange (catalog)",
+                  *(f"{p.label} {col}" for p in side for col in ("cell", "server/client", "p50",
+                                                                  "Δ vs classical [95 % CI]"))], rows,
+                 f"{ends}. The Δ columns are each protocol's paired difference against its classical key "
                  "exchange at the same signature and link; a size-only host key (sizeonly-…) has only the "
                  "signature's sizes. The times compare stacks as much as protocols: read each with the stacks "
                  "named beside it." + (OPENSSH_NOTE if openssh else ""))

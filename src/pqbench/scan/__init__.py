@@ -8,6 +8,9 @@ module runs either for one address and sums the result up in one line (`readines
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Callable
+
 from pqbench.endpoints.base import Place
 from pqbench.remote.address import Address
 from pqbench.scan import pq, ssh, tls
@@ -26,11 +29,9 @@ def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0,
     groups tried (default: every one this build has)."""
     if stop is not None and stop.is_set():
         raise Stopped("the scan was stopped")
-    if address.protocol == "ssh":
-        result = ssh.scan(address, place, timeout_s=timeout_s, pace=pace)  # one connection, within timeout_s
-    else:
-        result = tls.scan(address, place, n=n, timeout_s=timeout_s, cafile=cafile, servername=servername,
-                          pause_s=pause_s, stop=stop, pace=pace, groups=groups)
+    result = SCANNERS[address.protocol].scan(address, place, n=n, timeout_s=timeout_s, cafile=cafile,
+                                             servername=servername, pause_s=pause_s, stop=stop, pace=pace,
+                                             groups=groups)
     result["readiness"] = readiness(result)
     result["summary"] = summary(result)
     if explicit(result):
@@ -41,13 +42,19 @@ def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0,
 def readiness(result: dict) -> dict:
     if result.get("failure") and not result.get("groups", {}).get("accepted") and "kex" not in result:
         return {}
-    if result["protocol"] == "ssh":
-        kex = result.get("kex", [])
-        return {"mlkem768x25519_sha256": pq.SSH_HYBRID_MLKEM in kex,
-                "sntrup761x25519_sha512": any(k in kex for k in pq.SSH_SNTRUP),
-                "kex_post_quantum": result.get("kex_post_quantum", []),
-                "kex_first_post_quantum": bool(kex) and pq.ssh_kex_is_pq(kex[0]),
-                "host_key_post_quantum": result.get("host_key_post_quantum", [])}
+    return SCANNERS[result["protocol"]].readiness(result)
+
+
+def _ssh_readiness(result: dict) -> dict:
+    kex = result.get("kex", [])
+    return {"mlkem768x25519_sha256": pq.SSH_HYBRID_MLKEM in kex,
+            "sntrup761x25519_sha512": any(k in kex for k in pq.SSH_SNTRUP),
+            "kex_post_quantum": result.get("kex_post_quantum", []),
+            "kex_first_post_quantum": bool(kex) and pq.ssh_kex_is_pq(kex[0]),
+            "host_key_post_quantum": result.get("host_key_post_quantum", [])}
+
+
+def _tls_readiness(result: dict) -> dict:
     accepted = result["groups"]["accepted"]
     hybrids = [g for g in accepted if pq.is_hybrid_mlkem(g)]
     pref = result.get("preference", {})
@@ -114,16 +121,22 @@ def summary(result: dict) -> str:
     r = result.get("readiness") or readiness(result)
     if f and not r:
         return f"no answer: {f['class']} ({f['error']})"
-    if result["protocol"] == "ssh":
-        offered = [name for name, key in ((pq.SSH_HYBRID_MLKEM, "mlkem768x25519_sha256"),
-                                          ("sntrup761x25519-sha512", "sntrup761x25519_sha512")) if r[key]]
-        kex = (f"post-quantum key exchange offered: {', '.join(offered)}" if offered else
-               "no post-quantum key exchange offered" if not r["kex_post_quantum"] else
-               f"post-quantum key exchange offered: {', '.join(r['kex_post_quantum'])}")
-        first = "; first choice post-quantum" if r["kex_first_post_quantum"] else ""
-        hk = (f"post-quantum host keys: {', '.join(r['host_key_post_quantum'])}" if r["host_key_post_quantum"]
-              else "host keys classical")
-        return f"{kex}{first}; {hk}"
+    return SCANNERS[result["protocol"]].summary(r)
+
+
+def _ssh_summary(r: dict) -> str:
+    offered = [name for name, key in ((pq.SSH_HYBRID_MLKEM, "mlkem768x25519_sha256"),
+                                      ("sntrup761x25519-sha512", "sntrup761x25519_sha512")) if r[key]]
+    kex = (f"post-quantum key exchange offered: {', '.join(offered)}" if offered else
+           "no post-quantum key exchange offered" if not r["kex_post_quantum"] else
+           f"post-quantum key exchange offered: {', '.join(r['kex_post_quantum'])}")
+    first = "; first choice post-quantum" if r["kex_first_post_quantum"] else ""
+    hk = (f"post-quantum host keys: {', '.join(r['host_key_post_quantum'])}" if r["host_key_post_quantum"]
+          else "host keys classical")
+    return f"{kex}{first}; {hk}"
+
+
+def _tls_summary(r: dict) -> str:
     h = r["hybrid_mlkem_accepted"]
     pref = {True: ", preferred", False: ", not preferred", None: " (preference unknown)",
             "client's order": ", preferred as much as a classical group (the client's order decides)"}[r["hybrid_mlkem_preferred"]]
@@ -135,9 +148,9 @@ def summary(result: dict) -> str:
 
 
 def explicit(result: dict) -> str | None:
-    """The three answers a user asks first, in one line (TLS)."""
+    """The three answers a user asks first, in one line (TLS: where the readiness has them)."""
     r = result.get("readiness") or {}
-    if result["protocol"] != "tls" or "pq_key_exchange" not in r:
+    if "pq_key_exchange" not in r:
         return None
     kex = r["pq_key_exchange"]
     kex = f"yes, {kex}" if kex in ("by default", "when the client lists it first", "only when asked") else kex
@@ -148,3 +161,21 @@ def explicit(result: dict) -> str | None:
     hrr = "unknown" if h is None else f"needed (for {h['group']})" if h["needed"] else "not needed"
     return f"post-quantum key exchange: {kex}; post-quantum authentication: {auth}; " \
            f"HelloRetryRequest for a client predicting X25519: {hrr}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scanner:
+    """How pqbench scans a protocol's servers: scan (address, place, **the options of `scan` above) -> result;
+    readiness (result) -> its verdicts; summary (readiness) -> the line."""
+    scan: Callable[..., dict]
+    readiness: Callable[[dict], dict]
+    summary: Callable[[dict], str]
+
+
+def _ssh_scan(address: Address, place: Place, *, timeout_s: float, pace, **_tls_options) -> dict:
+    return ssh.scan(address, place, timeout_s=timeout_s, pace=pace)  # one connection, within timeout_s
+
+
+# Each protocol pqbench scans, by name (pqbench.protocol).
+SCANNERS = {"tls": Scanner(tls.scan, _tls_readiness, _tls_summary),
+            "ssh": Scanner(_ssh_scan, _ssh_readiness, _ssh_summary)}

@@ -24,8 +24,10 @@ def _probe(r: dict, name: str) -> dict:
 
 
 def aggregate(results: list[dict]) -> dict:
-    tls = [r for r in results if r.get("protocol") == "tls"]
-    ssh = [r for r in results if r.get("protocol") == "ssh"]
+    by_protocol: dict[str, list[dict]] = {}
+    for r in results:
+        by_protocol.setdefault(r.get("protocol"), []).append(r)
+    tls, ssh = by_protocol.get("tls", []), by_protocol.get("ssh", [])
     tls_ok = [r for r in tls if (r.get("groups") or {}).get("accepted")]
     ssh_ok = [r for r in ssh if "kex" in r]
     rd = lambda r: r.get("readiness") or {}  # noqa: E731

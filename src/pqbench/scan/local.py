@@ -23,6 +23,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from pqbench import protocol as proto
 from pqbench import endpoints
 from pqbench.algorithms import certs
 from pqbench.endpoints import sshkeys
@@ -42,7 +43,7 @@ SSHD_LISTEN_MAX = 16  # OpenSSH's MAX_LISTEN_SOCKS
 class Kind:
     """One kind of server of the population: where it listens, what runs there, what a scan must find."""
     port: int
-    protocol: str  # tls or ssh
+    protocol: str  # pqbench.protocol's name (tls or ssh)
     what: str
     expect: dict  # the verdicts a scan with SCAN_GROUPS must reach (pqbench.scan.local.verdicts' keys)
 
@@ -129,7 +130,7 @@ def layout(hosts: list[str], quic_host: str, boxed_host: str) -> list[dict]:
     entries = []
     for h in hosts:
         for kind, k in KINDS.items():
-            entries.append({"target": f"ssh://{h}:{k.port}" if k.protocol == "ssh" else f"{h}:{k.port}",
+            entries.append({"target": f"{proto.get(k.protocol).scheme}{h}:{k.port}",
                             "kind": kind, "host": h})
     entries.append({"target": f"{quic_host}:{QUIC_KIND.port}", "kind": "quic-big", "host": quic_host})
     entries.append({"target": f"{boxed_host}:{BOXED_KIND.port}", "kind": "boxed-nginx", "host": boxed_host})
@@ -330,9 +331,11 @@ def counts(entries: list[dict]) -> dict:
 
 def expected_aggregate(entries: list[dict]) -> dict:
     """What pqbench.scan.aggregate must report for a scan of these entries, from the kinds' verdicts."""
-    tls = [kind_of(e["kind"]).expect for e in entries if kind_of(e["kind"]).protocol == "tls"]
+    expect: dict[str, list[dict]] = {}
+    for e in entries:
+        expect.setdefault(kind_of(e["kind"]).protocol, []).append(kind_of(e["kind"]).expect)
+    tls, ssh = expect.get("tls", []), expect.get("ssh", [])
     answered = [x for x in tls if "failure" not in x]
-    ssh = [kind_of(e["kind"]).expect for e in entries if kind_of(e["kind"]).protocol == "ssh"]
     pq = lambda x: [g for g in x["accepted"] if "MLKEM" in g]  # noqa: E731 (every post-quantum group here is ML-KEM)
     hybrid = lambda x: [g for g in pq(x) if not g.startswith("MLKEM")]  # noqa: E731
     return {"targets": len(entries), "failures": {"refused": len(tls) - len(answered)} if len(tls) > len(answered) else {},
@@ -351,12 +354,18 @@ def expected_aggregate(entries: list[dict]) -> dict:
 
 def verdicts(result: dict) -> dict:
     """A scan result's verdicts in the keys of Kind.expect (what composition.json lists per kind)."""
-    if result.get("protocol") == "ssh":
-        if "kex" not in result:
-            return {"failure": (result.get("failure") or {}).get("class")}
-        return {"pq_kex": result.get("kex_post_quantum", []),
-                "pq_first": bool((result.get("readiness") or {}).get("kex_first_post_quantum")),
-                "software": (result.get("software") or "")[:len("OpenSSH_9.2")]}
+    return {"tls": _tls_verdicts, "ssh": _ssh_verdicts}[result.get("protocol")](result)
+
+
+def _ssh_verdicts(result: dict) -> dict:
+    if "kex" not in result:
+        return {"failure": (result.get("failure") or {}).get("class")}
+    return {"pq_kex": result.get("kex_post_quantum", []),
+            "pq_first": bool((result.get("readiness") or {}).get("kex_first_post_quantum")),
+            "software": (result.get("software") or "")[:len("OpenSSH_9.2")]}
+
+
+def _tls_verdicts(result: dict) -> dict:
     if not (result.get("groups") or {}).get("accepted"):
         return {"failure": (result.get("failure") or {}).get("class")}
     by = {p["probe"]: p for p in result.get("probes") or []}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pqbench import protocol as proto
 from pqbench.scan import pq
 
 
@@ -98,11 +99,15 @@ def ssh_lines(r: dict) -> list[str]:
     return lines
 
 
+# Each scanned protocol's lines (pqbench.scan.SCANNERS).
+LINES = {"tls": tls_lines, "ssh": ssh_lines}
+
+
 def lines(results: list[dict]) -> list[str]:
     out = []
     for r in results:
-        out += (ssh_lines(r) if r["protocol"] == "ssh" else tls_lines(r)) + [""]
+        out += LINES[r["protocol"]](r) + [""]
     if len(results) > 1:
         out += ["post-quantum readiness:", *_table(["target", "protocol", "summary"],
-                                                   [[r["target"], r["protocol"].upper(), r["summary"]] for r in results])]
+                                                   [[r["target"], proto.get(r["protocol"]).label, r["summary"]] for r in results])]
     return out

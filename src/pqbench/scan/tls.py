@@ -138,7 +138,7 @@ def tls_groups() -> tuple[list[catalog.Algorithm], list[catalog.Algorithm]]:
     """The catalog's TLS key exchange groups: those this build can offer, and those it cannot."""
     have, lack = [], []
     for alg in catalog.algorithms("kem"):
-        if alg.source == "ssh" or not alg.tls:
+        if alg.only_in or not alg.tls:
             continue
         (have if catalog.availability(alg).tls else lack).append(alg)
     return have, lack
