@@ -65,6 +65,20 @@ class Axis:
     label: Callable[[Any, Mapping, bool], str | None] | None = None  # (value, cell row, short) -> its label part
     order: int = 50  # where the label stands among the condition's parts (the link at 10, the workload at 70)
     records: tuple = ()  # (column, SQL type) of what a cell of the axis records beside its value (its own columns)
+    # The single-cell commands' option (pqbench.commands.axis_options: --NAME, one value; a BOOLEAN axis is a
+    # flag): its help, after what the axis allows where None. An axis of the path is the link's option instead.
+    help: str | None = None
+
+    @property
+    def command_option(self) -> str:
+        """Its option on the single-cell commands (pqbench.commands.axis_options)."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def reaches_client(self) -> bool:
+        """Its value asks something of the client (a job field, an option, a feature): a load generator, which
+        honours none of them, cannot take it."""
+        return bool(self.to_job or self.client_option or self.client_feature)
 
     def is_set(self, value) -> bool:
         """A value that asks something of the stacks: neither absent nor the axis's default."""
@@ -147,6 +161,21 @@ def problems(values: Mapping, caps, role: str) -> str | None:
             why = a.check(values[a.name], caps, role, values)
             if why:
                 return why
+    return None
+
+
+def refusal(given: Mapping, protocol: str, values: Mapping) -> tuple["Axis", str] | None:
+    """The first of the given axis values a cell cannot take, and why: one its protocol does not admit, or one
+    of an axis that does not apply to the cell's other values; None when it can take them all."""
+    for name, v in given.items():
+        a = _REGISTRY[name]
+        if not a.is_set(v):
+            continue
+        why = a.admits(v, protocol) if a.admits else None
+        if why:
+            return a, why
+        if a.applies and not a.applies(values):
+            return a, a.needs_text or "does not apply to this cell"
     return None
 
 

@@ -63,10 +63,15 @@ def credential_key(values) -> tuple:
 
 axis.register(
     axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", admits=proto.admits_chain,
-              check=_stapling, site=True, order=43, records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),
+              check=_stapling, site=True, order=43,
+              help="the server's chain shape: plain (default: root -> leaf), webpki (leaf and intermediate sent, two "
+                   "SCTs), webpki-ocsp, suppressed, or a size-only stand-in: mtc-standalone, mtc-landmark, abridged "
+                   "(docs/chains.md)", records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),
     axis.Axis("chain_bytes", _chain_bytes, "bytes (size-only padded chains)", sql="INTEGER", admits=proto.admits_chain,
               check=_fits,
               applies=lambda values: values.get("chain") is None,
               needs_text='applies to cells whose chain is plain: add "plain" to axes.chain', site=True, order=44,
+              help="a padded, size-only chain of exactly this many bytes (e.g. 14k), for the byte staircase; with a "
+                   "plain chain",
               label=lambda v, row, short: chains.label(None, v)),
 )

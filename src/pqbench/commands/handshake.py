@@ -1,12 +1,14 @@
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
 
-from pqbench import axis, endpoints, transport, units
+from pqbench import endpoints, units
 from pqbench.analysis import single
 from pqbench.cli import print_json
+from pqbench.commands import axis_options
 from pqbench.commands.net import add_linkspec_options, parse_link_options
-from pqbench.endpoints.offer import parse_cert_compression, parse_offer, parse_server_groups
+from pqbench.endpoints.offer import parse_cert_compression, parse_offer
 from pqbench.errors import BadInput
 from pqbench.measure.single import new_run_dir
 from pqbench.remote.target import DEFAULT_RATE, MAX_RATE, make
@@ -28,37 +30,23 @@ def register(sub):
     p.add_argument("--early-data", dest="early_data", action="store_true",
                    help="resume and send the GET for the page (--page, default 1k) as 0-RTT early data; the server "
                         "accepts early data")
-    p.add_argument("--offer", help="the client's groups and key shares: X25519MLKEM768+X25519 (two shares), "
-                                   "X25519 / X25519MLKEM768 (a share for X25519, the hybrid listed without one); "
-                                   "openssl client only")
-    p.add_argument("--server-groups", dest="server_groups",
-                   help="the server's groups in OpenSSL's tuple syntax, preferred first: X25519MLKEM768/X25519 (the "
-                        "hybrid strictly first: a HelloRetryRequest when the client did not share it), "
-                        "X25519MLKEM768:X25519 (comparable: a share the client sent wins); default: the offer's "
-                        "groups (or --kex)")
     p.add_argument("--cert-compression", dest="cert_compression", default="none",
                    help="certificate compression algorithms the client offers (RFC 8879): none (default), all, or "
                         "zlib, brotli, zstd (comma-separated, preferred first)")
     p.add_argument("--server-compression", dest="server_compression", choices=("on", "off"),
                    help="the server compresses its chain for a client that offers compression (default: on with "
                         "--cert-compression, else off)")
-    p.add_argument("--transport", default="tcp", help="tcp (default) or quic: TLS 1.3 over QUIC, HTTP/3 for pages "
-                                                      "(stacks openssl and quicgo, built on first use)")
-    p.add_argument("--quic-retry", dest="quic_retry", action="store_true",
-                   help="with --transport quic: the server validates the client's address with a Retry first")
-    p.add_argument("--initial-size", dest="initial_size",
-                   help="with --transport quic: the UDP payload of the client's Initial datagrams (1200..1472)")
-    p.add_argument("--pad", default="0", help="ClientHello padding extension of this many bytes")
-    p.add_argument("--chain", help="the server's chain shape: plain (default: root -> leaf), webpki (leaf and "
-                   "intermediate sent, two SCTs), webpki-ocsp, suppressed, or a size-only stand-in: "
-                   "mtc-standalone, mtc-landmark, abridged (docs/chains.md)")
-    p.add_argument("--chain-bytes", dest="chain_bytes", help="a padded, size-only chain of exactly this many bytes "
-                   "(e.g. 14k), for the byte staircase; with a plain chain")
     p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
     p.add_argument("--server", default="openssl", help="server stack (default openssl: nginx); see `pqbench algorithms`")
     p.add_argument("--client", default="openssl", help="client stack (default openssl: pqtimer)")
     p.add_argument("--samples", type=Path, help="also write the raw samples (JSON lines) to this file")
+    axis_options.add(p, own=OWN_AXES)
     p.set_defaults(func=handle)
+
+
+# The axes handshake takes through options of its own: certificate compression, as what the client offers
+# (--cert-compression) and whether the server compresses (--server-compression).
+OWN_AXES = ("compress",)
 
 
 def add_sampling_options(p) -> None:
@@ -167,36 +155,24 @@ def config_from_args(args) -> single.HandshakeConfig:
     page = None
     if args.page or mode in ("requests", "early"):
         page = units.page("--page", args.page or "1k")
-    offer = None
-    if args.offer is not None:
-        offer = parse_offer(args.offer, "--offer")
-    elif not args.kex:
+    axes = axis_options.values(args, own=OWN_AXES)
+    offer = parse_offer(axes["offer"], "--offer") if "offer" in axes else None
+    if offer is None and not args.kex:
         raise BadInput("--kex", "is required (a key exchange group, e.g. X25519MLKEM768), unless --offer names the groups")
-    if args.server_groups is not None:
-        parse_server_groups(args.server_groups, "--server-groups")
+    if axes.get("chain") is not None and "chain_bytes" in axes:
+        raise BadInput("--chain-bytes", f"pads a plain chain: not with --chain {args.chain}")
+    # the axes the configuration has a field for go there (its JSON's keys), the others in its axes
+    named = {f.name for f in dataclasses.fields(single.HandshakeConfig)}
+    fields = {k: axes.pop(k) for k in list(axes) if k in named and axes[k] is not None}
+    axes = {k: v for k, v in axes.items() if k not in named}
     cert_compression = parse_cert_compression(args.cert_compression, "--cert-compression")
     server_compression = args.server_compression or ("off" if cert_compression == "none" else "on")
     return single.HandshakeConfig(
         kex=args.kex or offer.shares[0], sig=args.sig or "", **{"server": args.server, **target}, client=args.client,
-        mode=mode, page=page, requests=requests,
-        pad=units.integer("--pad", args.pad, minimum=0, maximum=60000), **chain_config(args),
+        mode=mode, page=page, requests=requests, **fields, axes=axes,
         warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
-        offer=offer.notation() if offer else None, server_groups=args.server_groups,
         cert_compression=cert_compression, compress_certs=server_compression == "on",
-        transport=transport.get(args.transport, "--transport").name, quic_retry=args.quic_retry,
-        initial_size=units.integer("--initial-size", args.initial_size, minimum=transport.MIN_INITIAL,
-                                   maximum=transport.MAX_INITIAL) if args.initial_size is not None else None,
         **sampling_config(args))
-
-
-def chain_config(args) -> dict:
-    """The HandshakeConfig's chain fields, parsed by their axes (pqbench.algorithms.chain_axes)."""
-    chain = axis.get("chain").parse("--chain", args.chain) if args.chain is not None else None
-    if args.chain_bytes is None:
-        return {"chain": chain, "chain_bytes": None}
-    if chain is not None:
-        raise BadInput("--chain-bytes", f"pads a plain chain: not with --chain {args.chain}")
-    return {"chain": None, "chain_bytes": axis.get("chain_bytes").parse("--chain-bytes", args.chain_bytes)}
 
 
 def handle(args) -> int:

@@ -4,6 +4,7 @@ import sys
 
 from pqbench import units
 from pqbench.cli import print_json
+from pqbench.commands import axis_options
 from pqbench.commands.net import add_linkspec_options, parse_link_options
 from pqbench.endpoints.base import DEFAULT_WORKERS
 from pqbench.experiment.loadplan import plan_from
@@ -27,6 +28,7 @@ def register(sub):
                                                           "beyond is skipped and counted (default 4096)")
     p.add_argument("--json", action="store_true", help="print the record (steps and verdict) as JSON")
     add_linkspec_options(p)
+    axis_options.add(p, timing_client=False)
     p.set_defaults(func=handle)
 
 
@@ -41,7 +43,8 @@ def handle(args) -> int:
     link, tcp, _ = parse_link_options(args)
     plan = plan_from_args(args)
     cfg = single_load.LoadConfig(kex=args.kex, sig=args.sig, server=args.server, plan=plan, link=link, tcp=tcp,
-                         workers=units.integer("--workers", args.workers, minimum=1, maximum=256))
+                         workers=units.integer("--workers", args.workers, minimum=1, maximum=256),
+                         axes=axis_options.values(args, timing_client=False))
     progress = None if args.json else (lambda msg: print(f"[load] {msg}", file=sys.stderr, flush=True))
     try:
         record = single_load.run(cfg, progress)

@@ -40,5 +40,6 @@ axis.register(
     axis.Axis("http", parse, "HTTP versions over TCP (1.1, 2)", applies=_over_tcp,
               needs_text='applies to TCP cells (QUIC cells speak HTTP/3): add "tcp" to axes.transport',
               server_feature=SERVER_FEATURE, client_feature=CLIENT_FEATURE, site=True, order=33,
+              help="the HTTP version of a page over TCP: 1.1 or 2 (QUIC's is 3)",
               label=lambda v, row, short: f"HTTP/{v}"),
 )

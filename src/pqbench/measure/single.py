@@ -67,9 +67,13 @@ class HandshakeConfig:
     initial_size: int | None = None  # QUIC: the client's Initial datagram size (None: the client's default)
     chain: str | None = None  # the chain's shape (pqbench.algorithms.chain_axes; None: root -> leaf)
     chain_bytes: int | None = None  # a padded, size-only chain of this many bytes
+    # The other axes' values (pqbench.axis: the command line's generated options), by name.
+    axes: dict = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict:
         d = dataclasses.asdict(self)
+        if not self.axes:
+            del d["axes"]  # the JSON of a cell without them is as it was before they could be given
         d["stack"] = self.server if self.server == self.client else f"{self.server}/{self.client}"
         d["spec"] = self.spec.to_dict()
         d["tcp"] = self.tcp.to_dict()
@@ -136,6 +140,9 @@ def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) ->
             raise BadInput(option, "applies with --transport quic")
     if cfg.initial_size is not None:
         axis.get("initial_size").parse("--initial-size", cfg.initial_size)
+    refused = axis.refusal(cfg.axes, cfg.protocol, _axis_values(cfg, over, None, None))
+    if refused:
+        raise BadInput(refused[0].command_option, refused[1])
     # built the first time they are named
     ondemand.ensure([server.name, client.name], progress, transports=[over.name],
                     algorithms=ondemand.names_in([cfg.kex, cfg.sig, cfg.offer, cfg.server_groups]))
@@ -183,7 +190,7 @@ def _axis_values(cfg: HandshakeConfig, over, offer, server_groups) -> dict:
             "quic_retry": axis.get("quic_retry").value_for({"transport": over.name}, cfg.quic_retry),
             "initial_size": cfg.initial_size, "pad": cfg.pad, "mtu": cfg.spec.mtu,
             "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl,
-            "chain": cfg.chain, "chain_bytes": cfg.chain_bytes}
+            "chain": cfg.chain, "chain_bytes": cfg.chain_bytes, **cfg.axes}
 
 
 def _one_cell_spec(cfg: HandshakeConfig, cell: Cell) -> Spec:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pqbench import endpoints
+from pqbench import axis, endpoints
 from pqbench.endpoints import ondemand
 from pqbench.endpoints.base import DEFAULT_WORKERS
-from pqbench.errors import MissingCapability
+from pqbench.errors import BadInput, MissingCapability
 from pqbench.experiment.cells import Cell
 from pqbench.experiment.loadplan import LoadPlan
 from pqbench.experiment.spec import Samples, Scenario, Spec
@@ -28,6 +28,7 @@ class LoadConfig:
     tcp: TcpKnobs = dataclasses.field(default_factory=TcpKnobs)
     workers: int = DEFAULT_WORKERS
     timeout_ms: int = 10_000
+    axes: dict = dataclasses.field(default_factory=dict)  # the other axes' values (pqbench.axis), by name
 
 
 def run(cfg: LoadConfig, progress=None) -> dict:
@@ -37,12 +38,15 @@ def run(cfg: LoadConfig, progress=None) -> dict:
     server = endpoints.get(cfg.server, "--server")
     client = endpoints.load_client(server.protocol)
     ondemand.ensure([server.name, client], say, algorithms=[cfg.kex, cfg.sig])
-    why = endpoints.unsupported(server.name, client, cfg.kex, cfg.sig, "handshake")
+    values = {"mtu": cfg.link.mtu, "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl, **cfg.axes}
+    refused = axis.refusal(cfg.axes, server.protocol, values)
+    if refused:
+        raise BadInput(refused[0].command_option, refused[1])
+    why = endpoints.unsupported(server.name, client, cfg.kex, cfg.sig, "handshake", values)
     if why:
         raise MissingCapability(f"cannot load {cfg.kex} with {cfg.sig} here: {why}",
                                 "pick another server stack or algorithm (`pqbench algorithms`)")
     run_dir = new_run_dir("load")
-    values = {"mtu": cfg.link.mtu, "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl}
     cell = Cell(cfg.kex, cfg.sig, Scenario(None, cfg.link.rtt_ms, cfg.link.client_to_server.loss.mean),
                 server=server.name, client=client, protocol=server.protocol, kind="load", axes=tuple(values.items()))
     spec = Spec(name="load", description="", seed=cfg.link.seed or 0, parallel=1, max_bias=None,

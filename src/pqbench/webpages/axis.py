@@ -39,5 +39,7 @@ def _tcp_only(value, caps, role: str, values) -> str | None:
 axis.register(
     axis.Axis("webpage", parse, "pages (single, origins-N)", client_feature=CLIENT_FEATURE,
               server_feature=SERVER_FEATURE, check=_tcp_only, client_option="--webpage", site=True, order=71,
+              help="the page a page-loading client loads: single (default: the page as it is) or origins-N (its "
+                   "resources from N-1 more origins, each with its own name and certificate)",
               label=lambda v, row, short: f"{v} page"),
 )
