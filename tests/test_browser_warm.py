@@ -13,6 +13,7 @@ from pqbench import endpoints
 from pqbench.algorithms import certs
 from pqbench.endpoints.base import DEFAULT_PAGES, Serving, Site
 from pqbench.endpoints.browsers import warm
+from pqbench.measure import wire
 from pqbench.measure.rig import Rig
 from pqbench.testbed import LinkSpec
 from test_browsers import BROWSERS, need_root_and_browsers
@@ -71,17 +72,27 @@ def load(bed, browser, mode, site, n=2):
     return samples, [json.loads(line) for line in open(scratch / "flows.jsonl")]
 
 
+def connection(sample, flows) -> dict:
+    """The sample's connection in the emulator's record: the flow from its local port, and where the kernel gave
+    that port to more than one connection in the record (an earlier test's, a priming load's), the one opened
+    nearest the sample's start, as measure.wire.join matches them (a CI run's solo pass met a reused port: the
+    first flow on it, an earlier connection's, had no flight)."""
+    on_port = [f for f in flows if f["proto"] == "tcp" and f["client"].endswith(f":{sample['local_port']}")]
+    if len(on_port) == 1:
+        return on_port[0]
+    start = sample["start_mono_ns"] + wire.clock_offset_ns()  # the sample's CLOCK_MONOTONIC_RAW on the record's
+    return min(on_port, key=lambda f: abs(f["open_ns"] - start))
+
+
 def flight_bytes(sample, flows, direction: str, k: int) -> int:
     """The bytes of the k-th flight (0-based) in direction on the sample's connection, on the wire."""
-    flow = next(f for f in flows if f["proto"] == "tcp" and f["client"].endswith(f":{sample['local_port']}"))
-    return [f["bytes"] for f in flow["flights"] if f["dir"] == direction][k]
+    return [f["bytes"] for f in connection(sample, flows)["flights"] if f["dir"] == direction][k]
 
 
 def sent_before_the_response(sample, flows, page_bytes=1000) -> int:
     """The bytes the client sent after the server's handshake flight and before the server's flight carrying
     the page (its Finished, and its GET unless that went as early data)."""
-    flow = next(f for f in flows if f["proto"] == "tcp" and f["client"].endswith(f":{sample['local_port']}"))
-    flights = flow["flights"]
+    flights = connection(sample, flows)["flights"]
     first = next(k for k, f in enumerate(flights) if f["dir"] == "s2c")
     sent = 0
     for f in flights[first + 1:]:
