@@ -50,9 +50,9 @@ def loopback_rates(seconds: float, group: str) -> tuple[float, float]:
 def parallel_bias(n: int) -> dict:
     out = {}
     for p in (1, 8):
-        cfg = single.HandshakeConfig(kex="X25519MLKEM768", sig="ecdsap256",
-                                        spec=LinkSpec.symmetric(rtt_ms=31.1), n=n, parallel=p, warmup=1)
-        out[p] = single.run(cfg)["summary"]["p50_ms"]
+        cell, options = single.one_cell("X25519MLKEM768", "ecdsap256", link=LinkSpec.symmetric(rtt_ms=31.1), n=n,
+                                        parallel=p, warmup=1)
+        out[p] = single.run(cell, options)["summary"]["p50_ms"]
     return out
 
 

@@ -27,9 +27,8 @@ ONE = """
 import json, sys
 from pqbench.measure import late, single
 from pqbench.testbed import LinkSpec
-cfg = single.HandshakeConfig(kex=sys.argv[1], sig="ecdsap256", spec=LinkSpec.symmetric(5.6), n=int(sys.argv[2]),
-                             workers=int(sys.argv[3]))
-m = single.measure(cfg)
+m = single.measure(*single.one_cell(sys.argv[1], "ecdsap256", link=LinkSpec.symmetric(5.6), n=int(sys.argv[2]),
+                                   workers=int(sys.argv[3])))
 answers = [late.server_answer_ms(s) for s in m.samples if s.get("ok") and not late.touched(s)]
 print(json.dumps([a for a in answers if a is not None]))
 import shutil; shutil.rmtree(m.run_dir, ignore_errors=True)

@@ -46,10 +46,10 @@ def quick_throughput() -> tuple[float, int, float]:
 
 
 def measure(n: int, rtt_ms: float, loss: float, parallel) -> tuple[float, list[float], dict, int]:
-    cfg = single.HandshakeConfig(kex="X25519MLKEM768", sig="ecdsap256", n=n, parallel=parallel,
-                                    spec=LinkSpec.symmetric(rtt_ms=rtt_ms, loss=loss, seed=7), timeout_ms=120_000)
+    cell, options = single.one_cell("X25519MLKEM768", "ecdsap256", n=n, parallel=parallel,
+                                    link=LinkSpec.symmetric(rtt_ms=rtt_ms, loss=loss, seed=7), timeout_ms=120_000)
     t0 = time.monotonic()
-    r = single.run(cfg)
+    r = single.run(cell, options)
     wall = time.monotonic() - t0
     times = [s["t_ns"]["handshake_done"] / 1e6
              for s in map(json.loads, Path(r["run_dir"], "samples.jsonl").read_text().splitlines())

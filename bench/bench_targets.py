@@ -42,11 +42,11 @@ def serve(tb, d: Path) -> subprocess.Popen:
     return proc
 
 
-def against_wire(tb, cfg: single.HandshakeConfig, client: str) -> dict:
-    """Measures cfg and joins its samples to the emulator's record: client minus wire, ms."""
+def against_wire(tb, cell_and_options: tuple, client: str) -> dict:
+    """Measures the cell and joins its samples to the emulator's record: client minus wire, ms."""
     tb.reset_counters()
     offset = wire.clock_offset_ns()
-    m = single.measure(cfg)
+    m = single.measure(*cell_and_options)
     flows = tb.backend.flows(m.run_dir / "flows.jsonl")
     joined = wire.join(m.samples, flows, offset, endpoints.get(client).client().milestones["handshake"])
     a = wire.agreement(m.samples, "handshake_done")
@@ -72,12 +72,12 @@ def main() -> None:
                       f"testbed probe p50 {theirs:.3f} ms, difference {ours.p50_ms - theirs:+.3f} ms")
                 tls = make("--target", f"{tb.server_addr}:4434", ca=d / m["tls"][1]["ca"],
                            server_name=m["tls"][1]["server_name"])
-                r = against_wire(tb, single.HandshakeConfig(kex="X25519MLKEM768", sig="", server="remote", target=tls,
+                r = against_wire(tb, single.one_cell("X25519MLKEM768", "", target=tls,
                                                             netns=tb.client_ns, n=args.n, rate=100), "openssl")
                 print(f"RTT {rtt} ms  TLS X25519MLKEM768/mldsa44 target: {r}")
                 ssh = make("--target", f"ssh://{tb.server_addr}:2222", protocol="ssh")
-                r = against_wire(tb, single.HandshakeConfig(kex="mlkem768x25519-sha256", sig="", protocol="ssh",
-                                                            server="remote-ssh", client="gossh", target=ssh,
+                r = against_wire(tb, single.one_cell("mlkem768x25519-sha256", "", protocol="ssh",
+                                                            client="gossh", target=ssh,
                                                             netns=tb.client_ns, n=args.n, rate=100), "gossh")
                 print(f"RTT {rtt} ms  SSH mlkem768x25519-sha256 target (--kex-only): {r}")
             finally:

@@ -1,6 +1,8 @@
 """The axes as command-line options (pqbench.commands.axis_options): every registered axis is an option of
 `handshake` and, where it asks nothing of the client, of `load`, from its record alone; the options that were
-written by hand before keep their names, their checks and the configuration's JSON."""
+written by hand before keep their names and their checks; the single-cell commands build the Cell a spec does
+(pqbench.measure.single.cell_of), and their configuration's JSON keeps its keys and values (compared against the
+commit before, for six `handshake` and two `ssh` command lines)."""
 
 import pytest
 
@@ -44,8 +46,9 @@ def _options(command: str) -> set[str]:
 def test_a_toy_axis_becomes_an_option_of_handshake_and_load_from_its_record_alone(toys):
     assert {"--toy-knob", "--toy-dial"} <= _options("handshake")
     assert "--toy-dial" in _options("load") and "--toy-knob" not in _options("load")  # load's client: a generator
-    cfg = handshake.config_from_args(build_parser().parse_args(BASE + ["--toy-knob", "7", "--toy-dial", "north"]))
-    assert cfg.axes == {"toy_knob": 7, "toy_dial": "north"} and cfg.to_json()["axes"] == cfg.axes
+    cell, options = handshake.config_from_args(build_parser().parse_args(BASE + ["--toy-knob", "7", "--toy-dial", "north"]))
+    assert (cell.toy_knob, cell.toy_dial) == (7, "north")
+    assert single.config_json(cell, options)["axes"] == {"toy_knob": 7, "toy_dial": "north"}
     with pytest.raises(BadInput) as e:
         handshake.config_from_args(build_parser().parse_args(BASE + ["--toy-knob", "12"]))
     assert e.value.field == "--toy-knob" and "not a knob setting" in str(e.value)
@@ -81,9 +84,20 @@ BEFORE = [
 
 @pytest.mark.parametrize("argv,values", BEFORE, ids=lambda x: " ".join(x) if isinstance(x, list) else "")
 def test_handshake_s_configuration_json_is_as_before(argv, values):
-    d = handshake.config_from_args(build_parser().parse_args(BASE + argv)).to_json()
+    d = single.config_json(*handshake.config_from_args(build_parser().parse_args(BASE + argv)))
     assert sorted(d) == BEFORE_KEYS
     assert {k: d[k] for k in values} == values
+
+
+def test_ssh_s_configuration_json_is_as_before():
+    from pqbench.commands import ssh
+    argv = ["ssh", "--kex", "mlkem768x25519-sha256", "--hostkey", "ssh-mldsa-44", "--rtt", "20ms"]
+    d = single.config_json(*ssh.config_from_args(build_parser().parse_args(argv)))
+    assert sorted(d) == BEFORE_KEYS
+    assert {k: d[k] for k in ("kex", "sig", "protocol", "server", "client", "stack", "transport", "pad")} == \
+        {"kex": "mlkem768x25519-sha256", "sig": "ssh-mldsa-44", "protocol": "ssh", "server": "gossh", "client": "gossh",
+         "stack": "gossh", "transport": "tcp", "pad": 0}
+    assert d["spec"]["rtt_ms"] == 20
 
 
 @pytest.mark.parametrize("argv,field", [
@@ -97,7 +111,6 @@ def test_a_bad_axis_option_names_itself(argv, field):
 
 
 def test_an_axis_value_the_cell_cannot_take_is_refused_before_anything_is_built():
-    cfg = single.HandshakeConfig(kex="X25519", sig="ecdsap256", transport="quic", axes={"http": "2"})
     with pytest.raises(BadInput) as e:
-        single.measure(cfg)
+        single.one_cell("X25519", "ecdsap256", transport="quic", http="2")
     assert e.value.field == "--http" and "TCP cells" in str(e.value)

@@ -97,8 +97,8 @@ def test_pqbench_handshake_builds_a_stack_it_names_before_measuring(tmp_path, mo
     monkeypatch.setenv("PQBENCH_BUILD_SCRIPT", str(script))
     monkeypatch.setattr(ondemand, "_done", lambda step: (marks / step / ".done").exists())
     said = []
-    m = single.measure(single.HandshakeConfig(kex="X25519", sig="ecdsap256", n=2, server="rustls",
-                                              client="openssl"), tmp_path / "run", said.append)
+    m = single.measure(*single.one_cell("X25519", "ecdsap256", n=2, server="rustls", client="openssl"),
+                       tmp_path / "run", said.append)
     assert (marks / "asked").read_text().split() == ["tlsrs"]
     assert any(s.startswith("[build] building rustls + s2n-tls") for s in said)
     assert sum(1 for s in m.samples if s.get("ok")) == 2

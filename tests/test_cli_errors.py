@@ -54,8 +54,8 @@ def test_a_run_named_exactly_is_found_by_its_name(tmp_path):
 
 def test_the_text_summary_names_the_server_and_client_stacks():
     from pqbench.analysis import single
-    cfg = single.HandshakeConfig(kex="X25519", sig="ecdsap256", server="rustls", client="gotls")
-    result = single.summarise(cfg, [{"ok": True, "i": i, "t_ns": {"handshake_done": (20 + i) * 10**6}}
+    cell, options = single.one_cell("X25519", "ecdsap256", server="rustls", client="gotls")
+    result = single.summarise(cell, options, [{"ok": True, "i": i, "t_ns": {"handshake_done": (20 + i) * 10**6}}
                                     for i in range(20)])
     result["config"]["backend"], result["run_dir"] = "pqlink", None
     first = single.format_summary(result).splitlines()[0]

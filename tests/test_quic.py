@@ -16,9 +16,8 @@ RTT = 31.1
 
 
 def measure(sig, *, server="openssl", client="openssl", n=5, **kw) -> single.Measured:
-    cfg = single.HandshakeConfig(kex="X25519MLKEM768", sig=sig, n=n, server=server, client=client, transport="quic",
-                                 spec=LinkSpec.symmetric(RTT), **kw)
-    m = single.measure(cfg)
+    m = single.measure(*single.one_cell("X25519MLKEM768", sig, n=n, server=server, client=client, transport="quic",
+                                        link=LinkSpec.symmetric(RTT), **kw))
     assert all(s["ok"] for s in m.samples), [s.get("error") for s in m.samples if not s["ok"]][:3]
     return m
 

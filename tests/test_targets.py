@@ -75,9 +75,8 @@ def test_a_client_that_always_verifies_skips_a_target_without_its_ca(tmp_path):
     assert reasons["openssl"] is None
     assert "cannot record a verification result" in reasons["gotls"] and "CA" in reasons["gotls"]
     from pqbench.measure import single  # the one-cell command refuses the same pair before it starts
-    cfg = single.HandshakeConfig(kex="X25519", sig="", server="remote", client="gotls", target=s.targets[0])
     with pytest.raises(BadInput) as e:
-        single.measure(cfg)
+        single.one_cell("X25519", "", client="gotls", target=s.targets[0])
     assert e.value.field == "--client"
 
 

@@ -10,14 +10,15 @@ from pqbench import protocol as proto
 from pqbench import transport
 from pqbench.analysis import cells as cellstats
 from pqbench.analysis.data import cell_data
-from pqbench.measure.single import HandshakeConfig, measure  # noqa: F401  (HandshakeConfig: with run, the API)
+from pqbench.experiment.cells import Cell
+from pqbench.measure.single import RunOptions, cell_of, config_json, measure, one_cell  # noqa: F401  (the API)
 from pqbench.sample import END_PHASE
 
 
-def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dict:
-    """Measures the cell and returns its summary; result.json beside the samples holds it too."""
-    m = measure(cfg, run_dir, progress)
-    result = summarise(cfg, m.samples, m.record)
+def run(cell: Cell, options: RunOptions, run_dir: Path | None = None, progress=None) -> dict:
+    """Measures the cell (single.cell_of's) and returns its summary; result.json beside the samples holds it too."""
+    m = measure(cell, options, run_dir, progress)
+    result = summarise(cell, options, m.samples, m.record)
     result["config"]["backend"] = m.backend
     result["chain"] = m.chain_json()
     result["run_dir"] = str(m.run_dir)
@@ -25,7 +26,7 @@ def run(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> dic
     return result
 
 
-def interrupted(cfg: HandshakeConfig, run_dir: Path) -> dict:
+def interrupted(cell: Cell, options: RunOptions, run_dir: Path) -> dict:
     """The summary of the samples a Ctrl-C'd measurement finished: its client workers wrote them,
     one JSON line each, into the run folder (a line cut short by the interrupt is left out)."""
     samples, files = [], sorted(run_dir.rglob("*-[0-9]*.jsonl"))  # in its lane's folder
@@ -35,8 +36,8 @@ def interrupted(cfg: HandshakeConfig, run_dir: Path) -> dict:
                 samples.append(json.loads(line))
             except ValueError:
                 continue
-    result = summarise(cfg, samples)
-    result["config"]["backend"] = cfg.backend
+    result = summarise(cell, options, samples)
+    result["config"]["backend"] = options.backend
     result["interrupted"] = True
     result["run_dir"] = str(run_dir)
     result["samples_dir"] = str(files[0].parent if files else run_dir)
@@ -52,16 +53,16 @@ def _median_phase(samples: list[dict], phase: str) -> float | None:
     return _round(np.median(v)) if v else None
 
 
-def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = None) -> dict:
+def summarise(cell: Cell, options: RunOptions, samples: list[dict], record: dict | None = None) -> dict:
     """The DESIGN.md `handshake --json` object, from the same cell statistics a run's report uses."""
     record = record or {}
-    metric = END_PHASE[cfg.mode]
-    cd = cell_data({"kex": cfg.kex, "sig": cfg.sig, "mode": cfg.mode}, samples, metric)
+    metric = END_PHASE[cell.mode]
+    cd = cell_data({"kex": cell.kex, "sig": cell.sig, "mode": cell.mode}, samples, metric)
     c = cellstats.analyse_cell(cd, {}, resamples=200)
     pct = {f"p{q}_ms": _round(c.pct[q][0]) if c.ok else None for q in cellstats.QS}
     groups, sigalgs = {s.get("group") for s in samples if s.get("ok")}, {s.get("sigalg") for s in samples if s.get("ok")}
     result = {
-        "config": cfg.to_json(),
+        "config": config_json(cell, options),
         "summary": {"n": c.n, "ok": c.ok, "failures": c.failures, "failure_classes": c.failure_classes,
                     "metric": metric, "mean_ms": _round(c.mean) if c.ok else None, **pct},
         # Per handshake, per direction, from the client socket's TCP_INFO when the handshake completed.
@@ -70,7 +71,7 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
         "negotiated": {"group": groups.pop() if len(groups) == 1 else sorted(map(str, groups)) or None,
                        "sigalg": sigalgs.pop() if len(sigalgs) == 1 else sorted(map(str, sigalgs)) or None},
         # Median time of each phase since the start (the Sosnowski-style split follows from these).
-        "phases_ms": {p: _median_phase(samples, p) for p in proto.get(cfg.protocol).phases},
+        "phases_ms": {p: _median_phase(samples, p) for p in proto.get(cell.protocol).phases},
     }
     shape = tls_shape(samples)
     if shape:
@@ -82,7 +83,7 @@ def summarise(cfg: HandshakeConfig, samples: list[dict], record: dict | None = N
         result["link"] = record["link_counters"]
     if record.get("path"):
         result["path"] = record["path"]  # a target's: TCP-connect times before and after
-    if transport.get(cfg.transport).datagram:
+    if transport.get(cell.transport).datagram:
         result["quic"] = quic_shape(samples)
     elif record.get("cc_client"):
         result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}

@@ -1,9 +1,8 @@
-import dataclasses
 import shutil
 import sys
 from pathlib import Path
 
-from pqbench import endpoints, units
+from pqbench import units
 from pqbench.analysis import single
 from pqbench.cli import print_json
 from pqbench.commands import axis_options
@@ -79,7 +78,7 @@ def add_target_options(p, form: str) -> None:
 
 
 def target_config(args, protocol: str) -> dict:
-    """The HandshakeConfig fields of add_target_options, checked; {} without --target."""
+    """The RunOptions fields of add_target_options, checked; {} without --target."""
     if not args.target:
         for option in ("ca", "servername", "netns"):
             if getattr(args, option):
@@ -90,14 +89,13 @@ def target_config(args, protocol: str) -> dict:
     args.rate = None
     target = make("--target", args.target, ca=args.ca, server_name=args.servername, sig=getattr(args, "sig", None),
                   protocol=protocol)
-    return {"target": target, "rate": rate, "netns": args.netns, "protocol": protocol,
-            "server": endpoints.target_stack(protocol).name}
+    return {"target": target, "rate": rate, "netns": args.netns}
 
 
 def sampling_config(args) -> dict:
-    """The HandshakeConfig fields of add_sampling_options, checked."""
-    spec, tcp, emulator = parse_link_options(args)
-    return dict(spec=spec, tcp=tcp, emulator=emulator, backend=args.backend,
+    """The RunOptions fields of add_sampling_options, checked."""
+    link, tcp, emulator = parse_link_options(args)
+    return dict(link=link, tcp=tcp, emulator=emulator, backend=args.backend,
                 n=units.integer("-n", args.n, minimum=1, maximum=10_000_000),
                 parallel="auto" if args.parallel == "auto" else units.integer("--parallel", args.parallel, minimum=1,
                                                                                 maximum=256),
@@ -105,16 +103,16 @@ def sampling_config(args) -> dict:
                 timeout_ms=int(units.duration_ms("--timeout", args.timeout, allow_zero=False)))
 
 
-def run_and_print(cfg: single.HandshakeConfig, args, tag: str) -> dict:
+def run_and_print(cell, options: single.RunOptions, args, tag: str) -> dict:
     """Runs the cell with progress on stderr (unless --json) and prints the result; returns it. The run
     folder stays when asked (--keep), when a sample failed, or when interrupted (Ctrl-C: the samples
     so far are summarised, and the folder holds them)."""
     progress = None if args.json else (lambda msg: print(f"[{tag}] {msg}", file=sys.stderr, flush=True))
     run_dir = new_run_dir()
     try:
-        result = single.run(cfg, run_dir, progress=progress)
+        result = single.run(cell, options, run_dir, progress=progress)
     except KeyboardInterrupt:
-        result = single.interrupted(cfg, run_dir)
+        result = single.interrupted(cell, options, run_dir)
         _print(result, args)
         raise
     if getattr(args, "samples", None):
@@ -133,7 +131,8 @@ def _print(result: dict, args) -> None:
         print(single.format_summary(result))
 
 
-def config_from_args(args) -> single.HandshakeConfig:
+def config_from_args(args):
+    """(the Cell, the RunOptions) of the command line, checked: the cell a spec would make of these options."""
     mode = "handshake"
     requests = 1
     if args.resume:
@@ -161,20 +160,17 @@ def config_from_args(args) -> single.HandshakeConfig:
         raise BadInput("--kex", "is required (a key exchange group, e.g. X25519MLKEM768), unless --offer names the groups")
     if axes.get("chain") is not None and "chain_bytes" in axes:
         raise BadInput("--chain-bytes", f"pads a plain chain: not with --chain {args.chain}")
-    # the axes the configuration has a field for go there (its JSON's keys), the others in its axes
-    named = {f.name for f in dataclasses.fields(single.HandshakeConfig)}
-    fields = {k: axes.pop(k) for k in list(axes) if k in named and axes[k] is not None}
-    axes = {k: v for k, v in axes.items() if k not in named}
     cert_compression = parse_cert_compression(args.cert_compression, "--cert-compression")
     server_compression = args.server_compression or ("off" if cert_compression == "none" else "on")
-    return single.HandshakeConfig(
-        kex=args.kex or offer.shares[0], sig=args.sig or "", **{"server": args.server, **target}, client=args.client,
-        mode=mode, page=page, requests=requests, **fields, axes=axes,
-        warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
-        cert_compression=cert_compression, compress_certs=server_compression == "on",
-        **sampling_config(args))
+    axes.update(offer=offer.notation() if offer else None,
+                compress=None if cert_compression == "none" else cert_compression)
+    options = single.RunOptions(**target, warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
+                                compress_certs=server_compression == "on", **sampling_config(args))
+    cell = single.cell_of(args.kex or offer.shares[0], args.sig or "", options, server=args.server,
+                          client=args.client, mode=mode, page=page, requests=requests, values=axes)
+    return cell, options
 
 
 def handle(args) -> int:
-    result = run_and_print(config_from_args(args), args, "handshake")
+    result = run_and_print(*config_from_args(args), args, "handshake")
     return 1 if result["summary"]["ok"] == 0 else 0

@@ -22,16 +22,17 @@ def register(sub):
     p.set_defaults(func=handle)
 
 
-def config_from_args(args) -> single.HandshakeConfig:
+def config_from_args(args):
+    """(the Cell, the RunOptions) of the command line, checked."""
     args.sig = args.hostkey  # a target's label, as --sig is for TLS
     target = target_config(args, "ssh")
     if not target and not args.hostkey:
         raise BadInput("--hostkey", "is required (a host key algorithm, e.g. ssh-ed25519), unless --target names a server")
     server = args.server or endpoints.default_pair("ssh", args.hostkey or "")[0]  # a target's overrides it
-    return single.HandshakeConfig(kex=args.kex, sig=args.hostkey or "", **{"protocol": "ssh", "server": server, **target},
-                                  client=args.client, **sampling_config(args))
+    options = single.RunOptions(**target, **sampling_config(args))
+    return single.cell_of(args.kex, args.hostkey or "", options, protocol="ssh", server=server, client=args.client), options
 
 
 def handle(args) -> int:
-    result = run_and_print(config_from_args(args), args, "ssh")
+    result = run_and_print(*config_from_args(args), args, "ssh")
     return 1 if result["summary"]["ok"] == 0 else 0

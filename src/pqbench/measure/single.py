@@ -16,7 +16,7 @@ from pqbench import transport as transportmod
 from pqbench.algorithms import catalog
 from pqbench.endpoints import ondemand, sshkeys
 from pqbench.endpoints.base import DEFAULT_WORKERS
-from pqbench.endpoints.offer import parse_cert_compression, parse_offer, parse_server_groups
+from pqbench.endpoints.offer import parse_offer, parse_server_groups
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.experiment.cells import Cell
 from pqbench.experiment.spec import Samples, Scenario, Spec
@@ -30,56 +30,61 @@ MODE_OPTIONS = {"resume": "--resume", "page": "--page", "requests": "--requests"
                 "early": "--early-data"}  # the option that asks for a mode
 
 
-@dataclasses.dataclass
-class HandshakeConfig:
-    kex: str
-    sig: str
-    spec: LinkSpec = dataclasses.field(default_factory=LinkSpec)
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a single-cell command measures its cell, beyond the cell (pqbench.experiment.cells.Cell, the record a
+    spec's cells are): what a run's spec and link say of its cells, from the command line."""
+    link: LinkSpec = dataclasses.field(default_factory=LinkSpec)
     tcp: TcpKnobs = dataclasses.field(default_factory=TcpKnobs)
     n: int = 100
     parallel: int | str = 1  # or "auto" (pqbench.measure.concurrency.Auto within max_bias, up to max_parallel)
     max_bias: float = 0.02
     max_parallel: int = 128
-    mode: str = "handshake"
-    page: str | None = None  # page name served (1k, 10k, …) for page/requests modes
-    requests: int = 1
-    pad: int = 0
     warmup: int = 0
     timeout_ms: int = 10_000
     backend: str = "auto"
     emulator: EmulatorOptions = dataclasses.field(default_factory=EmulatorOptions)
     workers: int = DEFAULT_WORKERS  # server worker processes
-    server: str = endpoints.DEFAULT_STACK  # server stack (pqbench.endpoints)
-    client: str = endpoints.DEFAULT_STACK  # client stack
-    protocol: str = proto.DEFAULT  # or "ssh" (`pqbench ssh`: kex and sig take SSH names, sig is the host key)
     target: Target | None = None  # a server pqbench did not start, over the host's network (no emulated link)
     rate: float = DEFAULT_RATE  # a target's pace: connections per second at most, one at a time
     netns: str | None = None  # a target's client side in this existing namespace instead of the host's
-    # The client's groups and key shares (pqbench.endpoints.offer's notation; None: one share for kex) and
-    # the server's groups in OpenSSL's tuple syntax with its preference order (None: the offer's groups, or
-    # kex, as one tuple).
-    offer: str | None = None
-    server_groups: str | None = None
-    cert_compression: str = "none"  # what the client offers: none, all, or zlib/brotli/zstd (comma-separated)
-    compress_certs: bool = False  # the server compresses its chain for a client that offers an algorithm
-    transport: str = "tcp"  # pqbench.transport.TRANSPORTS
-    quic_retry: bool = False  # QUIC: the server validates the client's address with Retry first
-    initial_size: int | None = None  # QUIC: the client's Initial datagram size (None: the client's default)
-    chain: str | None = None  # the chain's shape (pqbench.algorithms.chain_axes; None: root -> leaf)
-    chain_bytes: int | None = None  # a padded, size-only chain of this many bytes
-    # The other axes' values (pqbench.axis: the command line's generated options), by name.
-    axes: dict = dataclasses.field(default_factory=dict)
+    # The server compresses its chain for a client that offers an algorithm; None: as the cell's compress axis
+    # (a spec's cells compress where their clients offer).
+    compress_certs: bool | None = None
 
-    def to_json(self) -> dict:
-        d = dataclasses.asdict(self)
-        if not self.axes:
-            del d["axes"]  # the JSON of a cell without them is as it was before they could be given
-        d["stack"] = self.server if self.server == self.client else f"{self.server}/{self.client}"
-        d["spec"] = self.spec.to_dict()
-        d["tcp"] = self.tcp.to_dict()
-        d["emulator"] = dataclasses.asdict(self.emulator)
-        d["target"] = self.target.to_json() if self.target else None
-        return d
+    def check(self) -> None:
+        units.integer("-n", self.n, minimum=1)
+        if self.parallel != "auto":
+            units.integer("--parallel", self.parallel, minimum=1, maximum=256)
+
+
+# The axes a single-cell command's configuration (its JSON's "config") names with keys of their own, as
+# `handshake --json` did before its options came from the registry; the others go under "axes".
+CONFIG_AXES = {"pad": 0, "offer": None, "server_groups": None, "transport": transportmod.DEFAULT, "quic_retry": False,
+               "initial_size": None, "chain": None, "chain_bytes": None}
+
+
+def config_json(cell: Cell, options: RunOptions) -> dict:
+    """The `handshake --json` object's "config": the cell and the options it was measured with, in the keys
+    it always had."""
+    values = dict(cell.axes)
+    named = {k: values.get(k) if values.get(k) is not None else default for k, default in CONFIG_AXES.items()}
+    others = {k: v for k, v in values.items()
+              if k not in CONFIG_AXES and k not in ("compress", "mtu", "initcwnd", "congctl") and v is not None}
+    d = {"kex": cell.kex, "sig": cell.sig, "mode": cell.mode, "page": cell.page, "requests": cell.requests or 1,
+         "server": cell.server, "client": cell.client, "protocol": cell.protocol, "stack": cell.stack, **named,
+         "cert_compression": values.get("compress") or "none", "compress_certs": _compresses(cell, options),
+         **{f.name: getattr(options, f.name) for f in dataclasses.fields(options)
+            if f.name not in ("link", "target", "compress_certs")},
+         "spec": options.link.to_dict(), "tcp": options.tcp.to_dict(), "emulator": dataclasses.asdict(options.emulator),
+         "target": options.target.to_json() if options.target else None}
+    if others:
+        d["axes"] = others  # the JSON of a cell without them is as it was before they could be given
+    return d
+
+
+def _compresses(cell: Cell, options: RunOptions) -> bool:
+    return options.compress_certs if options.compress_certs is not None else cell.compress is not None
 
 
 def new_run_dir(prefix: str = "handshake") -> Path:
@@ -89,15 +94,15 @@ def new_run_dir(prefix: str = "handshake") -> Path:
     return d
 
 
-def _names(cfg: HandshakeConfig) -> tuple[str, str]:
+def _names(kex: str, sig: str, protocol: str, target: Target | None) -> tuple[str, str]:
     """The key exchange and signature (SSH: host key) by their canonical names, checked."""
-    p = proto.get(cfg.protocol)
-    kex = catalog.checked(cfg.kex, "kem", p.name, "--kex")
-    if cfg.target:
-        return kex, cfg.target.credentials.sig
+    p = proto.get(protocol)
+    kex = catalog.checked(kex, "kem", p.name, "--kex")
+    if target:
+        return kex, target.credentials.sig
     if not p.chains:
-        return kex, sshkeys.check_hostkey(cfg.sig, p.sig_option)
-    return kex, catalog.checked(cfg.sig, "sig", p.name, p.sig_option)
+        return kex, sshkeys.check_hostkey(sig, p.sig_option)
+    return kex, catalog.checked(sig, "sig", p.name, p.sig_option)
 
 
 @dataclasses.dataclass
@@ -117,124 +122,145 @@ class Measured:
                 **({"size_only": c.to_json()["size_only"]} if getattr(c, "size_only", False) else {})}
 
 
-def measure(cfg: HandshakeConfig, run_dir: Path | None = None, progress=None) -> Measured:
-    """Checks the configuration, brings up a rig and measures cfg.n samples as one cell; the raw
-    samples go to run_dir/samples.jsonl (analysis.single summarises them)."""
-    if cfg.mode not in END_PHASE:
-        raise BadInput("mode", f"{cfg.mode!r} is not one of {', '.join(END_PHASE)}")
-    units.integer("-n", cfg.n, minimum=1)
-    if cfg.parallel != "auto":
-        units.integer("--parallel", cfg.parallel, minimum=1, maximum=256)
-    if cfg.target:
-        _check_target(cfg)
-    server = endpoints.target_stack(cfg.protocol) if cfg.target else endpoints.get(cfg.server, "--server")
-    client = endpoints.get(cfg.client, "--client")
-    for role, st in (("--server", server), ("--client", client)):
-        if st.protocol != cfg.protocol:
-            raise BadInput(role, f"{st.name} speaks {st.protocol}, not {cfg.protocol} (stacks: "
-                                 f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol)})")
-    over = transportmod.check(cfg.protocol, cfg.transport, "--transport")
-    for name, option, given in (("quic_retry", "--quic-retry", cfg.quic_retry),
-                                ("initial_size", "--initial-size", cfg.initial_size is not None)):
-        if given and not axis.get(name).applies({"transport": over.name}):  # the axis's own rule
-            raise BadInput(option, "applies with --transport quic")
-    if cfg.initial_size is not None:
-        axis.get("initial_size").parse("--initial-size", cfg.initial_size)
-    refused = axis.refusal(cfg.axes, cfg.protocol, _axis_values(cfg, over, None, None))
+def cell_of(kex: str, sig: str, options: RunOptions, *, protocol: str = proto.DEFAULT, server: str | None = None,
+            client: str = endpoints.DEFAULT_STACK, mode: str = "handshake", page: str | None = None,
+            requests: int | None = None, values: dict | None = None) -> Cell:
+    """The Cell a spec would make of a single-cell command's options, checked (exit 2 naming the option).
+    values: the registered axes' values as given (pqbench.commands.axis_options; offer and server_groups in their
+    notations, compress the client's algorithms or None); the path's come from the options' link. With
+    options.target, the target's stack serves and its chain is the signature."""
+    if mode not in END_PHASE:
+        raise BadInput("mode", f"{mode!r} is not one of {', '.join(END_PHASE)}")
+    options.check()
+    target = options.target
+    if target:
+        _check_target(options, protocol, client)
+    server_st = endpoints.target_stack(protocol) if target else endpoints.get(server or endpoints.DEFAULT_STACK,
+                                                                                "--server")
+    client_st = endpoints.get(client, "--client")
+    for role, st in (("--server", server_st), ("--client", client_st)):
+        if st.protocol != protocol:
+            raise BadInput(role, f"{st.name} speaks {st.protocol}, not {protocol} (stacks: "
+                                 f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == protocol)})")
+    given = {**SINGLE_CELL_AXES, **(values or {})}
+    over = transportmod.check(protocol, given["transport"], "--transport")
+    given["transport"] = None if over.is_default else over.name
+    for name in ("quic_retry", "initial_size"):
+        if axis.get(name).is_set(given[name]) and not axis.get(name).applies(given):  # the axis's own rule
+            raise BadInput(axis.get(name).command_option, "applies with --transport quic")
+    if given["initial_size"] is not None:
+        axis.get("initial_size").parse("--initial-size", given["initial_size"])
+    refused = axis.refusal({k: v for k, v in given.items() if k not in ("quic_retry", "initial_size")}, protocol, given)
     if refused:
         raise BadInput(refused[0].command_option, refused[1])
-    # built the first time they are named
+    kex, sig = _names(kex, sig, protocol, target)
+    offer, server_groups = _offer(given, protocol, kex, target)
+    given.update(offer=offer.notation() if offer else None,
+                 server_groups=server_groups.openssl() if server_groups else None,
+                 mtu=options.link.mtu, initcwnd=options.tcp.initcwnd, congctl=options.tcp.congctl)
+    given = {name: axis.get(name).value_for(given, v) for name, v in given.items()}
+    return Cell(kex, sig, Scenario(target.name if target else None, options.link.rtt_ms,
+                                   options.link.client_to_server.loss.mean), mode, page,
+                requests if mode == "requests" else None, server_st.name, client_st.name, protocol,
+                target.name if target else None, axes=tuple(given.items()))
+
+
+def one_cell(kex: str, sig: str, **given) -> tuple[Cell, RunOptions]:
+    """(cell_of's cell, its options) from keyword arguments of either, the rest being axis values (library
+    callers: `one_cell("X25519", "mldsa44", n=5, server="rustls", transport="quic", link=...)`)."""
+    fields = {f.name for f in dataclasses.fields(RunOptions)}
+    options = RunOptions(**{k: v for k, v in given.items() if k in fields})
+    rest = {k: v for k, v in given.items() if k not in fields}
+    cell_kw = {k: rest.pop(k) for k in ("protocol", "server", "client", "mode", "page", "requests") if k in rest}
+    return cell_of(kex, sig, options, **cell_kw, values=rest), options
+
+
+# The axes a single-cell command's cell holds a value of whether given or not (their defaults here), as its
+# cells always have: the rest are left to the cell's defaults (pqbench.experiment.cells.Cell).
+SINGLE_CELL_AXES = {"offer": None, "server_groups": None, "compress": None, "transport": None, "quic_retry": False,
+                    "initial_size": None, "pad": 0, "chain": None, "chain_bytes": None}
+
+
+def measure(cell: Cell, options: RunOptions, run_dir: Path | None = None, progress=None) -> Measured:
+    """Brings up a rig and measures options.n samples of the cell (cell_of's) as a one-cell run; the raw samples
+    go to run_dir/samples.jsonl (analysis.single summarises them). A stack named the first time is built here."""
+    server, client = endpoints.get(cell.server, "--server"), endpoints.get(cell.client, "--client")
+    over = transportmod.get(cell.transport)
     ondemand.ensure([server.name, client.name], progress, transports=[over.name],
-                    algorithms=ondemand.names_in([cfg.kex, cfg.sig, cfg.offer, cfg.server_groups]))
+                    algorithms=ondemand.names_in([cell.kex, cell.sig, cell.offer, cell.server_groups]))
     for role, st in (("server", server), ("client", client)):
-        if cfg.mode not in st.capabilities().transport_modes.get(over.name, st.capabilities().modes):
-            option = MODE_OPTIONS.get(cfg.mode, cfg.mode)
-            can = [n for n in endpoints.names() if endpoints.get(n).protocol == cfg.protocol
-                   and cfg.mode in endpoints.get(n).capabilities().modes]
-            raise MissingCapability(f"{option}: the {st.name} {role} has no {cfg.mode} mode",
+        if cell.mode not in st.capabilities().transport_modes.get(over.name, st.capabilities().modes):
+            option = MODE_OPTIONS.get(cell.mode, cell.mode)
+            can = [n for n in endpoints.names() if endpoints.get(n).protocol == cell.protocol
+                   and cell.mode in endpoints.get(n).capabilities().modes]
+            raise MissingCapability(f"{option}: the {st.name} {role} has no {cell.mode} mode",
                                     f"measure {option} with --{role} {' or '.join(can)}")
-    kex, sig = _names(cfg)
-    offer, server_groups = _offer(cfg, kex)
-    values = _axis_values(cfg, over, offer, server_groups)
-    why = endpoints.unsupported(server.name, client.name, kex, sig, cfg.mode,
-                                {**values, "compress_certs": cfg.compress_certs})
+    compress_certs = _compresses(cell, options)
+    why = endpoints.unsupported(server.name, client.name, cell.kex, cell.sig, cell.mode,
+                                {**dict(cell.axes), "compress_certs": compress_certs})
     if why:
-        raise MissingCapability(f"cannot measure {kex} with {sig} here: {why}",
+        raise MissingCapability(f"cannot measure {cell.kex} with {cell.sig} here: {why}",
                                 "pick other stacks or algorithms (`pqbench algorithms` shows what each stack offers)")
     run_dir = run_dir or new_run_dir()
     say = progress or (lambda msg: None)
-    say(f"{proto.get(cfg.protocol).credentials_word}: {sig}")
-    cell = Cell(kex, sig, Scenario(cfg.target.name if cfg.target else None, cfg.spec.rtt_ms,
-                                   cfg.spec.client_to_server.loss.mean), cfg.mode, cfg.page,
-                cfg.requests if cfg.mode == "requests" else None, server.name, client.name, cfg.protocol,
-                cfg.target.name if cfg.target else None, axes=tuple(values.items()))
+    say(f"{proto.get(cell.protocol).credentials_word}: {cell.sig}")
     # the one cell as a run's would be, on the command line's link (its options reach further than a spec's)
-    with Session(_one_cell_spec(cfg, cell), [cell], run_dir, lanes=1, link=cfg.spec, tcp=cfg.tcp,
-                 emulator=cfg.emulator, site_fields={"compress_certs": cfg.compress_certs}) as session:
+    with Session(_one_cell_spec(cell, options), [cell], run_dir, lanes=1, link=options.link, tcp=options.tcp,
+                 emulator=options.emulator, site_fields={"compress_certs": compress_certs}) as session:
         tb = session.path
-        say(f"target {cfg.target.name}, over the host's network" if cfg.target else
-            f"testbed {tb.name} up ({tb.backend_name}): {cfg.spec.describe()}")
-        say(f"measuring {cfg.n} × {cfg.mode} with {cfg.parallel} {client.name} worker(s)")
+        say(f"target {cell.target}, over the host's network" if cell.target else
+            f"testbed {tb.name} up ({tb.backend_name}): {options.link.describe()}")
+        say(f"measuring {options.n} × {cell.mode} with {options.parallel} {client.name} worker(s)")
         record, samples, _ = session.measure_fields(session.lanes[0], cell)
         backend, chain = tb.backend_name, session.site_of(cell).chain
     (run_dir / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples))
     return Measured(samples, record, chain, backend, run_dir)
 
 
-def _axis_values(cfg: HandshakeConfig, over, offer, server_groups) -> dict:
-    """The registered axes' values of the command line's one cell (pqbench.axis)."""
-    return {"offer": offer.notation() if offer else None,
-            "server_groups": server_groups.openssl() if server_groups else None,
-            "compress": None if cfg.cert_compression == "none" else cfg.cert_compression,
-            "transport": None if over.is_default else over.name,
-            "quic_retry": axis.get("quic_retry").value_for({"transport": over.name}, cfg.quic_retry),
-            "initial_size": cfg.initial_size, "pad": cfg.pad, "mtu": cfg.spec.mtu,
-            "initcwnd": cfg.tcp.initcwnd, "congctl": cfg.tcp.congctl,
-            "chain": cfg.chain, "chain_bytes": cfg.chain_bytes, **cfg.axes}
-
-
-def _one_cell_spec(cfg: HandshakeConfig, cell: Cell) -> Spec:
-    """The configuration as a spec of one cell: what the session reads of a run's spec."""
-    auto = cfg.parallel == "auto"
-    return Spec(name=f"{cfg.protocol}-handshake", description="", seed=cfg.spec.seed or 0,
-                parallel=cfg.max_parallel if auto else cfg.parallel, max_bias=cfg.max_bias if auto else None,
-                timeout_ms=cfg.timeout_ms, warmup=cfg.warmup, samples=Samples(cfg.n, cfg.n, None),
-                kex=(cell.kex,), sig=(cell.sig,), scenarios=(cell.scenario,), page=(cell.page,),
-                requests=(cell.requests,), stacks=((cell.server, cell.client),), protocols=(cfg.protocol,),
-                stacks_named=True, resume=cfg.mode == "resume", backend=cfg.backend, workers=cfg.workers, lanes=1,
+def _one_cell_spec(cell: Cell, options: RunOptions) -> Spec:
+    """The command line as a spec of one cell: what the session reads of a run's spec."""
+    auto = options.parallel == "auto"
+    return Spec(name=f"{cell.protocol}-handshake", description="", seed=options.link.seed or 0,
+                parallel=options.max_parallel if auto else options.parallel,
+                max_bias=options.max_bias if auto else None, timeout_ms=options.timeout_ms, warmup=options.warmup,
+                samples=Samples(options.n, options.n, None), kex=(cell.kex,), sig=(cell.sig,),
+                scenarios=(cell.scenario,), page=(cell.page,), requests=(cell.requests,),
+                stacks=((cell.server, cell.client),), protocols=(cell.protocol,), stacks_named=True,
+                resume=cell.mode == "resume", backend=options.backend, workers=options.workers, lanes=1,
                 calibration_samples=0, source="", axes={k: (v,) for k, v in cell.axes},
-                targets=(cfg.target,) if cfg.target else (), rate=cfg.rate, netns=cfg.netns)
+                targets=(options.target,) if options.target else (), rate=options.rate, netns=options.netns)
 
 
-def _offer(cfg: HandshakeConfig, kex: str):
-    """The configuration's offer and server groups, parsed (None where not given); kex must be a group the
-    offer lists. A target serves what it serves: server groups do not apply."""
-    offer = parse_offer(cfg.offer, "--offer") if cfg.offer is not None else None
-    server_groups = parse_server_groups(cfg.server_groups, "--server-groups") if cfg.server_groups is not None else None
-    if not proto.get(cfg.protocol).key_shares and (offer or server_groups):
+def _offer(given: dict, protocol: str, kex: str, target: Target | None):
+    """The given offer and server groups, parsed (None where not given); kex must be a group the offer
+    lists. A target serves what it serves: server groups do not apply."""
+    offer = parse_offer(given["offer"], "--offer") if given["offer"] is not None else None
+    server_groups = parse_server_groups(given["server_groups"], "--server-groups") \
+        if given["server_groups"] is not None else None
+    if not proto.get(protocol).key_shares and (offer or server_groups):
         raise BadInput("--offer" if offer else "--server-groups",
                        f"applies to {' and '.join(p.label for p in proto.registered() if p.key_shares)} only")
     if offer and kex not in offer.groups:
         raise BadInput("--kex", f"{kex} is not among the offer's groups ({', '.join(offer.groups)})")
-    if server_groups and cfg.target:
+    if server_groups and target:
         raise BadInput("--server-groups", "a target serves its own groups")
     if server_groups and offer and not set(server_groups.groups) & set(offer.groups):
         raise BadInput("--server-groups", f"no group in common with the offer ({offer.notation()}): "
                                           "the handshake could not succeed")
-    cfg.cert_compression = parse_cert_compression(cfg.cert_compression, "--cert-compression")
     return offer, server_groups
 
 
-def _check_target(cfg: HandshakeConfig) -> None:
+def _check_target(options: RunOptions, protocol: str, client: str) -> None:
     """A target's link is the real path and its pace one connection at a time: the emulator's options
     and --parallel do not apply."""
-    if cfg.spec != LinkSpec() or cfg.tcp != TcpKnobs():
+    target = options.target
+    if options.link != LinkSpec() or options.tcp != TcpKnobs():
         raise BadInput("--target", f"a target is reached over the host's network: the link options "
-                                   f"({cfg.spec.describe()}) apply to the emulated link only")
-    if cfg.parallel != 1:
+                                   f"({options.link.describe()}) apply to the emulated link only")
+    if options.parallel != 1:
         raise BadInput("--parallel", "a target is measured one connection at a time (--rate sets the pace)")
-    if cfg.target.protocol != cfg.protocol:
-        raise BadInput("--target", f"{cfg.target.address} is an {cfg.target.protocol.upper()} address")
-    why = client_problem(cfg.target, cfg.client)
+    if target.protocol != protocol:
+        raise BadInput("--target", f"{target.address} is an {proto.get(target.protocol).label} address")
+    why = client_problem(target, client)
     if why:
         raise BadInput("--client", why)
