@@ -80,7 +80,8 @@ def connection(sample, flows) -> dict:
     on_port = [f for f in flows if f["proto"] == "tcp" and f["client"].endswith(f":{sample['local_port']}")]
     if len(on_port) == 1:
         return on_port[0]
-    start = sample["start_mono_ns"] + wire.clock_offset_ns()  # the sample's CLOCK_MONOTONIC_RAW on the record's
+    # the sample's start (CLOCK_MONOTONIC_RAW) on the record's clock (CLOCK_MONOTONIC)
+    start = sample["start_mono_ns"] + sample.get("mono_minus_raw_ns", wire.clock_offset_ns())
     return min(on_port, key=lambda f: abs(f["open_ns"] - start))
 
 

@@ -146,8 +146,12 @@ def test_firefox_over_quic_speaks_http3_from_its_first_request_and_joins_its_udp
     flows = [json.loads(line) for line in open(scratch / "flows.jsonl")]
     for s in samples:
         assert s["transport"] == "quic" and s["wire"]["datagrams_c2s"] and s["wire"]["datagrams_s2c"], s.get("wire")
-        mine = [f for f in flows if f["client"].endswith(f":{s['local_port']}")]
-        assert [f["proto"] for f in mine] == ["udp"], mine
+        # flows from the sample's port opened since it started (on the record's clock): an earlier load's TCP
+        # connection whose last packets the record saw in this cell may have had the same port number (a CI run's
+        # did, opened 0.45 s before the sample, with no flight)
+        start = s["start_mono_ns"] + s["mono_minus_raw_ns"]
+        mine = [f for f in flows if f["client"].endswith(f":{s['local_port']}") and f["open_ns"] >= start]
+        assert [f["proto"] for f in mine] == ["udp"], (start, [f for f in flows if f["client"].endswith(f":{s['local_port']}")])
         assert [c["flow"] for c in s["browser"]["connections_wire"]] == [mine[0]["client"] + " > " + mine[0]["server"]], \
             (s["browser"]["requests_detail"], s.get("mono_minus_raw_ns"), mine)
     assert not [f for f in flows if f["proto"] == "tcp" and f["server"].endswith(f":{PORTS['quic']}")], flows
@@ -176,8 +180,7 @@ def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed
     # on the emulator's clock (CLOCK_MONOTONIC), each milestone within a few ms of the wire's (median; CPU
     # scheduling on a loaded machine moves single samples), and within what this machine costs a browser, which runs
     # at normal priority (Chromium's last byte 9.3 ms from the wire under scripts/slower-machine.sh, whose real-time
-    # threads take 3 ms of every 10 from such processes: a CPU-stall p95 of 3.0 ms); the connect start never before
-    # the SYN
+    # threads take 3 ms of every 10 from such processes: a CPU-stall p95 of 3.0 ms)
     allowed = BROWSER_MS + BROWSER_HANDOFFS * (machine_allowance(bed["rig"].tb, "normal") - wire.TOLERANCE_MS)
     assert allowed < RTT_MS, f"this machine's normal-priority floor is too wide ({allowed} ms) to judge a browser"
     for phase in reported:
@@ -192,7 +195,9 @@ def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed
             w, d = timing.wire_milestones(s["wire"]), timing.browser_minus_wire(s, flows)
             next_request = [f[1] for f in s["wire"]["flights_ms"] if f[0] == "c2s" and f[1] > w["last_byte"]]
             assert -0.5 < d["last_byte"] < (min(next_request, default=1e9) - w["last_byte"]), (d, s["wire"])
-    assert agree["connect_start"]["p5_ms"] > -2, agree
+    # the connect start before the SYN by at most what the machine allows a browser (its timestamp, then the socket
+    # and connect() on a normal-priority thread: 4.4 ms in one of four loads on this idle 2-core machine, once)
+    assert agree["connect_start"]["p5_ms"] > -allowed, (agree, allowed)
     # the handshake ends once the client's Finished is written: not before the wire's ClientHello + one RTT
     for s in samples:
         w = timing.wire_milestones(s["wire"])
@@ -318,31 +323,38 @@ def test_a_new_connection_on_a_port_just_closed_is_told_from_the_closed_one():
     unverified)."""
     import socket as so
     from pqbench.endpoints.browsers import sockets
-    server = so.create_server(("127.0.0.1", 0))
+    # the server at 127.0.0.2 and the client at 127.0.0.1: the watch, which looks at sockets to the server's address,
+    # sees the client's side only (this process holds both; a CI run's watch saw the server's side first and stopped)
+    server = so.create_server(("127.0.0.2", 0))
     port = server.getsockname()[1]
     first = so.socket()
     first.setsockopt(so.SOL_SOCKET, so.SO_REUSEADDR, 1)
-    first.connect(("127.0.0.1", port))
+    first.bind(("127.0.0.1", 0))
+    first.connect(("127.0.0.2", port))
     peer = server.accept()[0]
     local = first.getsockname()[1]
     first.close()  # the client closes first: its side goes to TIME_WAIT
     peer.close()
     time.sleep(0.05)
-    before = sockets.connections("tcp", {"127.0.0.1"})
+    before = sockets.connections("tcp", {"127.0.0.2"})
     assert [c for c in before if c[0] == local and c[2] == port], before  # the TIME_WAIT entry
     try:
-        with sockets.Watch("tcp", {"127.0.0.1"}, before) as during:
+        with sockets.Watch("tcp", {"127.0.0.2"}, before) as during:
             again = so.socket()
             again.setsockopt(so.SOL_SOCKET, so.SO_REUSEADDR, 1)
             again.bind(("127.0.0.1", local))  # the same local port, as the kernel's port choice may give it
-            again.connect(("127.0.0.1", port))
+            again.connect(("127.0.0.2", port))
             peer = server.accept()[0]
-            time.sleep(0.05)
+            # open until the watch has looked (it looks every WATCH_S at normal priority, which a busy machine's
+            # real-time work may hold off for longer than a fixed wait: a CI run's 50 ms passed without a look)
+            deadline = time.monotonic() + 30
+            while not sockets.opened(before, set(during.seen)) and time.monotonic() < deadline:  # a copy: it grows
+                time.sleep(0.01)
             again.close()  # closed before the load's end: only the watch saw it open
             peer.close()
             time.sleep(0.05)
-        assert (local, "127.0.0.1", port) in sockets.opened(before, during.seen), (before, during.seen)
-        assert (local, "127.0.0.1", port) not in sockets.opened(before, sockets.connections("tcp", {"127.0.0.1"}))
+        assert (local, "127.0.0.2", port) in sockets.opened(before, during.seen), (before, during.seen)
+        assert (local, "127.0.0.2", port) not in sockets.opened(before, sockets.connections("tcp", {"127.0.0.2"}))
         assert sockets.opened(before, before) == set()
     finally:
         server.close()
