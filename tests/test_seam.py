@@ -155,6 +155,7 @@ def test_a_toy_protocol_reaches_the_spec_the_cells_the_store_and_the_report_from
     record's default pair, a target's address takes its scheme, the store keeps the protocol, and the report
     sets the two protocols side by side with the record's words; the model says it does not know its flights."""
     from pqbench import analysis
+    from pqbench.experiment import cells as cellmod
     from pqbench.remote import address
     from pqbench.report import tables
     spec = specmod.parse(TOY_SPEC.replace('stack = ["{stack}"]\n', "").replace("[axes]", 'protocol = ["tls", "tcp-hello"]\n[axes]'),
@@ -165,6 +166,14 @@ def test_a_toy_protocol_reaches_the_spec_the_cells_the_store_and_the_report_from
     assert e.value.field == "protocol"
     target = address.parse("--target", "hello://127.0.0.1")
     assert (target.protocol, target.port, str(target)) == ("tcp-hello", 7, "hello://127.0.0.1:7")
+    # the command line: `handshake --protocol tcp-hello` makes the cell the spec makes, on the record's default pair
+    from pqbench.cli import build_parser
+    from pqbench.commands import handshake
+    cell, _ = handshake.config_from_args(build_parser().parse_args(
+        ["handshake", "--protocol", "tcp-hello", "--kex", "x25519", "--sig", "ecdsap256", "--rtt", "20ms"]))
+    (spec_cell,) = [c for c in cellmod.expand(spec) if c.protocol == "tcp-hello"]
+    assert (cell.protocol, cell.server, cell.client, cell.kex) == ("tcp-hello", "toy", "toy", "X25519")
+    assert cell.cell_id == spec_cell.cell_id
 
     db = tmp_path / "protocols.duckdb"
     run_id = runner.run(spec, db, quiet=True)

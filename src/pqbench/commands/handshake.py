@@ -2,6 +2,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from pqbench import protocol as proto
 from pqbench import units
 from pqbench.analysis import single
 from pqbench.cli import print_json
@@ -36,8 +37,11 @@ def register(sub):
                    help="the server compresses its chain for a client that offers compression (default: on with "
                         "--cert-compression, else off)")
     p.add_argument("--warmup", default="0", help="connections per worker before recording (default 0)")
-    p.add_argument("--server", default="openssl", help="server stack (default openssl: nginx); see `pqbench algorithms`")
-    p.add_argument("--client", default="openssl", help="client stack (default openssl: pqtimer)")
+    p.add_argument("--server", help="server stack (default: the protocol's, openssl: nginx); see `pqbench algorithms`")
+    p.add_argument("--client", help="client stack (default: the protocol's, openssl: pqtimer)")
+    p.add_argument("--protocol", default=proto.DEFAULT,
+                   help=f"the protocol: {', '.join(proto.names())} (default {proto.DEFAULT}; `pqbench ssh` is SSH's own "
+                        "command, with its names)")
     p.add_argument("--samples", type=Path, help="also write the raw samples (JSON lines) to this file")
     axis_options.add(p, own=OWN_AXES)
     p.set_defaults(func=handle)
@@ -148,7 +152,8 @@ def config_from_args(args):
         if args.requests is not None or args.resume:
             raise BadInput("--early-data", "resumes and sends one GET itself: not with --resume or --requests")
         mode = "early"
-    target = target_config(args, "tls")
+    protocol = proto.get(args.protocol, "--protocol")
+    target = target_config(args, protocol.name)
     if not args.sig and not target:
         raise BadInput("--sig", "is required (a signature algorithm, e.g. mldsa44), unless --target names a server")
     page = None
@@ -166,8 +171,9 @@ def config_from_args(args):
                 compress=None if cert_compression == "none" else cert_compression)
     options = single.RunOptions(**target, warmup=units.integer("--warmup", args.warmup, minimum=0, maximum=100000),
                                 compress_certs=server_compression == "on", **sampling_config(args))
-    cell = single.cell_of(args.kex or offer.shares[0], args.sig or "", options, server=args.server,
-                          client=args.client, mode=mode, page=page, requests=requests, values=axes)
+    cell = single.cell_of(args.kex or offer.shares[0], args.sig or "", options, protocol=protocol.name,
+                          server=args.server or protocol.default_pair[0], client=args.client or protocol.default_pair[1],
+                          mode=mode, page=page, requests=requests, values=axes)
     return cell, options
 
 
