@@ -11,10 +11,19 @@ import io
 from pathlib import Path
 
 from pqbench import analysis as analysis_mod
-from pqbench import store
-from pqbench.report import deployment, html, links, load, markdown, nodes, page_clients, plots, scans, tables, targets
-from pqbench.report import transports
-from pqbench.report import browsers as browser_report, chains as chain_report
+from pqbench.report import html, markdown, plots, sections, tables
+from pqbench.report.sections import Section
+# Each capability's section (pqbench.report.sections), registered by its module: one line each.
+import pqbench.report.load  # noqa: F401  servers' capacity
+import pqbench.report.targets  # noqa: F401  servers pqbench did not start
+import pqbench.report.deployment  # noqa: F401  offers, certificate compression, 0-RTT
+import pqbench.report.links  # noqa: F401  users' links, queues
+import pqbench.report.transports  # noqa: F401  QUIC beside TCP
+import pqbench.report.chains  # noqa: F401  chain shapes, the byte staircase
+import pqbench.report.browsers  # noqa: F401  real browsers
+import pqbench.report.page_clients  # noqa: F401  page loads by client
+import pqbench.report.nodes  # noqa: F401  a cluster's nodes
+import pqbench.report.scans  # noqa: F401  scans in the field
 
 CAPTIONS = {
     "handshake-vs-loss": "One panel per RTT (and per other link setting that varies). Solid: median; dashed: p95; "
@@ -51,6 +60,13 @@ CAPTIONS = {
 }
 
 
+# The cells' own tables and figures, and the run's provenance, around the capabilities' sections.
+sections.register(Section("cells", 50, lambda con, run_id, a: [
+    tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a),
+    tables.wire(a), tables.model(a), tables.not_run(a), tables.crypto(a)],
+    lambda con, run_id: plots.FIGURES, captions=CAPTIONS))
+sections.register(Section("provenance", 70, lambda con, run_id, a: [tables.calibration(a), tables.provenance(a)]))
+
 # Figures that only some runs have, and why a run lacks them (the others always appear, or stand in
 # for each other: loss curves vs per-algorithm points).
 ABSENT = {"modes": "one loss rate", "scenarios": "no named scenarios", "pages": "no page cells", "requests": "no request cells",
@@ -78,21 +94,16 @@ def build(con, run_id: str, out: Path, *, resamples: int = 1000, by_node: bool =
 def _write(con, run_id: str, a, out: Path) -> dict:
     (out / "figures").mkdir(parents=True, exist_ok=True)
     rendered = []
-    for fid, title, fig in (plots.render_all(a) + plots.render_all(a, chain_report.FIGURES)
-                            + plots.render_all(a, browser_report.figures(con, run_id))):
+    for fid, title, fig in plots.render_all(a, sections.figures(con, run_id)):
         png = _png(fig)
         (out / "figures" / f"{fid}.png").write_bytes(png)
-        rendered.append((fid, title, png, CAPTIONS.get(fid) or chain_report.CAPTIONS.get(fid)
-                         or browser_report.CAPTIONS.get(fid, "")))
+        rendered.append((fid, title, png, sections.caption(fid)))
     present = {r[0] for r in rendered}
     absent = [f"{title} ({ABSENT[fid]})" for fid, title, _ in plots.FIGURES if fid not in present and fid in ABSENT]
     title = f"pqbench report: {a.run.get('name') or run_id}"
     summary = tables.summary(a)
     warnings = tables.warnings(a)
-    body = [t for t in (load.table(a), targets.table(a), deployment.offers(a), deployment.compression(a),
-                        deployment.zero_rtt(a, store.early_data(con, run_id)), links.table(a), links.queue_cost(a), transports.table(a), *chain_report.tables(a), *browser_report.tables(con, run_id, a), page_clients.table(con, run_id, a), tables.paired(a), tables.protocols(a), tables.stacks(a), tables.cells(a), tables.quality(a), tables.notes(a), tables.wire(a),
-                        tables.model(a), tables.not_run(a), tables.crypto(a), nodes.table(a), tables.calibration(a),
-                        tables.provenance(a), scans.table(con)) if t is not None]
+    body = sections.tables(con, run_id, a)
     (out / "report.html").write_text(html.page(title, summary, warnings, rendered, absent, body,
                                                a.run.get("spec_toml")))
     md_figs = [(fid, t, f"figures/{fid}.png", cap) for fid, t, _, cap in rendered]

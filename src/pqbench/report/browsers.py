@@ -25,6 +25,7 @@ from pqbench.algorithms.sized_chain_axis import label as sized_label
 from pqbench.endpoints.browsers import timing
 from pqbench.report.tables import Table, ms, with_ci
 from pqbench.store import browser_samples
+from pqbench.report.sections import Section, register
 
 BROWSERS = ("chromium", "firefox")
 # a client stack -> the TLS library its handshakes are
@@ -246,3 +247,6 @@ CAPTIONS = {
                          "dashed), one colour per chain (size-only: a classical chain padded to a post-quantum "
                          "chain's bytes).",
 }
+
+
+register(Section("browsers", 22, tables, figures, figure_order=70, captions=CAPTIONS))

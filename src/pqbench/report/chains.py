@@ -24,6 +24,7 @@ from pqbench import transport as transportmod
 from pqbench.algorithms import chains
 from pqbench.analysis import model, staircase
 from pqbench.report.tables import Table, condition, ms, with_ci
+from pqbench.report.sections import Section, register
 
 
 def _parts(c) -> dict:
@@ -261,3 +262,7 @@ CAPTIONS = {
 
 def tables(a) -> list[Table]:
     return [t for t in (parts_table(a), staircase_table(a), distance_table(a)) if t is not None]
+
+
+register(Section("chains", 20, lambda con, run_id, a: tables(a), lambda con, run_id: FIGURES, figure_order=60,
+                 captions=CAPTIONS))

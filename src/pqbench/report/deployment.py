@@ -9,8 +9,9 @@ Differences are of medians with percentile-bootstrap CIs (pqbench.stats.bootstra
 
 from __future__ import annotations
 
-from pqbench import stats
+from pqbench import stats, store
 from pqbench.report.tables import Table, ms, with_ci
+from pqbench.report.sections import Section, register
 
 # What every comparison holds equal besides the field it varies.
 SAME = ("sig", "scenario", "rtt_ms", "loss", "rate_mbit", "mtu", "initcwnd", "congctl", "page", "server", "client",
@@ -123,3 +124,7 @@ def zero_rtt(a, shares: dict) -> Table | None:
                  "runs); 0-RTT: the same with the request sent as early data, which the server accepts (its "
                  "anti-replay is off so that one ticket serves every sample). After a HelloRetryRequest early data "
                  "is rejected and the request waits for the handshake.")
+
+
+register(Section("deployment", 14, lambda con, run_id, a: [offers(a), compression(a),
+                                                             zero_rtt(a, store.early_data(con, run_id))]))

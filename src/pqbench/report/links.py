@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pqbench import stats
 from pqbench.report.tables import Table, ms, with_ci
+from pqbench.report.sections import Section, register
 
 FIELDS = ("trace", "queue", "cross")
 DOWN = "server_to_client"  # the direction the competing flows fill, where the server's flight queues
@@ -73,3 +74,6 @@ def queue_cost(a) -> Table | None:
                  "Queue delay: the time packets on the server's direction spent in the emulator's queue during the "
                  "cell (pqlink's record, the competing flows' packets included). A managed queue (CoDel, PIE) "
                  "holds it near its target; a drop-tail queue lets the flows fill it.")
+
+
+register(Section("links", 16, lambda con, run_id, a: [table(a), queue_cost(a)]))

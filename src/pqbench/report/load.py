@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pqbench.experiment.condition import condition
 from pqbench.report.tables import Table, ms
+from pqbench.report.sections import Section, register
 
 
 def label(row: dict) -> str:
@@ -40,3 +41,6 @@ def table(a) -> Table | None:
                       "to different CPUs; CPU times are the kernel's accounting of the server's process tree and the "
                       "generator's own, per completed handshake at the last step. A cell whose generator saturated "
                       "first (its CPU, or arrivals started late) gives only a lower bound, never the server's capacity.")
+
+
+register(Section("load", 10, lambda con, run_id, a: [table(a)]))

@@ -6,6 +6,7 @@ engine used while idle. A run on one machine has no such section."""
 from __future__ import annotations
 
 from pqbench.report.tables import Table
+from pqbench.report.sections import Section, register
 
 
 def several(a) -> bool:
@@ -47,3 +48,6 @@ def table(a) -> Table | None:
                  "every node timed of its fastest round against the fastest node's. A lost node's worker died "
                  "mid-run; its unfinished cell was measured again on another node. `pqbench report --by-node` "
                  "writes one report per node.")
+
+
+register(Section("nodes", 60, lambda con, run_id, a: [table(a)]))

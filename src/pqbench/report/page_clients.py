@@ -11,6 +11,7 @@ import math
 from pqbench import stats
 from pqbench.report.tables import Table, ms, with_ci
 from pqbench.store import browser_samples
+from pqbench.report.sections import Section, register
 
 PQTIMER = "openssl"  # the client stack whose timing client (pqtimer) loads pages too
 
@@ -52,3 +53,6 @@ def table(con, run_id: str, a) -> Table | None:
                  "each origin's requests pipelined (HTTP/1.1 over TCP); it has no load event. Browsers speak the "
                  "cell's HTTP (an HTTP/1.1 cell: several connections per origin). Medians over the cell's successful "
                  "loads; CI: percentile bootstrap of the median.")
+
+
+register(Section("page clients", 24, lambda con, run_id, a: [table(con, run_id, a)]))

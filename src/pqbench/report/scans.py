@@ -5,6 +5,7 @@ from __future__ import annotations
 from pqbench import protocol as proto
 from pqbench import store
 from pqbench.report.tables import Table
+from pqbench.report.sections import Section, register
 
 
 def _tls(r: dict) -> list[str]:
@@ -47,3 +48,6 @@ def table(con) -> Table | None:
                  note="The newest `pqbench scan` of each target in this store. Order: '>' the server's preference "
                       "(from HelloRetryRequests to a rejected key share), '=' groups it ranks alike (the client's "
                       "order decides).")
+
+
+register(Section("scans", 80, lambda con, run_id, a: [table(con)]))

@@ -5,6 +5,7 @@ that measured RTT, per algorithm, as the published studies plotted their Interne
 from __future__ import annotations
 
 from pqbench.report.tables import Table, ms, with_ci
+from pqbench.report.sections import Section, register
 
 
 def _path(c) -> dict:
@@ -41,3 +42,6 @@ def table(a) -> Table | None:
                       "before and after each cell, 10 TCP connects measure its round trip (p50, and the spread "
                       "p95 - p5). A handshake takes at least 2 round trips (TCP, then TLS 1.3). Paired differences "
                       "against each target's classical baseline are in the paired table (condition = target).")
+
+
+register(Section("targets", 12, lambda con, run_id, a: [table(a)]))

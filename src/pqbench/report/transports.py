@@ -14,6 +14,7 @@ from pqbench import stats, transport
 from pqbench.analysis import model
 from pqbench.analysis.paired import WITH_AXIS
 from pqbench.report.tables import Table, ms, with_ci
+from pqbench.report.sections import Section, register
 
 # What a TCP cell and a QUIC cell share to be compared: everything but the transport's own axes.
 SAME = ("kex", "sig", "scenario", "rtt_ms", "loss", "rate_mbit", "mtu", "mode", "page", "server", "client", "trace",
@@ -82,3 +83,6 @@ def _condition(c) -> str:
 
 def _int(v) -> str:
     return "–" if v is None else f"{v:.0f}"
+
+
+register(Section("transports", 18, lambda con, run_id, a: [table(a)]))
