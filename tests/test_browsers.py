@@ -108,7 +108,9 @@ def test_x25519_when_post_quantum_is_switched_off(bed, browser):
     site, switch = PQ_OFF[browser]
     off, _ = load(bed, browser, site, "X25519", n=2)
     assert all(s["ok"] for s in off), [s.get("error") for s in off]
-    assert {s["group"] for s in off} == {"x25519"} and {s["pq_switch"] for s in off} == {switch}
+    # one spelling whatever the browser printed (the catalog's), the browser's own kept beside it
+    assert {s["group"] for s in off} == {"X25519"} and {s["pq_switch"] for s in off} == {switch}
+    assert {s.get("group_as_sent", s["group"]).lower() for s in off} == {"x25519"}
     on, _ = load(bed, browser, "pq", "X25519MLKEM768", n=2)
     hello = lambda s: s["wire"]["flights_ms"][0][3]  # noqa: E731 (packets of the client's first flight)
     if switch == "server":  # the browser still offered its ML-KEM share: a ClientHello as large as with PQ on
@@ -138,7 +140,7 @@ def test_firefox_over_quic_speaks_http3_from_its_first_request_and_joins_its_udp
     on or off by Firefox's own network.http.http3.enable_kyber."""
     samples, scratch = load(bed, "firefox", "quic", kex, n=2, transport="quic")
     assert all(s["ok"] for s in samples), [s.get("error") for s in samples]
-    assert {s["group"] for s in samples} == {"X25519MLKEM768" if kex != "X25519" else "x25519"}
+    assert {s["group"] for s in samples} == {kex}
     assert {s["pq_switch"] for s in samples} == {None if kex != "X25519" else "browser"}
     assert {r["protocol"] for s in samples for r in s["browser"]["requests_detail"]} == {"h3"}
     assert all(s["t_ns"]["tcp_connected"] is None and s["t_ns"]["handshake_done"] > 0 for s in samples)
@@ -361,3 +363,18 @@ def test_a_new_connection_on_a_port_just_closed_is_told_from_the_closed_one():
         assert sockets.opened(before, before) == set()
     finally:
         server.close()
+
+
+def test_a_browser_s_names_are_the_catalog_s_with_its_own_spelling_beside_them():
+    from pqbench.algorithms import catalog
+    from pqbench.endpoints.browsers import names
+    assert names.negotiated("x25519", 0x0403) == {"group": "X25519", "sigalg": "ecdsa_secp256r1_sha256",
+                                                  "group_as_sent": "x25519"}
+    assert names.negotiated("mlkem768x25519", "ECDSA-P256-SHA256") == {
+        "group": "X25519MLKEM768", "sigalg": "ecdsa_secp256r1_sha256", "group_as_sent": "mlkem768x25519",
+        "sigalg_as_sent": "ECDSA-P256-SHA256"}
+    assert names.negotiated("X25519MLKEM768", 0x0904) == {"group": "X25519MLKEM768", "sigalg": "mldsa44"}
+    assert all(catalog.find(v, "kem").name == v for v in names.GROUPS.values())
+    known = {a.sigalg for a in catalog.algorithms("sig")}
+    assert {"ecdsa_secp256r1_sha256", "mldsa44", "ed25519"} <= known
+    assert all(catalog.reported(v, "sig", "tls") == v for v in names.SIGNATURE_SCHEMES.values())

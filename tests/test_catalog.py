@@ -69,6 +69,21 @@ def test_unknown_name_suggests_the_closest():
     assert e.value.field == "--sig" and "mldsa44" in str(e.value)
 
 
+@pytest.mark.parametrize("protocol, sent, want", [
+    ("tls", {"group": "x25519", "sigalg": "ECDSA_SECP256R1_SHA256"}, {"group": "X25519", "sigalg": "ecdsa_secp256r1_sha256"}),
+    ("tls", {"group": "prime256v1", "sigalg": "mldsa44"}, {"group": "secp256r1", "sigalg": "mldsa44"}),
+    ("tls", {"group": "X25519MLKEM768", "sigalg": None}, {"group": "X25519MLKEM768", "sigalg": None}),
+    ("tls", {"group": "GREASE", "sigalg": "rsa_pkcs1_md5"}, {"group": "GREASE", "sigalg": "rsa_pkcs1_md5"}),
+    ("ssh", {"group": "Curve25519-SHA256", "sigalg": "ssh-ed25519"}, {"group": "curve25519-sha256", "sigalg": "ssh-ed25519"}),
+])
+def test_a_reported_group_or_signature_takes_the_catalog_s_spelling_and_keeps_the_stack_s_beside_it(protocol, sent,
+                                                                                                   want):
+    record = catalog.respelled(dict(sent), protocol)
+    assert {k: record[k] for k in want} == want
+    for field in want:  # the stack's spelling is kept only where it differs, and then exactly
+        assert record.get(f"{field}_as_sent") == (sent[field] if sent[field] != want[field] else None)
+
+
 def test_availability_is_computed_from_the_build(built_stack, monkeypatch):
     x25519 = catalog.find("X25519")
     assert catalog.availability(x25519).tls

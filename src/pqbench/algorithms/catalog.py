@@ -204,6 +204,32 @@ def name_in(name: str, kind: str, protocol: str, field: str = "algorithm") -> st
     return own[0]
 
 
+@functools.lru_cache(maxsize=None)
+def reported(name: str, kind: str, protocol: str) -> str:
+    """The catalog's spelling of a group ("kem") or signature ("sig") a stack reported in a protocol's sample: a
+    group by its catalog name where the protocol's names are spellings of one (TLS: pqtimer prints "x25519",
+    Chromium "X25519"), a signature scheme as the catalog writes its sigalg, an SSH method as the catalog writes
+    it; a name the catalog does not know stays as sent."""
+    spellings = proto.get(protocol).catalog_names == "names"
+    if kind == "sig" and spellings:
+        return next((a.sigalg for a in algorithms("sig") if a.sigalg and a.sigalg.lower() == name.lower()), name)
+    try:
+        return find(name, kind, protocol=protocol).name if spellings else spelled(name, kind, protocol=protocol)
+    except BadInput:
+        return name
+
+
+def respelled(record: dict, protocol: str) -> dict:
+    """A sample or load step with its group and signature as the catalog spells them (reported), whatever the
+    client printed; the client's own spelling, where it differs, stays beside it (group_as_sent, sigalg_as_sent)."""
+    for field, kind in (("group", "kem"), ("sigalg", "sig")):
+        sent = record.get(field)
+        if isinstance(sent, str) and (named := reported(sent, kind, protocol)) != sent:
+            record[field] = named
+            record.setdefault(f"{field}_as_sent", sent)  # a client that respelled it already kept its own
+    return record
+
+
 def names_of(kind: str, protocol: str) -> list[str]:
     """Every name a protocol has for the catalog's algorithms of a kind, catalog order (size-only host keys
     last): one per algorithm where its names are spellings of one (the catalog's name and aliases), each

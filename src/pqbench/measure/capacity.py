@@ -9,6 +9,7 @@ import datetime
 import time
 
 from pqbench import endpoints
+from pqbench.algorithms import catalog
 from pqbench.errors import BadInput
 from pqbench.experiment.loadplan import LoadPlan
 from pqbench.measure import cpu, loadgen
@@ -65,8 +66,9 @@ def measure(rig, server: str, gen, job, plan: LoadPlan, *, stop=None) -> tuple[l
             if stop is not None and stop.is_set():
                 break
             before = cpu.seconds(roots)
-            r = loadgen.run(gen, place, job, rate, plan.step_ms, max_inflight=plan.max_inflight, seed=plan.seed,
-                            cpus=halves[1] if halves else None)
+            r = catalog.respelled(loadgen.run(gen, place, job, rate, plan.step_ms, max_inflight=plan.max_inflight,
+                                              seed=plan.seed, cpus=halves[1] if halves else None),
+                                  endpoints.get(server).protocol)
             r["server_cpu_s"] = cpu.seconds(roots) - before
             wall = max(r.get("wall_s") or 0, r["duration_s"])  # the step's handshakes ran until the last completed
             # what the Poisson draw really offered (a short step's draw can be 30 % off the rate), and what was

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pqbench import endpoints
 from pqbench import protocol as proto
+from pqbench.algorithms import catalog
 from pqbench.measure import wire
 from pqbench.measure import sampler
 from pqbench.endpoints.base import ClientJob, Place, Serving, Stack
@@ -206,8 +207,9 @@ class Rig:
 
     def sample(self, job: ClientJob, n: int, parallel, scratch: Path, *, tail=None, stop=None,
                client: str | None = None) -> list[dict]:
-        c = self.clients[client] if client else self.client
-        return sampler.run(c, job, n, parallel, self.place("client"), scratch, tail=tail, stop=stop)
+        name = client or self.client_names[0]
+        samples = sampler.run(self.clients[name], job, n, parallel, self.place("client"), scratch, tail=tail, stop=stop)
+        return [catalog.respelled(s, endpoints.get(name).protocol) for s in samples]
 
     def end_cell(self, samples: list[dict], mode: str, scratch: Path, *, client: str | None = None,
                  server: str | None = None) -> dict:

@@ -25,7 +25,6 @@ from pqbench.sample import END_PHASE
 from pqbench.remote.target import DEFAULT_RATE, Target, client_problem
 from pqbench.testbed import EmulatorOptions, LinkSpec, TcpKnobs
 
-PORT = 4433
 MODE_OPTIONS = {"resume": "--resume", "page": "--page", "requests": "--requests", "resume_page": "--resume --page",
                 "early": "--early-data"}  # the option that asks for a mode
 
@@ -58,10 +57,13 @@ class RunOptions:
             units.integer("--parallel", self.parallel, minimum=1, maximum=256)
 
 
-# The axes a single-cell command's configuration (its JSON's "config") names with keys of their own, as
-# `handshake --json` did before its options came from the registry; the others go under "axes".
-CONFIG_AXES = {"pad": 0, "offer": None, "server_groups": None, "transport": transportmod.DEFAULT, "quic_retry": False,
-               "initial_size": None, "chain": None, "chain_bytes": None}
+# The axes a single-cell command's cell holds a value of whether given or not (their defaults here), as its
+# cells always have: the rest are left to the cell's defaults (pqbench.experiment.cells.Cell).
+SINGLE_CELL_AXES = {"pad": 0, "offer": None, "server_groups": None, "compress": None, "transport": None,
+                    "quic_retry": False, "initial_size": None, "chain": None, "chain_bytes": None}
+# Those its JSON's "config" names with keys of their own, as `handshake --json` did before its options came
+# from the registry (compress is its "cert_compression"); the others go under "axes".
+CONFIG_AXES = {**{k: v for k, v in SINGLE_CELL_AXES.items() if k != "compress"}, "transport": transportmod.DEFAULT}
 
 
 def config_json(cell: Cell, options: RunOptions) -> dict:
@@ -173,12 +175,6 @@ def one_cell(kex: str, sig: str, **given) -> tuple[Cell, RunOptions]:
     rest = {k: v for k, v in given.items() if k not in fields}
     cell_kw = {k: rest.pop(k) for k in ("protocol", "server", "client", "mode", "page", "requests") if k in rest}
     return cell_of(kex, sig, options, **cell_kw, values=rest), options
-
-
-# The axes a single-cell command's cell holds a value of whether given or not (their defaults here), as its
-# cells always have: the rest are left to the cell's defaults (pqbench.experiment.cells.Cell).
-SINGLE_CELL_AXES = {"offer": None, "server_groups": None, "compress": None, "transport": None, "quic_retry": False,
-                    "initial_size": None, "pad": 0, "chain": None, "chain_bytes": None}
 
 
 def measure(cell: Cell, options: RunOptions, run_dir: Path | None = None, progress=None) -> Measured:

@@ -1,13 +1,12 @@
-"""TLS names as browsers report them, spelled as pqtimer (OpenSSL) prints them, so samples of every client
-compare; and net errors as pqbench's failure classes."""
+"""TLS names as browsers report them, spelled as the algorithm catalog spells them, so samples of every client
+compare (the browser's own spelling kept beside it); and net errors as pqbench's failure classes."""
 
 from __future__ import annotations
 
 # The group a browser reports (Chromium's securityDetails.keyExchangeGroup, NSS's keaGroupName in Firefox)
-# -> OpenSSL's name.
-GROUPS = {"X25519": "x25519", "P-256": "secp256r1", "P-384": "secp384r1", "P-521": "secp521r1",
-          "mlkem768x25519": "X25519MLKEM768", "x25519": "x25519", "P256": "secp256r1", "P384": "secp384r1",
-          "P521": "secp521r1"}
+# -> the catalog's name, where they differ.
+GROUPS = {"x25519": "X25519", "P-256": "secp256r1", "P-384": "secp384r1", "P-521": "secp521r1",
+          "mlkem768x25519": "X25519MLKEM768", "P256": "secp256r1", "P384": "secp384r1", "P521": "secp521r1"}
 # NSS's signature scheme names (Firefox's signatureSchemeName) -> OpenSSL's.
 NSS_SIGNATURE_SCHEMES = {"ECDSA-P256-SHA256": "ecdsa_secp256r1_sha256", "ECDSA-P384-SHA384": "ecdsa_secp384r1_sha384",
                          "ECDSA-P521-SHA512": "ecdsa_secp521r1_sha512", "RSA-PSS-SHA256": "rsa_pss_rsae_sha256",
@@ -21,11 +20,17 @@ SIGNATURE_SCHEMES = {0x0401: "rsa_pkcs1_sha256", 0x0501: "rsa_pkcs1_sha384", 0x0
                      0x0904: "mldsa44", 0x0905: "mldsa65", 0x0906: "mldsa87"}
 
 
-def group(name: str | None) -> str | None:
-    return GROUPS.get(name, name) if name else None
+def negotiated(group: str | None, sigalg: int | str | None) -> dict:
+    """A connection's group and signature scheme as the catalog spells them, with the browser's own spelling
+    beside each where it differs (group_as_sent, sigalg_as_sent; Chromium's code points are not spellings)."""
+    out = {"group": GROUPS.get(group, group) if group else None, "sigalg": _sigalg(sigalg)}
+    for field, sent in (("group", group), ("sigalg", sigalg)):
+        if isinstance(sent, str) and sent and out[field] != sent:
+            out[f"{field}_as_sent"] = sent
+    return out
 
 
-def sigalg(code: int | str | None) -> str | None:
+def _sigalg(code: int | str | None) -> str | None:
     """A signature scheme by its code point (Chromium) or NSS's name (Firefox)."""
     if isinstance(code, str):
         return NSS_SIGNATURE_SCHEMES.get(code, code) or None

@@ -34,7 +34,8 @@ def sample_of(requests: list[dict], load_event_ns: int | None, offset_ns: int) -
         s["t_ns"] = {"start": 0, **{p: None for p in UNSEEN},
                      **{p: c["t_ns"].get(p) for p in PHASES if p != "request_sent"}}  # request_sent: its own field
         s.update(start_mono_ns=c["start_mono_ns"] - offset_ns, local_port=c["local_port"], group=c["group"],
-                 sigalg=c["sigalg"], request_sent_ns=c["t_ns"].get("request_sent"))
+                 sigalg=c["sigalg"], request_sent_ns=c["t_ns"].get("request_sent"),
+                 **{k: c[k] for k in ("group_as_sent", "sigalg_as_sent") if k in c})
     return s
 
 

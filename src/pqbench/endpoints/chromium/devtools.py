@@ -64,7 +64,7 @@ def connections_of(events: list[dict], new_sockets: set) -> tuple[list[dict], in
                          "request_sent": since("sendStart"),
                          "first_byte": None if first is None else base + first - start,
                          "last_byte": _ns(done["timestamp"]) - start if done else None},
-                "group": names.group(sec.get("keyExchangeGroup")), "sigalg": names.sigalg(sec.get("serverSignatureAlgorithm")),
+                **names.negotiated(sec.get("keyExchangeGroup"), sec.get("serverSignatureAlgorithm")),
                 "tls": sec.get("protocol"), "cipher": sec.get("cipher"),
                 # the request's own start (its requestTime) and where its connect started, ms after it: 0 when the
                 # request took a socket another job had started connecting (Chromium then clamps that socket's

@@ -30,7 +30,7 @@ def requests_of(records: list[dict], wall_minus_mono_ns: int) -> list[dict]:
             req["connection"] = {
                 "start_mono_ns": start * 1000 - wall_minus_mono_ns, "local_port": port, "candidate_ports": [port],
                 "t_ns": {p: (t[f] - start) * 1000 if t.get(f) else None for p, f in PHASES.items()},
-                "group": names.group(r.get("group")), "sigalg": names.sigalg(r.get("sigalg")),
+                **names.negotiated(r.get("group"), r.get("sigalg")),
                 "tls": r.get("tls"), "cipher": None}
         out.append(req)
     return out
