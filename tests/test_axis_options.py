@@ -28,6 +28,12 @@ CLIENT_KNOB = axis.Axis("toy_knob", _knob, "knob settings 1..9", sql="INTEGER", 
 SERVER_DIAL = axis.Axis("toy_dial", lambda field, v: str(v), "dial names", site=True, server_feature="toy_dial")
 
 
+# Registered here alone: an axis of the protocols whose clients offer key shares (TLS's ClientHello), and one of
+# every protocol.
+SHARES_TOY = axis.Axis("toy_shares", lambda field, v: str(v), "share names", protocols=lambda p: p.key_shares)
+EVERY_TOY = axis.Axis("toy_every", lambda field, v: str(v), "anything")
+
+
 @pytest.fixture
 def toys():
     axis.register(CLIENT_KNOB, SERVER_DIAL)
@@ -114,3 +120,48 @@ def test_an_axis_value_the_cell_cannot_take_is_refused_before_anything_is_built(
     with pytest.raises(BadInput) as e:
         single.one_cell("X25519", "ecdsap256", transport="quic", http="2")
     assert e.value.field == "--http" and "TCP cells" in str(e.value)
+
+
+@pytest.fixture
+def protocol_toys():
+    axis.register(SHARES_TOY, EVERY_TOY)
+    try:
+        yield
+    finally:
+        axis.unregister(SHARES_TOY.name)
+        axis.unregister(EVERY_TOY.name)
+
+
+def test_an_axis_is_an_option_of_the_commands_of_the_protocols_its_record_names(protocol_toys):
+    assert {"--toy-shares", "--toy-every"} <= _options("handshake")  # a command of every protocol
+    ssh_options = _options("ssh")
+    assert "--toy-every" in ssh_options and "--toy-shares" not in ssh_options
+    # SSH's clients offer no key shares and its servers send host keys: none of TLS's ClientHello or chain axes
+    assert not {"--pad", "--offer", "--server-groups", "--chain", "--chain-bytes", "--sized-as", "--http",
+                "--webpage", "--quic-retry", "--initial-size"} & ssh_options
+    from pqbench.commands import ssh
+    argv = ["ssh", "--kex", "mlkem768x25519-sha256", "--hostkey", "ssh-ed25519", "--toy-every", "x"]
+    cell, _ = ssh.config_from_args(build_parser().parse_args(argv))
+    assert cell.toy_every == "x" and cell.protocol == "ssh"
+
+
+def test_an_axis_of_another_protocol_is_refused_naming_its_option_and_its_protocols():
+    with pytest.raises(BadInput) as e:
+        handshake.config_from_args(build_parser().parse_args(
+            ["handshake", "--protocol", "ssh", "--kex", "curve25519-sha256", "--sig", "ssh-ed25519", "--pad", "100"]))
+    assert e.value.field == "--pad" and "applies to TLS only" in str(e.value)
+
+
+def test_a_spec_s_axis_applies_to_the_cells_of_its_protocols_alone():
+    from pqbench.experiment import cells as cellmod
+    from pqbench.experiment.spec import parse
+    head = 'name = "t"\n[axes]\nkex = ["X25519"]\nrtt = ["10ms"]\nloss = ["0%"]\n'
+    with pytest.raises(BadInput) as e:
+        parse(head + 'protocol = "ssh"\nsig = ["ssh-ed25519"]\npad = [0, 100]\n')
+    assert e.value.field == "axes.pad" and "applies to TLS only" in str(e.value)
+    spec = parse(head + 'protocol = ["tls", "ssh"]\nsig = ["ed25519"]\npad = [0, 100]\n'
+                                  'chain = ["plain", "webpki"]\n')
+    got = cellmod.expand(spec)
+    tls = [c for c in got if c.protocol == "tls"]
+    ssh = [c for c in got if c.protocol == "ssh"]
+    assert len(tls) == 4 and {(c.pad, c.chain) for c in ssh} == {(0, None)} and len(ssh) == 1

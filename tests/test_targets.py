@@ -310,3 +310,41 @@ def test_ctrl_c_stops_serve_and_leaves_nothing_running(lab):
     proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert processes_mentioning(str(d)) == []
+
+
+def test_serve_takes_the_axes_that_make_a_port_and_serves_them(lab):
+    """`serve --server-groups … --chain webpki`: the server's registered axes as options (from their records); its
+    port serves that preference (a client sharing X25519 but listing the hybrid gets a HelloRetryRequest) and
+    that chain (more bytes than the plain chain of the same signature)."""
+    tb, _, d = lab
+    d2 = d.parent / (d.name + "-axes")
+    proc = subprocess.Popen([sys.executable, "-m", "pqbench", "serve", "--address", tb.server_addr, "--netns",
+                             tb.server_ns, "--dir", str(d2), "--sig", "ecdsap256", "--port", "5433", "--workers", "1",
+                             "--server-groups", "X25519MLKEM768/X25519", "--chain", "webpki"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (d2 / "manifest.json").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (d2 / "manifest.json").exists(), proc.communicate(timeout=30)
+        m, plain = json.loads((d2 / "manifest.json").read_text()), json.loads((d / "manifest.json").read_text())
+        assert m["axes"] == {"server_groups": "X25519MLKEM768/X25519", "chain": "webpki"} and "axes" not in plain
+        assert m["tls"][0]["bytes_sent"] > plain["tls"][0]["bytes_sent"]
+        r = run_pqbench("handshake", "--target", f"{tb.server_addr}:5433", "--kex", "X25519", "--offer",
+                        "X25519 / X25519MLKEM768", "-n", "3", "--rate", "50", "--netns", tb.client_ns, "--json")
+        assert r.returncode == 0, r.stderr[-2000:]
+        result = json.loads(r.stdout)
+        assert result["summary"]["ok"] == 3 and result["negotiated"]["group"] == "X25519MLKEM768"
+        assert result["tls"]["hrr"] == 3
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+
+
+@pytest.mark.parametrize("argv,field,code", [
+    (["--sig", "ecdsap256", "--chain", "bogus"], "--chain", 2),
+    (["--sig", "", "--ssh-hostkey", "ssh-ed25519", "--server-groups", "X25519"], "--server-groups", 2),
+    (["--sig", "ecdsap256", "--stack", "rustls", "--server-groups", "X25519MLKEM768/X25519"], "--server-groups", 3)])
+def test_serve_refuses_an_axis_it_cannot_serve_naming_the_option(argv, field, code, built_stack):
+    r = run_pqbench("serve", "--address", "127.0.0.1", *argv, "--duration", "1s")
+    assert r.returncode == code and field in r.stderr, r.stderr[-1000:]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
+from pqbench import protocol as proto
 from pqbench.errors import BadInput
 
 ALWAYS = ()  # id_omit for an axis whose value is always part of the cell id
@@ -68,6 +69,16 @@ class Axis:
     # The single-cell commands' option (pqbench.commands.axis_options: --NAME, one value; a BOOLEAN axis is a
     # flag): its help, after what the axis allows where None. An axis of the path is the link's option instead.
     help: str | None = None
+    # (a protocol's record, pqbench.protocol.Protocol) -> whether its cells can have the axis at all (None: every
+    # protocol's): another protocol's cells hold the default, its commands have no option for it.
+    protocols: Callable[[Any], bool] | None = None
+
+    def for_protocol(self, name: str) -> bool:
+        return self.protocols is None or bool(self.protocols(proto.get(name)))
+
+    def protocol_text(self) -> str:
+        """Which protocols it applies to, for errors."""
+        return f"applies to {' and '.join(p.label for p in proto.registered() if self.for_protocol(p.name))} only"
 
     @property
     def command_option(self) -> str:
@@ -171,6 +182,8 @@ def refusal(given: Mapping, protocol: str, values: Mapping) -> tuple["Axis", str
         a = _REGISTRY[name]
         if not a.is_set(v):
             continue
+        if not a.for_protocol(protocol):
+            return a, a.protocol_text()
         why = a.admits(v, protocol) if a.admits else None
         if why:
             return a, why

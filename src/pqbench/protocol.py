@@ -108,10 +108,14 @@ def over(transport: str) -> tuple[str, ...]:
     return tuple(p.name for p in registered() if transport in p.transports)
 
 
-def admits_chain(value, name: str) -> str | None:
-    """Why no cell of protocol name can take a chain axis's value (its servers send host keys), or None."""
-    p = get(name)
-    return None if value is None or p.chains else f"{p.label} sends host keys, not certificate chains"
+def sends_chains(p: Protocol) -> bool:
+    """Its servers send certificate chains (the chain axes apply), not host keys."""
+    return p.chains
+
+
+def loads_pages(p: Protocol) -> bool:
+    """Its clients can fetch a page after the handshake (its samples end at the page's last byte)."""
+    return sample.Phase.LAST_BYTE.value in p.phases
 
 
 P, S = sample.Phase, sample.SshPhase

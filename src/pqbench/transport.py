@@ -156,11 +156,13 @@ axis.register(
               order=30, label=lambda v, row, short: TRANSPORTS[v].label if v != DEFAULT else None),
     # RFC 9000 §8.1: the server validates the client's address with a Retry packet before the handshake
     axis.Axis("quic_retry", lambda field, v: _flag(field, v), "true or false", default=False, sql="BOOLEAN",
+              protocols=lambda p: "quic" in p.transports,
               applies=_over_quic, needs_text=_QUIC_ONLY, server_feature="retry", site=True,
               help="with --transport quic: the server validates the client's address with a Retry first",
               to_site=lambda v: {"retry": bool(v)}, order=31, label=lambda v, row, short: "Retry" if v else None),
     # the UDP payload of the client's Initial datagrams (None: the client's default)
     axis.Axis("initial_size", lambda field, v: check_initial_size(v, field), "datagram sizes", sql="INTEGER",
+              protocols=lambda p: "quic" in p.transports,
               applies=_over_quic, needs_text=_QUIC_ONLY, client_feature="initial_size", check=_initial_size_range,
               help=f"with --transport quic: the UDP payload of the client's Initial datagrams ({MIN_INITIAL}..{MAX_INITIAL})",
               to_job=lambda v: {"initial_size": v}, order=32,

@@ -62,12 +62,12 @@ def credential_key(values) -> tuple:
 
 
 axis.register(
-    axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", admits=proto.admits_chain,
+    axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", protocols=proto.sends_chains,
               check=_stapling, site=True, order=43,
               help="the server's chain shape: plain (default: root -> leaf), webpki (leaf and intermediate sent, two "
                    "SCTs), webpki-ocsp, suppressed, or a size-only stand-in: mtc-standalone, mtc-landmark, abridged "
                    "(docs/chains.md)", records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),
-    axis.Axis("chain_bytes", _chain_bytes, "bytes (size-only padded chains)", sql="INTEGER", admits=proto.admits_chain,
+    axis.Axis("chain_bytes", _chain_bytes, "bytes (size-only padded chains)", sql="INTEGER", protocols=proto.sends_chains,
               check=_fits,
               applies=lambda values: values.get("chain") is None,
               needs_text='applies to cells whose chain is plain: add "plain" to axes.chain', site=True, order=44,

@@ -56,7 +56,7 @@ def label(value: str | None) -> str | None:
 
 
 axis.register(
-    axis.Axis("sized_as", parse, f"signature names ({PLAIN}: the cell's chain as it is)", admits=proto.admits_chain,
+    axis.Axis("sized_as", parse, f"signature names ({PLAIN}: the cell's chain as it is)", protocols=proto.sends_chains,
               help="a size-only stand-in: the cell's classical chain padded to the bytes a chain of this signature "
                    "sends (e.g. mldsa44; plain: as it is)",
               applies=_unpadded, needs_text='applies to cells whose chain is plain and unpadded',

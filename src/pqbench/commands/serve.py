@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from pqbench import units
+from pqbench.commands import axis_options
 from pqbench.cli import print_json
 from pqbench.errors import BadInput
 from pqbench.endpoints.base import DEFAULT_WORKERS
@@ -32,6 +33,7 @@ def register(sub):
     p.add_argument("--duration", help="stop after this long (e.g. 10m; default: until Ctrl-C)")
     p.add_argument("--netns", help="serve inside this existing network namespace instead of the host's")
     p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    axis_options.add(p, timing_client=False, protocol="tls", sites_only=True)
     p.set_defaults(func=handle)
 
 
@@ -52,7 +54,21 @@ def plan_from_args(args) -> serve.ServePlan:
         hostkeys=hostkeys, ssh_stack=args.ssh_stack,
         ssh_port=units.integer("--ssh-port", args.ssh_port, minimum=1, maximum=65535 - len(hostkeys)),
         workers=units.integer("--workers", args.workers, minimum=1, maximum=256), netns=args.netns,
-        any_address=args.any_address)
+        any_address=args.any_address, axes=_axes(args, sigs))
+
+
+def _axes(args, sigs: list[str]) -> dict:
+    """The axes given, checked as a cell of every --sig would check them (exit 2 naming the option)."""
+    from pqbench import axis
+    given = axis_options.values(args, timing_client=False, protocol="tls", sites_only=True)
+    if given and not sigs:
+        raise BadInput(axis.get(next(iter(given))).command_option, "applies to the TLS ports: serve a --sig too")
+    for sig in sigs:
+        values = {**{a.name: a.default for a in axis.registered()}, **given, "sig": sig, "protocol": "tls"}
+        refused = axis.refusal(given, "tls", values)
+        if refused:
+            raise BadInput(refused[0].command_option, refused[1])
+    return given
 
 
 def stop_after_s(args) -> float | None:

@@ -2,6 +2,7 @@
 
 from pqbench import endpoints
 from pqbench.analysis import single
+from pqbench.commands import axis_options
 from pqbench.commands.handshake import add_sampling_options, add_target_options, run_and_print, sampling_config, \
     target_config
 from pqbench.errors import BadInput
@@ -18,6 +19,7 @@ def register(sub):
     p.add_argument("--client", default="gossh", help="client stack: gossh (sshtimer) or openssh (ssh, timed by "
                                                      "sshtimer's relay); default gossh")
     add_sampling_options(p)
+    axis_options.add(p, protocol="ssh")
     add_target_options(p, "ssh://HOST:PORT")
     p.set_defaults(func=handle)
 
@@ -30,7 +32,8 @@ def config_from_args(args):
         raise BadInput("--hostkey", "is required (a host key algorithm, e.g. ssh-ed25519), unless --target names a server")
     server = args.server or endpoints.default_pair("ssh", args.hostkey or "")[0]  # a target's overrides it
     options = single.RunOptions(**target, **sampling_config(args))
-    return single.cell_of(args.kex, args.hostkey or "", options, protocol="ssh", server=server, client=args.client), options
+    return single.cell_of(args.kex, args.hostkey or "", options, protocol="ssh", server=server, client=args.client,
+                          values=axis_options.values(args, protocol="ssh")), options
 
 
 def handle(args) -> int:

@@ -9,6 +9,7 @@ request records the protocol it used."""
 from __future__ import annotations
 
 from pqbench import axis, transport
+from pqbench import protocol as proto
 from pqbench.errors import BadInput
 
 VERSIONS = ("1.1", "2")
@@ -37,7 +38,7 @@ def http2_of(site) -> bool:
 
 
 axis.register(
-    axis.Axis("http", parse, "HTTP versions over TCP (1.1, 2)", applies=_over_tcp,
+    axis.Axis("http", parse, "HTTP versions over TCP (1.1, 2)", applies=_over_tcp, protocols=proto.loads_pages,
               needs_text='applies to TCP cells (QUIC cells speak HTTP/3): add "tcp" to axes.transport',
               server_feature=SERVER_FEATURE, client_feature=CLIENT_FEATURE, site=True, order=33,
               help="the HTTP version of a page over TCP: 1.1 or 2 (QUIC's is 3)",

@@ -207,6 +207,11 @@ def _groups_usable(groups, caps, role: str, values) -> str | None:
     return None
 
 
+def _shares_keys(p) -> bool:
+    """The protocol's client offers key shares among groups (its ClientHello: the axes of what it offers)."""
+    return p.key_shares
+
+
 def _offer_check(value: str, caps, role: str, values) -> str | None:
     if role != "client":
         return None
@@ -246,25 +251,27 @@ def _compression(field: str, value) -> str | None:
 axis.register(
     # the ClientHello's groups and key shares (None: one share, the cell's kex); the spec's kex follows from it
     axis.Axis("offer", lambda field, v: parse_offer(v, field).notation(), "offers", check=_offer_check,
+              protocols=_shares_keys,
               help="the client's groups and key shares: X25519MLKEM768+X25519 (two shares), X25519 / X25519MLKEM768 "
                    "(a share for X25519, the hybrid listed without one); openssl client only",
               to_job=lambda v: {"offer": v}, order=40, label=lambda v, row, short: f"offer {v}"),
     # the server's preference order (None: every group of the run, one tuple)
     axis.Axis("server_groups", lambda field, v: parse_server_groups(v, field).openssl(), "preference orders",
+              protocols=_shares_keys,
               server_feature="offer", check=_server_groups_check, site=True,
               help="the server's groups in OpenSSL's tuple syntax, preferred first: X25519MLKEM768/X25519 (the hybrid "
                    "strictly first: a HelloRetryRequest when the client did not share it), X25519MLKEM768:X25519 "
                    "(comparable: a share the client sent wins); default: the offer's groups (or --kex)",
               to_site=lambda v: {"server_groups": v}, order=41, label=lambda v, row, short: f"server prefers {v}"),
     # certificate compression (RFC 8879) the client offers and the server uses (None: none)
-    axis.Axis("compress", _compression, "compression names", check=_compress_check,
+    axis.Axis("compress", _compression, "compression names", check=_compress_check, protocols=lambda p: p.chains,
               help="certificate compression (RFC 8879) the client offers and the server uses: zlib, brotli or zstd",
               to_job=lambda v: {"cert_compression": v or "none"}, site=True,
               to_site=lambda v: {"compress_certs": v is not None}, order=42,
               label=lambda v, row, short: f"certs {v}"),
     # a ClientHello padding extension of this many bytes (the Chrome study's dummy extension, without crypto)
     axis.Axis("pad", lambda field, v: units.integer(field, v, minimum=0, maximum=60000), "bytes", default=0,
-              sql="INTEGER", id_omit=axis.ALWAYS, to_job=lambda v: {"pad": v}, order=80,
+              sql="INTEGER", id_omit=axis.ALWAYS, to_job=lambda v: {"pad": v}, order=80, protocols=_shares_keys,
               help="ClientHello padding extension of this many bytes",
               label=lambda v, row, short: f"pad {v}" if v else None),
 )

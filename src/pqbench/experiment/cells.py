@@ -204,15 +204,15 @@ def expand(spec: Spec) -> list[Cell]:
 
 def _crossed(spec: Spec, fixed: dict, protocol: str) -> list[dict]:
     """The registered axes' values of the cells at one point of the experiment's own axes: each axis crosses
-    the cells it applies to (the others hold None), and values a protocol cannot take make no cell of it
-    (SSH cells of a spec that also measures TLS over QUIC)."""
+    the cells it applies to (the others hold None; a protocol's it does not apply to, its default), and values a
+    protocol cannot take make no cell of it (SSH cells of a spec that also measures TLS over QUIC)."""
     partial = [{}]
     for a in registry.registered():
         if a.name in fixed:
             partial = [{**p, a.name: fixed[a.name]} for p in partial]
             continue
-        partial = [{**p, a.name: v} for p in partial
-                   for v in (spec.axes[a.name] if a.applies is None or a.applies(p) else (None,))
+        own = spec.axes[a.name] if a.for_protocol(protocol) else (a.default,)
+        partial = [{**p, a.name: v} for p in partial for v in dict.fromkeys(a.value_for(p, x) for x in own)
                    if not (a.admits and a.admits(v, protocol))]
     return list({tuple(p.items()): p for p in partial}.values())
 

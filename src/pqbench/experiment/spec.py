@@ -350,6 +350,8 @@ def registered_values(axes: dict, protocols: tuple[str, ...]) -> dict:
     an axis named where no cell could take it (QUIC's Retry without QUIC), are refused naming the field."""
     values = {a.name: a.values(axes) for a in registry.registered()}
     for a in registry.registered():
+        if a.name in axes and not any(a.for_protocol(p) for p in protocols):
+            raise BadInput(f"axes.{a.name}", a.protocol_text())
         if a.admits and a.name in axes:
             for i, v in enumerate(values[a.name]):
                 if all(a.admits(v, p) for p in protocols):

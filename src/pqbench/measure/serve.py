@@ -16,8 +16,9 @@ import json
 import os
 from pathlib import Path
 
-from pqbench import endpoints
+from pqbench import axis, endpoints
 from pqbench.algorithms import catalog
+from pqbench.algorithms.chain_axes import credential_key
 from pqbench.endpoints.base import DEFAULT_WORKERS, STUDY_PAGES, Serving, Site
 from pqbench.errors import BadInput, MissingCapability
 from pqbench.measure.rig import Rig, credentials
@@ -41,6 +42,9 @@ class ServePlan:
     workers: int = DEFAULT_WORKERS
     netns: str | None = None
     any_address: bool = False
+    # The registered axes' values every TLS port serves with (pqbench.axis: those that make a port of their own
+    # and ask nothing of the client: the server's groups, the chain's shape …), as given; the others at defaults.
+    axes: dict = dataclasses.field(default_factory=dict)
 
 
 def check_address(address: str, any_address: bool) -> str:
@@ -67,11 +71,15 @@ def servings(plan: ServePlan) -> dict[str, Serving]:
     out = {}
     tls = SERVER_STACKS[plan.stack]
     if plan.sigs:
-        chains = [credentials("tls", s, plan.directory / "certs" / s) for s in plan.sigs]
         groups = groups_for(tls, "tls", plan.sigs[0])
         if not groups:
             raise MissingCapability(f"the {plan.stack} server has no key exchange in this build", "run `make`")
-        out[tls] = Serving(plan.directory / "server" / tls, [Site(plan.first_port + i, c) for i, c in enumerate(chains)],
+        values = {**{a.name: a.default for a in axis.registered()}, **plan.axes}
+        _check_axes(plan, tls, {**values, "kex": groups[0], "sig": plan.sigs[0], "mode": "handshake"})
+        chains = [credentials("tls", s, plan.directory / "certs" / s, credential_key(values)) for s in plan.sigs]
+        fields = axis.site_fields(axis.site_key(values))
+        out[tls] = Serving(plan.directory / "server" / tls,
+                           [Site(plan.first_port + i, c, **fields) for i, c in enumerate(chains)],
                            groups, dict(STUDY_PAGES), plan.workers)
     if plan.hostkeys:
         keys = [credentials("ssh", h, plan.directory / "keys" / h) for h in plan.hostkeys]
@@ -79,6 +87,23 @@ def servings(plan: ServePlan) -> dict[str, Serving]:
                                       [Site(plan.ssh_port + i, k) for i, k in enumerate(keys)],
                                       groups_for(plan.ssh_stack, "ssh", plan.hostkeys[0]), {}, plan.workers)
     return out
+
+
+def _check_axes(plan: ServePlan, stack: str, values: dict) -> None:
+    """The server stack has what the axes given ask of a server (exit 3 naming what is missing)."""
+    caps = endpoints.get(stack).capabilities()
+    missing = [axis.missing(f, caps) for f in axis.needs(values, "server") if f not in caps.features]
+    why = missing[0] if missing else axis.problems(values, caps, "server")
+    if why:
+        given = " ".join(axis.get(n).command_option for n in plan.axes)
+        able = [name for name, st in SERVER_STACKS.items() if not _lacks(st, values)]
+        raise MissingCapability(f"{given}: the {plan.stack} server: {why}",
+                                f"serve with --stack {' or '.join(able)}" if able else "serve without them")
+
+
+def _lacks(stack: str, values: dict) -> bool:
+    caps = endpoints.get(stack).capabilities()
+    return any(f not in caps.features for f in axis.needs(values, "server"))
 
 
 def manifest(plan: ServePlan, served: dict[str, Serving]) -> dict:
@@ -97,6 +122,7 @@ def manifest(plan: ServePlan, served: dict[str, Serving]) -> dict:
         "ssh": [{"port": s.port, "sig": s.chain.sig, "stack": plan.ssh_stack, "host_key": rel(s.chain.host_pub),
                  "fingerprint": fingerprint(s.chain.host_pub), "kex": ssh.groups} for s in ssh.sites] if ssh else [],
         "pages": {f"/{k}": v for k, v in STUDY_PAGES.items()} if tls else {},
+        **({"axes": plan.axes} if plan.axes else {}),  # what every TLS port serves with
     }
 
 

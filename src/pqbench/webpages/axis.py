@@ -14,6 +14,7 @@ skipped cells with the reason. pqtimer loads a page as a simple browser would (p
 from __future__ import annotations
 
 from pqbench import axis, transport
+from pqbench import protocol as proto
 from pqbench.webpages import pages
 
 CLIENT_FEATURE = "pages"  # a client that loads a page's every resource (a browser, pqtimer)
@@ -37,7 +38,7 @@ def _tcp_only(value, caps, role: str, values) -> str | None:
 
 
 axis.register(
-    axis.Axis("webpage", parse, "pages (single, origins-N)", client_feature=CLIENT_FEATURE,
+    axis.Axis("webpage", parse, "pages (single, origins-N)", client_feature=CLIENT_FEATURE, protocols=proto.loads_pages,
               server_feature=SERVER_FEATURE, check=_tcp_only, client_option="--webpage", site=True, order=71,
               help="the page a page-loading client loads: single (default: the page as it is) or origins-N (its "
                    "resources from N-1 more origins, each with its own name and certificate)",
