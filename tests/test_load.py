@@ -127,6 +127,8 @@ def test_a_load_spec_makes_load_cells_with_the_protocol_generator_as_client(tmp_
     ('kind = "load"\n[load]\nstep = "60s"\ntime_bound = "100s"\n[axes]\nkex = ["X25519"]\nsig = ["rsa2048"]\n',
      "load.rates"),
     ('kind = "load"\n[axes]\nkex = ["X25519"]\nsig = ["rsa2048"]\nclient = ["gotls"]\n', "axes.client"),
+    ('kind = "load"\n[axes]\nkex = ["X25519"]\nsig = ["rsa2048"]\npad = [100]\n', "axes.pad"),
+    ('kind = "load"\n[axes]\nkex = ["X25519"]\nsig = ["rsa2048"]\noffer = ["X25519"]\n', "axes.offer"),
 ])
 def test_bad_load_specs_name_the_field(tmp_path, body, field):
     with pytest.raises(BadInput) as e:

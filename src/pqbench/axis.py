@@ -91,6 +91,12 @@ class Axis:
         honours none of them, cannot take it."""
         return bool(self.to_job or self.client_option or self.client_feature)
 
+    @property
+    def for_load_generator(self) -> bool:
+        """A load generator's cells (`load`, kind = "load") can have it: it asks nothing of the client, nor applies
+        only beside a value of one that does (QUIC's Retry)."""
+        return not (self.reaches_client or self.applies and not self.applies({}))
+
     def is_set(self, value) -> bool:
         """A value that asks something of the stacks: neither absent nor the axis's default."""
         return value not in (None, self.default)

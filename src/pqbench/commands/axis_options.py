@@ -19,7 +19,7 @@ def _offered(own: tuple[str, ...], timing_client: bool, protocol: str | None, si
     those that ask something of the client or apply only beside a value of one that does (QUIC's Retry)."""
     return [a for a in axis.registered() if not a.path and a.name not in own
             and (protocol is None or a.for_protocol(protocol)) and (a.site or not sites_only)
-            and (timing_client or not (a.reaches_client or a.applies and not a.applies({})))]
+            and (timing_client or a.for_load_generator)]
 
 
 def add(p: argparse.ArgumentParser, own: tuple[str, ...] = (), timing_client: bool = True,

@@ -338,6 +338,10 @@ def _load(data: dict, axes: dict):
     _unknown("load.", table, LOAD_KEYS)
     if "client" in axes:
         raise BadInput("axes.client", "load cells use their protocol's load generator (pqload, sshload) as the client")
+    for a in registry.registered():
+        if a.name in axes and not a.path and not a.for_load_generator:
+            raise BadInput(f"axes.{a.name}", "asks something of the client, and load cells' client is their "
+                                            "protocol's load generator (pqload, sshload), which takes none of it")
     return plan_from(lambda key: f"load.{key}", table.get("rates", "ramp"), table.get("start", 25),
                      table.get("max_rate", 20000), table.get("step", "2s"), table.get("time_bound", "300s"),
                      max_inflight=units.integer("load.max_inflight", table.get("max_inflight", 4096), minimum=1,
