@@ -4,6 +4,7 @@
 #                                                   into build/NAME/bin
 #   do_gotls                                        native/tlsgo -> build/gotls/bin/tlsgo
 #   do_quicgo                                       native/quicgo (quic-go + HTTP/3) -> build/quicgo/bin/quicgo
+#   do_dtlsgo                                       native/dtlsgo (pion/dtls, DTLS 1.3) -> build/dtlsgo/bin/dtlsgo
 # Go itself comes from scripts/go-env.sh (Go 1.27 fetched by the installed go command from the Go
 # module proxy); modules are pinned by the module's committed go.sum and fetched from the Go module
 # proxy into the Go module cache (scripts/go-env.sh). What the Go stacks share is the local module native/gotlskit, which their
@@ -126,3 +127,4 @@ print()
 
 do_gotls() { GO_TEST_EXTRA=pqbench/native/gotlskit go_build_module gotls "$ROOT/native/tlsgo"; }
 do_quicgo() { go_build_module quicgo "$ROOT/native/quicgo"; }
+do_dtlsgo() { go_build_module dtlsgo "$ROOT/native/dtlsgo"; }

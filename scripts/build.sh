@@ -256,9 +256,9 @@ do_firefox() {
     step firefox "$version (Debian's archive)"
 }
 
-STEPS=(apt openssl liboqs liboqs-catalog venv native conf tlsrs gotls quicgo openssh sshgo nginx-h3 chromium firefox apt_test)
+STEPS=(apt openssl liboqs liboqs-catalog venv native conf tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3 chromium firefox apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
-                   [stacks]="liboqs-catalog tlsrs gotls quicgo openssh sshgo nginx-h3"
+                   [stacks]="liboqs-catalog tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3"
                    [test]="apt_test chromium firefox")
 STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
 steps=()

@@ -149,7 +149,7 @@ def test_an_axis_of_another_protocol_is_refused_naming_its_option_and_its_protoc
     with pytest.raises(BadInput) as e:
         handshake.config_from_args(build_parser().parse_args(
             ["handshake", "--protocol", "ssh", "--kex", "curve25519-sha256", "--sig", "ssh-ed25519", "--pad", "100"]))
-    assert e.value.field == "--pad" and "applies to TLS only" in str(e.value)
+    assert e.value.field == "--pad" and "applies to TLS and DTLS only" in str(e.value)
 
 
 def test_a_spec_s_axis_applies_to_the_cells_of_its_protocols_alone():
@@ -158,7 +158,7 @@ def test_a_spec_s_axis_applies_to_the_cells_of_its_protocols_alone():
     head = 'name = "t"\n[axes]\nkex = ["X25519"]\nrtt = ["10ms"]\nloss = ["0%"]\n'
     with pytest.raises(BadInput) as e:
         parse(head + 'protocol = "ssh"\nsig = ["ssh-ed25519"]\npad = [0, 100]\n')
-    assert e.value.field == "axes.pad" and "applies to TLS only" in str(e.value)
+    assert e.value.field == "axes.pad" and "applies to TLS and DTLS only" in str(e.value)
     spec = parse(head + 'protocol = ["tls", "ssh"]\nsig = ["ed25519"]\npad = [0, 100]\n'
                                   'chain = ["plain", "webpki"]\n')
     got = cellmod.expand(spec)

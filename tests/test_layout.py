@@ -134,7 +134,7 @@ def test_a_path_is_asked_whether_it_is_emulated_not_compared_by_name():
 # the Protocol (pqbench.protocol) what differs, a field saying why, instead of comparing a name. A name may still
 # be a value (a CLI default, a registry key, a stored value); a comparison with one is what this looks for.
 TRANSPORT_NAMES = {"tcp", "quic", "udp"}
-PROTOCOL_NAMES = {"tls", "ssh"}
+PROTOCOL_NAMES = {"tls", "ssh", "dtls"}
 RECORDS = {"transport.py": "the Transport record (pqbench.transport)", "protocol.py": "the Protocol record (pqbench.protocol)"}
 
 

@@ -161,7 +161,7 @@ def test_a_toy_protocol_reaches_the_spec_the_cells_the_store_and_the_report_from
     spec = specmod.parse(TOY_SPEC.replace('stack = ["{stack}"]\n', "").replace("[axes]", 'protocol = ["tls", "tcp-hello"]\n[axes]'),
                          "toy.toml")
     assert spec.protocols == ("tls", "tcp-hello") and spec.stacks == (("openssl", "openssl"), ("toy", "toy"))
-    with pytest.raises(BadInput, match="is not one of tls, ssh, tcp-hello") as e:
+    with pytest.raises(BadInput, match=r"is not one of tls, ssh, .*tcp-hello") as e:
         specmod.parse(TOY_SPEC.format(stack="toy").replace("[axes]", 'protocol = "hello"\n[axes]'), "toy.toml")
     assert e.value.field == "protocol"
     target = address.parse("--target", "hello://127.0.0.1")

@@ -72,9 +72,15 @@ class Axis:
     # (a protocol's record, pqbench.protocol.Protocol) -> whether its cells can have the axis at all (None: every
     # protocol's): another protocol's cells hold the default, its commands have no option for it.
     protocols: Callable[[Any], bool] | None = None
+    # (a protocol's record) -> the value its cells hold where none is given (None: `default` for every protocol)
+    default_for: Callable[[Any], Any] | None = None
 
     def for_protocol(self, name: str) -> bool:
         return self.protocols is None or bool(self.protocols(proto.get(name)))
+
+    def default_of(self, protocol: str):
+        """The value a cell of the protocol holds where the spec or the command line gives none."""
+        return self.default_for(proto.get(protocol)) if self.default_for else self.default
 
     def protocol_text(self) -> str:
         """Which protocols it applies to, for errors."""

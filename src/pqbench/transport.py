@@ -65,6 +65,8 @@ TRANSPORTS = {
     "tcp": Transport("tcp", ip_proto="tcp", kernel_tcp=True, setup_round_trips=1, label="TCP", connected_phase="tcp_connected"),
     # RFC 9000/9001: TLS 1.3 inside QUIC's Initial and Handshake packets; HTTP/3 (RFC 9114) for pages.
     "quic": Transport("quic", ip_proto="udp", kernel_tcp=False, setup_round_trips=0, label="QUIC", datagram=True, amplification_factor=AMPLIFICATION_FACTOR),
+    # Plain datagrams, the protocol its own reliability (DTLS's timers and acknowledgements, RFC 9147 §5.8).
+    "udp": Transport("udp", ip_proto="udp", kernel_tcp=False, setup_round_trips=0, label="UDP", datagram=True),
 }
 DEFAULT = "tcp"
 # RFC 9000 §14.1: a client's Initial datagrams carry at least MIN_INITIAL bytes of UDP payload.
@@ -130,14 +132,19 @@ def _transport_value(field: str, value) -> str | None:
     return None if name == DEFAULT else name
 
 
+def _own(p) -> str | None:
+    """A cell's transport where none is named: its protocol's own (its cells and ids hold None for TCP)."""
+    return None if p.transports[0] == DEFAULT else p.transports[0]
+
+
 def _over_quic(values) -> bool:
     return values.get("transport") == "quic"
 
 
 def _refused(value, name: str) -> str | None:
-    """Why no cell of protocol name runs over the transport (SSH over QUIC), or None. A cell without the axis
-    (None) runs over its protocol's own transport."""
-    return None if value is None else TRANSPORTS[value].refuses(name)
+    """Why no cell of protocol name runs over the transport (SSH over QUIC, DTLS over TCP), or None. A cell of a
+    protocol whose own transport is another than TCP holds its name (_own)."""
+    return TRANSPORTS[value or DEFAULT].refuses(name)
 
 
 def _initial_size_range(value: int, caps, role: str, values) -> str | None:
@@ -150,9 +157,9 @@ def _initial_size_range(value: int, caps, role: str, values) -> str | None:
 
 _QUIC_ONLY = 'applies to QUIC cells: add "quic" to axes.transport'
 axis.register(
-    axis.Axis("transport", _transport_value, "tcp or quic", admits=_refused,
+    axis.Axis("transport", _transport_value, "tcp, quic or udp", admits=_refused, default_for=_own,
               help="tcp (default) or quic: TLS 1.3 over QUIC, HTTP/3 for pages (stacks openssl and quicgo, built on "
-                   "first use)", to_job=lambda v: {"transport": v or DEFAULT}, site=True, to_site=lambda v: {"transport": v or DEFAULT},
+                   "first use); a protocol of its own transport runs over it (DTLS: udp)", to_job=lambda v: {"transport": v or DEFAULT}, site=True, to_site=lambda v: {"transport": v or DEFAULT},
               order=30, label=lambda v, row, short: TRANSPORTS[v].label if v != DEFAULT else None),
     # RFC 9000 §8.1: the server validates the client's address with a Retry packet before the handshake
     axis.Axis("quic_retry", lambda field, v: _flag(field, v), "true or false", default=False, sql="BOOLEAN",

@@ -83,8 +83,11 @@ def summarise(cell: Cell, options: RunOptions, samples: list[dict], record: dict
         result["link"] = record["link_counters"]
     if record.get("path"):
         result["path"] = record["path"]  # a target's: TCP-connect times before and after
-    if transport.get(cell.transport).datagram:
+    over = transport.get(cell.transport)
+    if over.datagram and over.amplification_factor:
         result["quic"] = quic_shape(samples)
+    elif over.datagram:
+        result["datagrams"] = datagram_shape(samples, cell.protocol)
     elif record.get("cc_client"):
         result["congestion_control"] = {"client": record["cc_client"], "server": record["cc_server"]}
     return result
@@ -102,6 +105,23 @@ def quic_shape(samples: list[dict]) -> dict:
             "stall_ms": med([w["stall_ms"] for w in wire if w.get("stall_ms") is not None]),
             "retry": sum(1 for s in ok if (s.get("quic") or {}).get("retry")),
             "initial_size": med([s["quic"]["initial_size"] for s in ok if (s.get("quic") or {}).get("initial_size")])}
+
+
+def datagram_shape(samples: list[dict], protocol: str) -> dict:
+    """Over plain datagrams (DTLS), per successful sample: the datagrams each way on the wire, and what the
+    client saw of its ClientHellos (two after a cookie) and the datagrams that carried them (its `protocol`
+    section)."""
+    ok = [s for s in samples if s.get("ok")]
+    wire = [s["wire"] for s in ok if s.get("wire")]
+    own = [s[protocol] for s in ok if s.get(protocol)]
+    med = lambda values: _round(np.median(values), 3) if values else None  # noqa: E731
+    return {"n": len(ok), "recorded": len(wire),
+            "datagrams_c2s": med([w["datagrams_c2s"] for w in wire if w.get("datagrams_c2s") is not None]),
+            "datagrams_s2c": med([w["datagrams_s2c"] for w in wire if w.get("datagrams_s2c") is not None]),
+            "client_hellos": med([o["client_hellos"] for o in own if o.get("client_hellos") is not None]),
+            "client_hello_datagrams": med([o["client_hello_datagrams"] for o in own
+                                           if o.get("client_hello_datagrams") is not None]),
+            "cookie": sum(1 for o in own if o.get("cookie"))}
 
 
 def tls_shape(samples: list[dict]) -> dict | None:
@@ -174,6 +194,10 @@ def format_summary(result: dict) -> str:
                      f"server stalled at the 3× amplification limit in {q['stalled']} of {q['recorded']}"
                      + (f" ({q['stall_ms']} ms)" if q["stall_ms"] is not None else "")
                      + (f"; Retry in {q['retry']} of {q['n']}" if q["retry"] else ""))
+    d = result.get("datagrams")
+    if d:
+        lines.append(f"  datagrams c→s {d['datagrams_c2s']} s→c {d['datagrams_s2c']}; ClientHellos {d['client_hellos']} "
+                     f"in {d['client_hello_datagrams']} datagrams; a cookie asked in {d['cookie']} of {d['n']}")
     cc = result.get("congestion_control")
     if cc:
         lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")

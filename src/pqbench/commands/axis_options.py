@@ -1,5 +1,5 @@
 """The axes as options of the single-cell commands: each registered axis (pqbench.axis) is `--NAME VALUE` (a
-BOOLEAN axis a flag) on every command that adds them, made from its record, so a new axis is an option with no
+BOOLEAN axis a flag, --no-NAME its opposite) on every command that adds them, made from its record, so a new axis is an option with no
 edit to a command. The path's axes (MTU, initcwnd, congestion control) are the link's options
 (pqbench.commands.net), as they are on every command with a link.
 """
@@ -37,8 +37,9 @@ def add(p: argparse.ArgumentParser, own: tuple[str, ...] = (), timing_client: bo
                                   "the cell is a spec's cell with these values"))
     for a in offered:
         text = a.help or f"one of: {a.allowed}"
-        if a.sql == "BOOLEAN":
-            group.add_argument(a.command_option, dest=a.name, action="store_true", help=text)
+        if a.sql == "BOOLEAN":  # --NAME or --no-NAME (a DTLS cookie is on unless asked off)
+            group.add_argument(a.command_option, dest=a.name, action=argparse.BooleanOptionalAction, default=None,
+                               help=text)
         else:
             group.add_argument(a.command_option, dest=a.name, metavar=a.name.upper(), help=text)
 
@@ -57,7 +58,7 @@ def values(args, own: tuple[str, ...] = (), timing_client: bool = True, protocol
     out = {}
     for a in _offered(own, timing_client, protocol, sites_only):
         given = getattr(args, a.name, None)
-        if given is None or given is False:
+        if given is None:
             continue
-        out[a.name] = a.parse(a.command_option, True if given is True else _value(a, given))
+        out[a.name] = a.parse(a.command_option, given if isinstance(given, bool) else _value(a, given))
     return out

@@ -11,4 +11,5 @@ import pqbench.algorithms.chain_axes  # noqa: F401  chain, chain_bytes
 import pqbench.endpoints.http_version  # noqa: F401  http
 import pqbench.algorithms.sized_chain_axis  # noqa: F401  sized_as
 import pqbench.webpages.axis  # noqa: F401  webpage
+import pqbench.udp.dtls  # noqa: F401  cookie (and the DTLS protocol)
 from pqbench.axis import registered  # noqa: F401  (the table, as filled by the imports above)

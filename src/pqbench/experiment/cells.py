@@ -212,6 +212,8 @@ def _crossed(spec: Spec, fixed: dict, protocol: str) -> list[dict]:
             partial = [{**p, a.name: fixed[a.name]} for p in partial]
             continue
         own = spec.axes[a.name] if a.for_protocol(protocol) else (a.default,)
+        if own == (a.default,):  # none given (or the default named): the protocol's own (DTLS: over UDP)
+            own = (a.default_of(protocol),)
         partial = [{**p, a.name: v} for p in partial for v in dict.fromkeys(a.value_for(p, x) for x in own)
                    if not (a.admits and a.admits(v, protocol))]
     return list({tuple(p.items()): p for p in partial}.values())

@@ -144,7 +144,8 @@ def cell_of(kex: str, sig: str, options: RunOptions, *, protocol: str = proto.DE
         if st.protocol != protocol:
             raise BadInput(role, f"{st.name} speaks {st.protocol}, not {protocol} (stacks: "
                                  f"{', '.join(n for n in endpoints.names() if endpoints.get(n).protocol == protocol)})")
-    given = {**SINGLE_CELL_AXES, **(values or {})}
+    given = {**SINGLE_CELL_AXES, **{a.name: a.default_of(protocol) for a in axis.registered() if a.default_for},
+             **(values or {})}
     over = transportmod.check(protocol, given["transport"], "--transport")
     given["transport"] = None if over.is_default else over.name
     for name in ("quic_retry", "initial_size"):

@@ -116,9 +116,10 @@ def summary(flow: dict, milestone: Milestone) -> dict:
 
 
 def quic_summary(flow: dict, sample: dict, rtt_ns: int | None) -> dict:
-    """summary() of a QUIC connection: its wire time ends at the datagram the sample names (its client's
-    Finished, or the one that completed the response), and the record says how many datagrams crossed
-    and whether the server stalled at the amplification limit before the client finished."""
+    """summary() of a connection over datagrams (QUIC, DTLS): its wire time ends at the datagram the sample
+    names (its client's Finished, or the one that completed the response), and the record says how many
+    datagrams crossed and, over QUIC, whether the server stalled at the amplification limit before the client
+    finished."""
     m = sample.get("wire_milestone") or {}
     end = quic_wire.milestone_ns(flow, m["dir"], m["offset"]) \
         if m.get("dir") in ("c2s", "s2c") and isinstance(m.get("offset"), int) else None
@@ -127,9 +128,11 @@ def quic_summary(flow: dict, sample: dict, rtt_ns: int | None) -> dict:
     start = flow.get("open_ns")
     out["ms"] = (end - start) / 1e6 if start is not None and end is not None and end >= start else None
     counts = quic_wire.datagram_counts(flow)
+    out.update({"datagrams_c2s": counts["c2s"]["datagrams"], "datagrams_s2c": counts["s2c"]["datagrams"]})
+    if transport.of_sample(sample).amplification_factor is None:  # no address-validation limit to stall at
+        return out
     amp = quic_wire.amplification(flow, rtt_ns=rtt_ns or None, finished_ns=finished)
-    out.update({"datagrams_c2s": counts["c2s"]["datagrams"], "datagrams_s2c": counts["s2c"]["datagrams"],
-                "stalls": amp["count"], "stall_ms": amp["stall_ms"],
+    out.update({"stalls": amp["count"], "stall_ms": amp["stall_ms"],
                 "amplification": {k: amp[k] for k in ("stalled", "limit_bytes", "sent_before_stall", "stall_ms",
                                                      "unblocked_by_ms", "count", "uncertain", "complete", "rtt_ms")}})
     return out

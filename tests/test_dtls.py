@@ -1,0 +1,90 @@
+"""DTLS 1.3 as a protocol of the endpoint seam (issue 48), through pqbench's one-cell path over the emulated link:
+pion/dtls (the dtlsgo stack) negotiates X25519MLKEM768 with itself and X25519 when post-quantum is off; the
+server's cookie costs one round trip and, on the wire, a second ClientHello (the post-quantum key share sent
+twice); the client's clock agrees with the wire's; what the stack cannot do is a reason. Times are judged on the
+emulator's record and against the link's round trip, far above the CPU's share."""
+
+import pytest
+
+from pqbench import endpoints
+from pqbench.endpoints import ondemand
+from pqbench.endpoints.base import ClientJob
+from pqbench.endpoints.dtlsgo import build
+from pqbench.errors import BadInput, MissingCapability
+from pqbench.measure import single
+from pqbench.testbed import LinkSpec
+
+RTT = 31.1
+MLKEM768_SHARE = 1184 + 32  # X25519MLKEM768's client key share (ML-KEM-768 encapsulation key + X25519)
+
+
+@pytest.fixture(scope="module")
+def dtlsgo_built(built_stack):
+    ondemand.ensure(["dtlsgo"])  # built on first use, as a command naming the stack would
+    assert build.binary().exists(), f"not built: {build.binary()}"
+    return build.binary()
+
+
+def measure(kex, *, n=5, **kw) -> single.Measured:
+    m = single.measure(*single.one_cell(kex, "ecdsap256", n=n, protocol="dtls", server="dtlsgo", client="dtlsgo",
+                                        link=LinkSpec.symmetric(RTT), **kw))
+    assert all(s["ok"] for s in m.samples), [s.get("error") for s in m.samples if not s["ok"]][:3]
+    return m
+
+
+def wire_p50(m) -> float:
+    times = sorted(s["wire"]["ms"] for s in m.samples)
+    return times[len(times) // 2]
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("kex", ["X25519MLKEM768", "X25519"])
+def test_dtlsgo_negotiates_the_asked_group_over_udp_and_the_client_agrees_with_the_wire(dtlsgo_built, kex):
+    m = measure(kex, n=8)
+    assert {(s["group"], s["sigalg"], s["transport"]) for s in m.samples} == {(kex, "ecdsa_secp256r1_sha256", "udp")}
+    for s in m.samples:
+        t = s["t_ns"]
+        assert 0 < t["client_hello_sent"] < t["server_hello_received"] <= t["handshake_done"], t
+        # every datagram it wrote to its Finished crossed the link, then its close_notify
+        assert s["wire"]["datagrams_c2s"] == s["dtls"]["datagrams_sent"] + 1, (s["wire"], s["dtls"])
+    # the cookie's round trip and the server's flight: two round trips on the wire, from the first datagram
+    assert 2 * RTT <= wire_p50(m) < 2.5 * RTT
+    agree = m.record["wire"]
+    assert agree["n"] == 8 and abs(agree["median_diff_ms"]) < 0.25, agree
+
+
+@pytest.mark.root
+def test_a_cookie_costs_a_round_trip_and_sends_the_post_quantum_client_hello_twice_on_the_wire(dtlsgo_built):
+    on, off = measure("X25519MLKEM768", cookie=True), measure("X25519MLKEM768", cookie=False)
+    assert {s["dtls"]["client_hellos"] for s in on.samples} == {2} and all(s["hrr"] for s in on.samples)
+    assert {s["dtls"]["client_hellos"] for s in off.samples} == {1} and not any(s["hrr"] for s in off.samples)
+    # on the wire: the ClientHello, its ML-KEM share in it, crossed twice
+    extra = [a["wire"]["bytes_c2s"] - b["wire"]["bytes_c2s"] for a, b in zip(on.samples, off.samples)]
+    assert all(MLKEM768_SHARE < e < 2 * MLKEM768_SHARE for e in extra), extra
+    assert wire_p50(on) - wire_p50(off) == pytest.approx(RTT, abs=0.15 * RTT)
+    assert RTT <= wire_p50(off) < 1.5 * RTT  # one round trip without it
+
+
+def test_what_dtlsgo_cannot_do_is_a_reason_and_a_bad_axis_names_its_option(dtlsgo_built):
+    caps = endpoints.get("dtlsgo").capabilities()
+    assert caps.protocol == "dtls" and caps.transports == ("udp",)
+    assert "ML-DSA" in (caps.unsupported("X25519", "mldsa44", "server") or "").upper().replace("MLDSA", "ML-DSA")
+    assert caps.unsupported("X25519MLKEM768", "ecdsap256", "client") is None
+    client = endpoints.get("dtlsgo").client()
+    j = ClientJob(host="10.0.0.2", port=4433, groups=["X25519"], cafile=None, servername="s", transport="udp")
+    assert client.argv(j, 1, 0, None)[1] == "client"
+    with pytest.raises(MissingCapability, match="only DTLS over UDP"):
+        client.argv(ClientJob(**{**j.__dict__, "transport": "tcp"}), 1, 0, None)
+    with pytest.raises(BadInput) as e:  # DTLS runs over UDP alone
+        single.one_cell("X25519", "ecdsap256", protocol="dtls", server="dtlsgo", client="dtlsgo", transport="tcp")
+    assert e.value.field == "--transport" and "DTLS does not run over TCP" in str(e.value)
+    with pytest.raises(BadInput) as e:  # the cookie is DTLS's
+        single.one_cell("X25519", "ecdsap256", cookie=False)
+    assert e.value.field == "--cookie"
+
+
+def test_go_unit_tests_pass_offline(dtlsgo_built):
+    """native/dtlsgo's own tests (the ServerHello and HelloRetryRequest read off the datagrams, a loopback
+    handshake with and without the cookie)."""
+    from conftest import assert_go_unit_tests_pass
+    assert_go_unit_tests_pass("dtlsgo")
