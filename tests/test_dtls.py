@@ -65,6 +65,24 @@ def test_a_cookie_costs_a_round_trip_and_sends_the_post_quantum_client_hello_twi
     assert RTT <= wire_p50(off) < 1.5 * RTT  # one round trip without it
 
 
+@pytest.mark.root
+def test_a_lost_datagram_costs_its_sender_s_timer_not_a_round_trip(dtlsgo_built):
+    """10 % seeded loss each way: a sample the link took a datagram from (the emulator's record) and that came late
+    waited for a retransmission timer (pion's first is 1 s), never only a round trip or two as TCP's fast
+    retransmit or QUIC's packet threshold would; the clean ones take their two round trips."""
+    m = single.measure(*single.one_cell("X25519MLKEM768", "ecdsap256", n=20, protocol="dtls", server="dtlsgo",
+                                        client="dtlsgo", link=LinkSpec.symmetric(RTT, loss=0.10, seed=48)))
+    ok = [s for s in m.samples if s["ok"]]
+    clean = sorted(s["wire"]["ms"] for s in ok if not (s["wire"]["drops_c2s"] or s["wire"]["drops_s2c"]))
+    base = clean[len(clean) // 2]
+    late = [s for s in ok if s["wire"]["ms"] > base + RTT / 2]
+    assert late, "the seeded loss delayed no handshake"
+    for s in late:
+        assert s["wire"]["drops_c2s"] or s["wire"]["drops_s2c"], s["wire"]  # only a loss delays a handshake
+        assert s["wire"]["ms"] >= base + 900, (base, s["wire"]["ms"])  # a timer of 1 s, not a round trip
+    assert 2 * RTT <= base < 2.5 * RTT
+
+
 def test_what_dtlsgo_cannot_do_is_a_reason_and_a_bad_axis_names_its_option(dtlsgo_built):
     caps = endpoints.get("dtlsgo").capabilities()
     assert caps.protocol == "dtls" and caps.transports == ("udp",)
@@ -78,6 +96,9 @@ def test_what_dtlsgo_cannot_do_is_a_reason_and_a_bad_axis_names_its_option(dtlsg
     with pytest.raises(BadInput) as e:  # DTLS runs over UDP alone
         single.one_cell("X25519", "ecdsap256", protocol="dtls", server="dtlsgo", client="dtlsgo", transport="tcp")
     assert e.value.field == "--transport" and "DTLS does not run over TCP" in str(e.value)
+    from pqbench.cli import main
+    assert main(["handshake", "--protocol", "dtls", "--kex", "X25519", "--sig", "ecdsap256", "--target",
+                 "dtls://127.0.0.1:4433"]) == 3  # no DTLS target: said, with what to do instead
     with pytest.raises(BadInput) as e:  # the cookie is DTLS's
         single.one_cell("X25519", "ecdsap256", cookie=False)
     assert e.value.field == "--cookie"
@@ -88,3 +109,17 @@ def test_go_unit_tests_pass_offline(dtlsgo_built):
     handshake with and without the cookie)."""
     from conftest import assert_go_unit_tests_pass
     assert_go_unit_tests_pass("dtlsgo")
+
+
+def test_the_udp_preset_sets_dtls_over_its_own_transport_beside_tls_over_tcp_and_quic():
+    from pathlib import Path
+    from pqbench.experiment import cells, spec
+    got = cells.expand(spec.read(Path(__file__).parent.parent / "experiments" / "udp.toml"))
+    by = {}
+    for c in got:
+        by.setdefault((c.protocol, c.transport_name), []).append(c)
+    assert {k: len(v) for k, v in by.items()} == {("dtls", "udp"): 36, ("tls", "tcp"): 36, ("tls", "quic"): 36}
+    assert {c.cookie for c in by["dtls", "udp"]} == {True} and {c.cookie for c in by["tls", "tcp"]} == {None}
+    # each DTLS cell has its TLS partners on the same link (the report's protocol table pairs them)
+    link = lambda c: (c.kex, c.scenario.rtt_ms, c.scenario.loss, c.mtu)  # noqa: E731
+    assert {link(c) for c in by["dtls", "udp"]} == {link(c) for c in by["tls", "tcp"]}

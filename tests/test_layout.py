@@ -4,6 +4,10 @@ import ast
 import re
 from pathlib import Path
 
+from pqbench import protocol as proto
+from pqbench.experiment import axes  # noqa: F401  (registers every protocol)
+from pqbench.transport import TRANSPORTS
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "pqbench"
 STACK_SPECIFIC = ("pqbench.endpoints.openssl", "nginx", "pqtimer")
 
@@ -133,8 +137,8 @@ def test_a_path_is_asked_whether_it_is_emulated_not_compared_by_name():
 # A capability's differences live in its record (issues 36 and 46): code asks the Transport (pqbench.transport) or
 # the Protocol (pqbench.protocol) what differs, a field saying why, instead of comparing a name. A name may still
 # be a value (a CLI default, a registry key, a stored value); a comparison with one is what this looks for.
-TRANSPORT_NAMES = {"tcp", "quic", "udp"}
-PROTOCOL_NAMES = {"tls", "ssh", "dtls"}
+TRANSPORT_NAMES = set(TRANSPORTS)
+PROTOCOL_NAMES = set(proto.names())  # every registered protocol's (the registry line fills it: experiment.axes)
 RECORDS = {"transport.py": "the Transport record (pqbench.transport)", "protocol.py": "the Protocol record (pqbench.protocol)"}
 
 

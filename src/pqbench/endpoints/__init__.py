@@ -55,9 +55,17 @@ def load_client(protocol: str) -> str:
 
 
 def target_stack(protocol: str) -> Stack:
-    """The server endpoint of a target (a server pqbench did not start) speaking protocol."""
+    """The server endpoint of a target (a server pqbench did not start) speaking protocol; exit 3 for a protocol
+    pqbench measures only against servers it starts (DTLS)."""
     _import_stacks()
-    return next(s for s in _TARGETS.values() if s.protocol == protocol)
+    found = next((s for s in _TARGETS.values() if s.protocol == protocol), None)
+    if found is None:
+        from pqbench.errors import MissingCapability
+        label = proto.get(protocol).label
+        raise MissingCapability(f"no {label} target: pqbench measures {label} only against the servers it starts",
+                                f"measure {label} without --target (targets: "
+                                f"{', '.join(sorted({proto.get(s.protocol).label for s in _TARGETS.values()}))})")
+    return found
 
 
 def unsupported(server: str, client: str, kex: str, sig: str, mode: str, values: Mapping | None = None) -> str | None:

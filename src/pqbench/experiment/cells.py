@@ -212,7 +212,9 @@ def _crossed(spec: Spec, fixed: dict, protocol: str) -> list[dict]:
             partial = [{**p, a.name: fixed[a.name]} for p in partial]
             continue
         own = spec.axes[a.name] if a.for_protocol(protocol) else (a.default,)
-        if own == (a.default,):  # none given (or the default named): the protocol's own (DTLS: over UDP)
+        # none given (or the default named), or none the protocol can take (TLS's TCP and QUIC in a spec with DTLS
+        # cells): the protocol's own (DTLS: over UDP)
+        if own == (a.default,) or a.default_for and a.admits and all(a.admits(v, protocol) for v in own):
             own = (a.default_of(protocol),)
         partial = [{**p, a.name: v} for p in partial for v in dict.fromkeys(a.value_for(p, x) for x in own)
                    if not (a.admits and a.admits(v, protocol))]

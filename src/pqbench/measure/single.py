@@ -258,6 +258,7 @@ def _check_target(options: RunOptions, protocol: str, client: str) -> None:
         raise BadInput("--parallel", "a target is measured one connection at a time (--rate sets the pace)")
     if target.protocol != protocol:
         raise BadInput("--target", f"{target.address} is an {proto.get(target.protocol).label} address")
+    endpoints.target_stack(protocol)  # exit 3 for a protocol measured only against servers pqbench starts
     why = client_problem(target, client)
     if why:
         raise BadInput("--client", why)
