@@ -1,6 +1,6 @@
 """The axes as options of the single-cell commands: each registered axis (pqbench.axis) is `--NAME VALUE` (a
-BOOLEAN axis a flag, --no-NAME its opposite) on every command that adds them, made from its record, so a new axis is an option with no
-edit to a command. The path's axes (MTU, initcwnd, congestion control) are the link's options
+BOOLEAN axis a flag, --no-NAME its opposite) on every command that adds them, made from its record, so a new
+axis is an option with no edit to a command. The path's axes (MTU, initcwnd, congestion control) are the link's options
 (pqbench.commands.net), as they are on every command with a link.
 """
 

@@ -141,3 +141,70 @@ def go_key(site: Site, key_dir: Path) -> Path:
                                 f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
     out.chmod(0o600)
     return out
+
+
+class ConfiguredServer:
+    """A Go stack's server that reads its sites from a JSON file (`PROGRAM server --config FILE`: quicgo, dtlsgo)
+    over UDP: the run's groups this build has, started in the server namespace, ready once every site completes a
+    handshake with the stack's own client. A stack's server names its build, its transports and its library, and
+    gives the file's contents (config) and one probe handshake (probe)."""
+    program: str  # the binary's name, the log's and the config's
+    build: GoBuild
+    speaks: tuple[str, ...]  # the transports its sites may ask
+    library: str  # what errors call it ("quic-go")
+    handshake_word: str  # what ready() waits for ("complete a QUIC handshake on UDP")
+    env: dict = {}
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+        self.serving = None
+        self.addr = ""
+        self.groups: list[str] = []
+        self._stderr = None
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.serving.run_dir) / f"{self.program}-server.log"
+
+    def config(self, run_dir: Path) -> dict: ...
+
+    def probe(self, place, site, group: str) -> str | None:
+        """None when one handshake with group against site succeeds from place, else why not."""
+
+    def start(self, place, serving) -> None:
+        from pqbench import interrupts
+        b = self.build.require()
+        self.serving, self.addr = serving, place.addr
+        run_dir = Path(serving.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        other = [s.port for s in serving.sites if s.transport not in self.speaks]
+        if other:
+            raise MeasurementFailed(f"the {self.program} server serves only {', '.join(self.speaks)} sites, not "
+                                    f"ports {other}")
+        # Only the run's groups this build has (a cell with another one is skipped before it gets here).
+        self.groups = [n for n in map(self.build.group_name, serving.groups) if n]
+        if not self.groups:
+            raise MeasurementFailed(f"{self.library} has none of the groups {serving.groups}")
+        conf = run_dir / f"{self.program}-server.json"
+        conf.write_text(json.dumps(self.config(run_dir), indent=1))
+        self._stderr = open(run_dir / f"{self.program}-server.stderr", "wb")
+        with interrupts.deferred():  # a Ctrl-C as it starts is raised once stop() can find it
+            self.proc = place.popen([str(b), "server", "--config", str(conf)], env=dict(self.env),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+                                    process_group=0)
+
+    def ready(self, client_place) -> None:
+        """Every site completes one handshake with the stack's client (first group), tried until the server has
+        bound its ports."""
+        from pqbench.endpoints.ready import Starting
+        sites = {s.port: s for s in self.serving.sites}
+        up = Starting(f"{self.program} server", self.proc,
+                      [Path(self.serving.run_dir) / f"{self.program}-server.stderr", self.log_path], self.stop)
+        up.wait(sites, lambda port: self.probe(client_place, sites[port], self.groups[0]), self.handshake_word)
+
+    def stop(self) -> None:
+        from pqbench.endpoints.base import stop_group
+        stop_group(self.proc)
+        if self._stderr:
+            self._stderr.close()
+            self._stderr = None

@@ -4,69 +4,27 @@ default, as pion's own)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
-from pqbench import interrupts
-from pqbench.endpoints.base import ClientJob, Place, Serving, Site, probe, stop_group
+from pqbench.endpoints.base import ClientJob, Place, Site, probe
 from pqbench.endpoints.dtlsgo import build
 from pqbench.endpoints.dtlsgo.client import SPEAKS, DtlsGoClient
-from pqbench.endpoints.ready import Starting
-from pqbench.errors import MeasurementFailed
+from pqbench.endpoints.gostack import ConfiguredServer
 
 PROBE_TIMEOUT_MS = 1000  # one try; a port not bound yet just times out and is tried again
 
 
-class DtlsGoServer:
-    def __init__(self):
-        self.proc: subprocess.Popen | None = None
-        self.serving: Serving | None = None
-        self.addr = ""
-        self.groups: list[str] = []
-        self._stderr = None
+class DtlsGoServer(ConfiguredServer):
+    program, build, speaks, library = "dtlsgo", build.GO_BUILD, SPEAKS, "pion/dtls"
+    handshake_word = "complete a DTLS handshake on UDP"
 
-    @property
-    def log_path(self) -> Path:
-        return Path(self.serving.run_dir) / "dtlsgo-server.log"
-
-    def config(self) -> dict:
+    def config(self, run_dir: Path) -> dict:
         return {"addr": self.addr, "log": str(self.log_path), "groups": self.groups,
                 "sites": [{"port": s.port, "chain": str(s.chain.chain_file), "key": str(s.chain.leaf_key),
                            "cookie": s.options.get("cookie") is not False} for s in self.serving.sites]}
 
-    def start(self, place: Place, serving: Serving) -> None:
-        b = build.require()
-        self.serving, self.addr = serving, place.addr
-        run_dir = Path(serving.run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        other = [s.port for s in serving.sites if s.transport not in SPEAKS]
-        if other:
-            raise MeasurementFailed(f"the dtlsgo server serves only DTLS over UDP, not ports {other}")
-        self.groups = [n for n in map(build.group_name, serving.groups) if n]
-        if not self.groups:
-            raise MeasurementFailed(f"pion/dtls has none of the groups {serving.groups}")
-        conf = run_dir / "dtlsgo-server.json"
-        conf.write_text(json.dumps(self.config(), indent=1))
-        self._stderr = open(run_dir / "dtlsgo-server.stderr", "wb")
-        with interrupts.deferred():  # a Ctrl-C as it starts is raised once stop() can find it
-            self.proc = place.popen([str(b), "server", "--config", str(conf)], env={}, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=self._stderr, process_group=0)
-
-    def ready(self, client_place: Place) -> None:
-        """Every site completes one DTLS handshake with the dtlsgo client (first group), tried until the server
-        has bound its ports."""
-        sites = {s.port: s for s in self.serving.sites}
-        up = Starting("dtlsgo server", self.proc, [Path(self.serving.run_dir) / "dtlsgo-server.stderr", self.log_path],
-                      self.stop)
-        up.wait(sites, lambda port: handshake(client_place, self.addr, sites[port], self.groups[0], PROBE_TIMEOUT_MS),
-                "complete a DTLS handshake on UDP")
-
-    def stop(self) -> None:
-        stop_group(self.proc)
-        if self._stderr:
-            self._stderr.close()
-            self._stderr = None
+    def probe(self, place: Place, site: Site, group: str) -> str | None:
+        return handshake(place, self.addr, site, group, PROBE_TIMEOUT_MS)
 
 
 def handshake(place: Place, addr: str, site: Site, group: str, timeout_ms: int = 5000) -> str | None:
