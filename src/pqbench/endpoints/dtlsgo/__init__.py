@@ -42,7 +42,7 @@ def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
 @functools.lru_cache(maxsize=None)
 def capabilities() -> Capabilities:
     caps = build.capabilities() or {}
-    versions = gostack.versions(caps, build.provenance(), **{"pion/dtls": caps.get("pion_dtls")})
+    versions = gostack.versions(caps, build.provenance(), **{"pion-dtls": caps.get("pion_dtls")})
     modes = tuple(caps.get("modes", client.MODES))
     return Capabilities(stack="dtlsgo", protocol="dtls", transports=client.SPEAKS, modes=modes,
                         transport_modes={t: modes for t in client.SPEAKS}, versions=versions, unsupported=unsupported,
