@@ -77,22 +77,16 @@ type dtlsCounts struct {
 	lastSize             int  // the last datagram's bytes (the client's Finished)
 }
 
-type milestone struct {
-	Dir    string `json:"dir"`
-	Offset int64  `json:"offset"`
-	Edge   string `json:"edge"`
-}
-
 type sample struct {
 	kit.SampleHead
-	Transport     string      `json:"transport"`
-	Group         *string     `json:"group"`
-	Sigalg        *string     `json:"sigalg"`
-	Cipher        *string     `json:"cipher"`
-	HRR           bool        `json:"hrr"`
-	DTLS          *dtlsCounts `json:"dtls"`
-	WireMilestone *milestone  `json:"wire_milestone"`
-	CPUWaitNs     *int64      `json:"cpu_wait_ns"`
+	Transport     string             `json:"transport"`
+	Group         *string            `json:"group"`
+	Sigalg        *string            `json:"sigalg"`
+	Cipher        *string            `json:"cipher"`
+	HRR           bool               `json:"hrr"`
+	DTLS          *dtlsCounts        `json:"dtls"`
+	WireMilestone *kit.WireMilestone `json:"wire_milestone"`
+	CPUWaitNs     *int64             `json:"cpu_wait_ns"`
 	phases        [phCount]int64
 }
 
@@ -220,7 +214,7 @@ func (c *client) runSample(s *sample) {
 	if err == nil {
 		last := len(sent) - 1
 		t[phHandshakeDone] = sent[last].t
-		s.WireMilestone = &milestone{"c2s", bytesBefore(sent, last), "first"}
+		s.WireMilestone = &kit.WireMilestone{Dir: "c2s", Offset: bytesBefore(sent, last), Edge: "first"}
 		d.lastSize = sent[last].size
 		if st, ok := conn.ConnectionState(); ok {
 			if len(st.PeerCertificates) > 0 {

@@ -104,26 +104,20 @@ type quicCounts struct {
 
 func (s *sample) SetCPUWait(ns int64) { s.CPUWaitNs = &ns }
 
-type milestone struct {
-	Dir    string `json:"dir"`
-	Offset int64  `json:"offset"`
-	Edge   string `json:"edge"`
-}
-
 type sample struct {
 	kit.SampleHead
-	Transport     string      `json:"transport"`
-	Group         *string     `json:"group"`
-	Sigalg        *string     `json:"sigalg"`
-	Cipher        *string     `json:"cipher"`
-	Resumed       bool        `json:"resumed"`
-	HRR           bool        `json:"hello_retry_request"`
-	HTTPStatus    *int        `json:"http_status"`
-	BodyBytes     int64       `json:"body_bytes"`
-	Requests      int         `json:"requests"`
-	QUIC          *quicCounts `json:"quic"`
-	WireMilestone *milestone  `json:"wire_milestone"`
-	CPUWaitNs     *int64      `json:"cpu_wait_ns"` // the process's wait for a CPU during the sample
+	Transport     string             `json:"transport"`
+	Group         *string            `json:"group"`
+	Sigalg        *string            `json:"sigalg"`
+	Cipher        *string            `json:"cipher"`
+	Resumed       bool               `json:"resumed"`
+	HRR           bool               `json:"hello_retry_request"`
+	HTTPStatus    *int               `json:"http_status"`
+	BodyBytes     int64              `json:"body_bytes"`
+	Requests      int                `json:"requests"`
+	QUIC          *quicCounts        `json:"quic"`
+	WireMilestone *kit.WireMilestone `json:"wire_milestone"`
+	CPUWaitNs     *int64             `json:"cpu_wait_ns"` // the process's wait for a CPU during the sample
 }
 
 func classify(err error, during string) (string, string) {
@@ -306,7 +300,7 @@ func (c *client) runSample(s *sample) {
 	if err == nil && out.Class == "" {
 		switch {
 		case o.Mode == "handshake" && fin >= 0:
-			s.WireMilestone = &milestone{"c2s", bytesBefore(sent, fin), "first"}
+			s.WireMilestone = &kit.WireMilestone{Dir: "c2s", Offset: bytesBefore(sent, fin), Edge: "first"}
 		case o.Mode == "handshake":
 			out.Set("no_finished", "quic-go's log named no datagram carrying the client's Finished")
 		case o.Mode == "page":
@@ -318,7 +312,7 @@ func (c *client) runSample(s *sample) {
 				}
 			}
 			if last >= 0 {
-				s.WireMilestone = &milestone{"s2c", bytesBefore(received, last), "first"}
+				s.WireMilestone = &kit.WireMilestone{Dir: "s2c", Offset: bytesBefore(received, last), Edge: "first"}
 			}
 		}
 	}

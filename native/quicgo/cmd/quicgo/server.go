@@ -15,9 +15,7 @@ package main
 
 import (
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
-	"log"
 	"net"
 	"os"
 	"os/signal"
@@ -50,19 +48,8 @@ type serverConfig struct {
 
 // readServerConfig reads and checks the file; a bad field exits 2 naming it.
 func readServerConfig(path string) *serverConfig {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		kit.Usage("--config", err.Error())
-	}
 	var c serverConfig
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		kit.Usage("--config", fmt.Sprintf("%s: %v", path, err))
-	}
-	if ip := net.ParseIP(c.Addr); ip == nil {
-		kit.Usage("addr", fmt.Sprintf("%q is not an IP address", c.Addr))
-	}
+	kit.ReadConfig(path, &c, func() string { return c.Addr })
 	if len(c.Sites) == 0 {
 		kit.Usage("sites", "at least one site is required")
 	}
@@ -95,15 +82,7 @@ type counters struct{ handshakes, retries atomic.Int64 }
 func serverMain(args []string) int {
 	o := kit.ParseOptions(args, "--config")
 	cfg := readServerConfig(o.Required("--config"))
-	logw := os.Stderr
-	if cfg.Log != "" {
-		f, err := os.OpenFile(cfg.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			kit.Usage("log", err.Error())
-		}
-		logw = f
-	}
-	logger := log.New(logw, "", log.LstdFlags|log.Lmicroseconds)
+	logger := kit.OpenLog(cfg.Log)
 	handler := kit.PageHandler(cfg.Pages)
 	var count counters
 	var closers []func()
