@@ -38,6 +38,7 @@ def wire_p50(m) -> float:
 
 
 @pytest.mark.root
+@pytest.mark.solo  # per-sample times against the RTT: beside four workers a clean handshake took 151 ms (C22)
 @pytest.mark.parametrize("kex", ["X25519MLKEM768", "X25519"])
 def test_dtlsgo_negotiates_the_asked_group_over_udp_and_the_client_agrees_with_the_wire(dtlsgo_built, kex):
     m = measure(kex, n=8)
@@ -55,6 +56,7 @@ def test_dtlsgo_negotiates_the_asked_group_over_udp_and_the_client_agrees_with_t
 
 
 @pytest.mark.root
+@pytest.mark.solo  # per-sample times against the RTT (C21: +10 ms on the cookie's round trip beside four workers)
 def test_a_cookie_costs_a_round_trip_and_sends_the_post_quantum_client_hello_twice_on_the_wire(dtlsgo_built):
     on, off = measure("X25519MLKEM768", cookie=True), measure("X25519MLKEM768", cookie=False)
     assert {s["dtls"]["client_hellos"] for s in on.samples} == {2} and all(s["hrr"] for s in on.samples)
@@ -70,6 +72,7 @@ def test_a_cookie_costs_a_round_trip_and_sends_the_post_quantum_client_hello_twi
 
 
 @pytest.mark.root
+@pytest.mark.solo  # a clean handshake's median against the RTT (C22: 151 ms beside four workers)
 def test_a_lost_datagram_costs_its_sender_s_timer_not_a_round_trip(dtlsgo_built):
     """10 % seeded loss each way: a sample the link took a datagram from (the emulator's record) and that came late
     waited for a retransmission timer (pion's first is 1 s), never only a round trip or two as TCP's fast

@@ -358,11 +358,15 @@ def test_pqtimer_outlives_a_server_that_resets_while_it_writes(built_stack):
                              str(listener.getsockname()[1]), "--timeout-ms", "20000"], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env=openssl_build.openssl_env())
     try:
-        time.sleep(0.5)  # past its start-up: waiting on the socket for a ServerHello
+        # past its start-up once it has connected (C22: beside four test workers, 0.5 s after the start it had not
+        # reached its signal set-up yet): then it waits on the socket for a ServerHello
+        listener.settimeout(30)
+        conn, _ = listener.accept()
         assert proc.poll() is None
         ignored = int(next(line.split()[1] for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
                            if line.startswith("SigIgn:")), 16)
         assert ignored & (1 << (signal.SIGPIPE - 1)), hex(ignored)
+        conn.close()
     finally:
         proc.kill()
         proc.wait()
