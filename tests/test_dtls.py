@@ -130,3 +130,24 @@ def test_the_udp_preset_sets_dtls_over_its_own_transport_beside_tls_over_tcp_and
     # each DTLS cell has its TLS partners on the same link (the report's protocol table pairs them)
     link = lambda c: (c.kex, c.scenario.rtt_ms, c.scenario.loss, c.mtu)  # noqa: E731
     assert {link(c) for c in by["dtls", "udp"]} == {link(c) for c in by["tls", "tcp"]}
+
+
+def test_the_protocols_table_pairs_dtls_over_udp_with_tls_over_tcp_on_the_same_link():
+    """DTLS's own transport and its cookie do not keep a DTLS cell from its TLS partner over TCP; TLS over QUIC
+    stays apart (the transports table sets it beside TCP)."""
+    from pqbench import protocol as proto
+    from pqbench.analysis.cells import CONDITION_FIELDS
+    from pqbench.report.tables import _shared_condition
+
+    class Row:  # what the table reads of a cell: its row and its condition
+        def __init__(self, **given):
+            self.row = {f: None for f in CONDITION_FIELDS} | {"rtt_ms": 31.1, "loss": 0.01} | given
+
+        def condition(self):
+            return tuple(self.row.get(f) for f in CONDITION_FIELDS) + (1,)
+
+    side = [proto.get("tls"), proto.get("dtls")]
+    tls = _shared_condition(Row(protocol="tls"), side)
+    assert _shared_condition(Row(protocol="dtls", transport="udp", cookie=True), side) == tls
+    assert _shared_condition(Row(protocol="tls", transport="quic"), side) != tls
+    assert _shared_condition(Row(protocol="dtls", transport="udp", cookie=True, rtt_ms=78.6), side) != tls

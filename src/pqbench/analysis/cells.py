@@ -25,7 +25,7 @@ CONFIDENCE = 0.95
 ALG_FIELDS = ("kex", "sig", "pad", "server", "client")
 CONDITION_FIELDS = ("scenario", "rtt_ms", "loss", "loss_model", "rate_mbit", "mtu", "initcwnd", "congctl", "mode",
                     "page", "requests", "trace", "queue", "cross", "offer", "server_groups", "compress", "transport",
-                    "quic_retry", "initial_size", "chain", "chain_bytes")
+                    "quic_retry", "initial_size", "chain", "chain_bytes", "cookie")
 
 
 @dataclasses.dataclass

@@ -7,7 +7,9 @@ import dataclasses
 import json
 import math
 
+from pqbench import axis
 from pqbench import protocol as proto
+from pqbench.analysis.cells import CONDITION_FIELDS
 from pqbench.experiment.condition import condition as cell_condition, describe
 from pqbench.analysis import Analysis, CellStats, page_bytes
 from pqbench.analysis.paired import value as paired_value
@@ -151,6 +153,18 @@ def stacks(a: Analysis) -> Table | None:
                  "pieces than needed can spread it over more segments and round trips.")
 
 
+def _shared_condition(c: CellStats, side: list) -> tuple:
+    """The cell's condition as the protocols table pairs it: its protocol's own transport as none named (TLS over
+    TCP beside DTLS over UDP), and no axis that not every protocol of the table has (DTLS's cookie)."""
+    *fields, seed = c.condition()
+    row = dict(zip(CONDITION_FIELDS, fields))
+    for a in axis.registered():
+        if a.name in row and (not all(a.for_protocol(p.name) for p in side)
+                              or a.default_for and row[a.name] == a.default_of(proto.of(c.row).name)):
+            row[a.name] = None
+    return (*row.values(), seed)
+
+
 def protocols(a: Analysis) -> Table | None:
     """The protocols side by side where a run measured more than one on the same link (TLS and SSH): each key
     exchange's time in each protocol and what it costs over the protocol's classical baseline (the paired
@@ -163,7 +177,7 @@ def protocols(a: Analysis) -> Table | None:
     groups: dict[tuple, dict] = {}
     for c in ordered(a):
         kex, sig = _catalog_name(c.row.get("kex"), "kem"), _catalog_name(c.row.get("sig"), "sig")
-        groups.setdefault((c.condition(), sig, kex), {})[proto.of(c.row).name] = c
+        groups.setdefault((_shared_condition(c, side), sig, kex), {})[proto.of(c.row).name] = c
     rows = []
     for (_, sig, kex), per in groups.items():
         if len(per) < len(side):
