@@ -182,7 +182,12 @@ def test_queue_overflow_drops_are_counted(tb):
     r = probe.udp_burst(tb, "client_to_server", 500, pps=10000, payload=1000)
     c = tb.counters()["client_to_server"]
     assert c["peak_queue_packets"] == 20
-    assert c["queue_drops"] > 300
+    # The link forwards `drain` datagrams a second while the burst is sent and holds 20 more; the rest must be
+    # counted as dropped. Judged by how long this machine took to send it (S23, a slower machine: 259 drops, not
+    # the > 300 an idle one gives), and only where the burst outran the link at all.
+    drain = 10e6 / ((1000 + 28) * 8)
+    assert r["send_seconds"] < 500 / drain, r["send_seconds"]
+    assert c["queue_drops"] >= 500 - 20 - drain * r["send_seconds"] - 10, (c["queue_drops"], r["send_seconds"])
     assert r["received"] + c["queue_drops"] == 500 and c["lost"] == 0
 
 

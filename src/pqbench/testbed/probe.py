@@ -156,6 +156,7 @@ def udp_burst(tb, direction: str, count: int, *, pps: float = 20000, payload: in
             due = max(due + chunk / pps, time.perf_counter() - 0.002)
             while time.perf_counter() < due:
                 pass  # spin: sleep() granularity would make bursts
+        send_s = time.perf_counter() - start
         spec_dir = tb.spec.directions[direction]
         if settle_s is None:
             settle_s = (spec_dir.delay_ms + spec_dir.jitter_ms) / 1e3 + 0.3
@@ -178,7 +179,7 @@ def udp_burst(tb, direction: str, count: int, *, pps: float = 20000, payload: in
     return {"direction": direction, "sent": count, "received": len(received), "missing": missing,
             "duplicates": len(seqs) - len(received),
             "reordered": sum(1 for a, b in zip(seqs, seqs[1:]) if b < a),
-            "seconds": time.perf_counter() - start}
+            "seconds": time.perf_counter() - start, "send_seconds": send_s}
 
 
 # --- TCP bulk transfer -------------------------------------------------------------------------
