@@ -209,7 +209,8 @@ class Rig:
                client: str | None = None) -> list[dict]:
         name = client or self.client_names[0]
         samples = sampler.run(self.clients[name], job, n, parallel, self.place("client"), scratch, tail=tail, stop=stop)
-        return [catalog.respelled(s, endpoints.get(name).protocol) for s in samples]
+        protocol = endpoints.get(name).protocol
+        return [catalog.respelled(s, protocol) for s in samples]
 
     def end_cell(self, samples: list[dict], mode: str, scratch: Path, *, client: str | None = None,
                  server: str | None = None) -> dict:
