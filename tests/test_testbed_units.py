@@ -102,3 +102,23 @@ def test_a_killed_process_nobody_waited_for_is_dead():
         time.sleep(0.01)
     assert not registry.is_alive(ref)  # an owner's zombie tears nothing down: its testbed is stale
     p.wait()
+
+
+def test_a_killed_child_is_waited_for_but_not_past_its_bound():
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    registry.kill_child(p)
+    assert p.returncode == -signal.SIGKILL
+
+    class Unending:  # a child whose exit never comes to an end: poll() never answers, its pid stays alive
+        pid, kills = os.getpid(), 0
+
+        def poll(self):
+            return None
+
+        def kill(self):
+            self.kills += 1
+
+    stuck = Unending()
+    began = time.monotonic()
+    registry.kill_child(stuck, wait_s=0.3)
+    assert stuck.kills == 1 and 0.3 <= time.monotonic() - began < 5  # a Ctrl-C is not held past the bound

@@ -12,6 +12,7 @@ import subprocess
 
 from pqbench.endpoints.base import ClientJob, LoadGenerator, Place
 from pqbench.errors import MeasurementFailed
+from pqbench.testbed import registry
 
 GRACE_S = 30  # beyond the step and one handshake timeout: a generator that has not printed by then is stuck
 
@@ -29,8 +30,7 @@ def run(gen: LoadGenerator, place: Place, job: ClientJob, rate: float, duration_
         proc.communicate()
         raise MeasurementFailed(f"{gen.name} did not finish a {duration_ms} ms step at {rate:g}/s") from None
     except BaseException:  # Ctrl-C: the generator ends here, not against the servers as they stop
-        proc.kill()
-        proc.wait()
+        registry.kill_child(proc)
         raise
     if proc.returncode == -signal.SIGINT:  # a terminal's Ctrl-C reached the generator first: the step is cut short
         raise KeyboardInterrupt

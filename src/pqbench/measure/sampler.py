@@ -22,6 +22,7 @@ from pqbench import stats
 from pqbench.measure import concurrency
 from pqbench.endpoints.base import Client, ClientJob, Place
 from pqbench.sample import END_PHASE
+from pqbench.testbed import registry
 
 # A run is in its tail once every sample is claimed and at most TAIL_WORKERS workers are still on
 # their last sample (retransmission backoff, mostly), or TAIL_AFTER × the median (at least
@@ -94,9 +95,7 @@ class _Run:
 
     def kill(self) -> None:
         for w in self.workers:
-            if w.proc.poll() is None:
-                w.proc.kill()
-                w.proc.wait()
+            registry.kill_child(w.proc)
 
     def signalled(self) -> bool:
         """Whether a worker died of Ctrl-C or SIGTERM (which pqbench never sends them: kill() sends SIGKILL)."""

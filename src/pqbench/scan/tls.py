@@ -32,6 +32,7 @@ from pqbench.endpoints.base import ClientJob, Place
 from pqbench.remote.address import Address
 from pqbench.scan import failure, pq
 from pqbench.scan import probes as field_probes
+from pqbench.testbed import registry
 from pqbench.testbed.realpath import connect_rtt
 
 SCAN_CLIENT = "openssl"  # pqtimer: it can offer any key-share list and record verification without enforcing it
@@ -100,8 +101,7 @@ class TlsProber:
                         out, err = proc.communicate()
                         break
         except BaseException:
-            proc.kill()
-            proc.wait()
+            registry.kill_child(proc)
             raise
         if proc.returncode == -signal.SIGINT:  # a terminal's Ctrl-C reached pqtimer: no answer of the server's
             raise Stopped("pqtimer was interrupted")

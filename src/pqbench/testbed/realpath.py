@@ -16,7 +16,7 @@ from typing import Callable
 
 from pqbench import stats
 from pqbench.errors import BadInput
-from pqbench.testbed import lifeline, netns as nsmod, sched
+from pqbench.testbed import lifeline, netns as nsmod, registry, sched
 from pqbench.testbed.linkspec import LinkSpec, TcpKnobs
 from pqbench.testbed.path import Path
 
@@ -46,9 +46,7 @@ class RealPath(Path):
 
     def __exit__(self, *exc) -> bool:
         for proc in self._procs:  # what a crash left running; servers and clients stop their own first
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            registry.kill_child(proc)
         return False
 
     def ns(self, side: str) -> str | None:

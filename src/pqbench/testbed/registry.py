@@ -160,6 +160,22 @@ def kill_all(pids: list[int]) -> list[int]:
     return [ref["pid"] for ref in refs if ref["start"] is not None and kill(ref)]
 
 
+def kill_child(proc, wait_s: float = 5.0) -> None:
+    """SIGKILL to a child of ours (a subprocess.Popen), waited for until it has ended or is in its exit, at most
+    wait_s. Not proc.wait(): a killed process's exit (closing its files, ending its threads) can take longer
+    than a Ctrl-C may (S23: an interrupted scan waited on its killed pqtimer for more than 10 s under the
+    slower-machine command), and in its exit it runs no more code of its own. Python reaps it later."""
+    if proc.poll() is not None:
+        return
+    proc.kill()
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        exiting = start_time(proc.pid) is None  # looked at first: a zombie is reaped (and gone) by poll()
+        if proc.poll() is not None or exiting:
+            return
+        time.sleep(0.01)
+
+
 def _reap(pid: int) -> None:
     try:
         os.waitpid(pid, os.WNOHANG)
