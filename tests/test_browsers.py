@@ -213,7 +213,11 @@ def test_each_connection_is_joined_to_its_wire_flow_and_agrees_per_milestone(bed
 @pytest.mark.parametrize("browser", BROWSERS)
 def test_an_ml_dsa_chain_is_refused_by_the_stack_and_by_the_real_browser(bed, browser):
     why = endpoints.unsupported("openssl", browser, "X25519MLKEM768", "mldsa44", "page")
-    assert why and why.startswith(f"{browser} client:") and "mldsa44" in why and "post-quantum signature" in why
+    assert why and why.startswith(f"{browser} client:") and "mldsa44" in why
+    if browser == "chromium":  # it accepts ML-DSA (its ClientHello says so); NSS's tools here cannot trust the root
+        assert "accepts mldsa44 signatures, but its trust store here cannot hold" in why, why
+    else:
+        assert "ClientHello accepts only" in why, why
     # the refusal's error page came after the sample's default 10 s beside a CPU hog (browser_hung): a refusal
     # takes no longer than a load, so a longer timeout only spares a busy machine
     samples, _ = load(bed, browser, "mldsa", "X25519MLKEM768", n=1, sig="mldsa44", timeout_ms=30_000)

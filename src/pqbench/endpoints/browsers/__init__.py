@@ -3,22 +3,44 @@ indices shared among workers, the client namespace's own record of which local p
 a browser's per-connection timings turned into a pqbench sample and compared with the wire."""
 
 from pqbench.algorithms import catalog
+from pqbench.endpoints.browsers import nssdb
 from pqbench.errors import MissingCapability
 
 
-def unsupported_for(stack: str, label: str, groups: tuple, signatures: tuple):
-    """A browser client's capability check: a client only, the groups its ClientHello offers, the classical
-    server signatures its TLS library verifies (a size-only chain stands in for a post-quantum one)."""
+def unsupported_for(stack: str, label: str, offers):
+    """A browser client's capability check: a client only; offers() -> the groups its ClientHello offers and the
+    server signatures it accepts, by the catalog's names (or a string: why neither can be known). A signature
+    it accepts still needs our root in its trust store (nssdb.refuses); a size-only chain stands in for any."""
     def unsupported(kex: str, sig: str, role: str) -> str | None:
         if role == "server":
             return f"{stack} is a browser: a client only (its cells take another stack's server, e.g. --server openssl)"
+        offered = offers()
+        if isinstance(offered, str):
+            return offered
+        groups, signatures = offered
         if catalog.find(kex, "kem").name not in groups:
             return f"{label} offers only {', '.join(groups)} in its ClientHello, not {kex}"
-        if not catalog.is_size_only(sig) and catalog.find(sig, "sig").name not in signatures:
-            return (f"{label} verifies only {', '.join(signatures)} server signatures in TLS 1.3, not {sig} "
-                    "(a browser has no post-quantum signature; a size-only chain stands in for its size)")
+        if catalog.is_size_only(sig):
+            return None
+        name = catalog.find(sig, "sig").name
+        if name not in signatures:
+            return (f"{label}'s ClientHello accepts only {', '.join(signatures)} server signatures, not {sig} (a "
+                    "size-only chain stands in for its size)")
+        why = nssdb.refuses(name)
+        if why:
+            return (f"{label} accepts {name} signatures, but its trust store here cannot hold a root that signs with {name} ({why}); "
+                    "a size-only chain stands in for its size")
         return None
     return unsupported
+
+
+def offered_names(hello) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A ClientHello's (pqbench.endpoints.browsers.hello.Hello) groups and signature schemes by the catalog's
+    names, in its order (a signature scheme names every catalog key it verifies: RSA-PSS each RSA size)."""
+    def names(kind: str, codes: tuple[int, ...]) -> tuple[str, ...]:
+        algs = [a for a in catalog.algorithms(kind) if a.tls and a.codepoint is not None and a.family != "synthetic"]
+        return tuple(a.name for code in codes for a in algs if a.codepoint == code)
+    return names("kem", hello.groups), names("sig", hello.sigalgs)
 
 
 class NoServer:

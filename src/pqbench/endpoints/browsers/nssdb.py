@@ -5,10 +5,13 @@ against it normally, so a chain that should fail still fails (no certificate err
 
 from __future__ import annotations
 
+import functools
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from pqbench.algorithms import catalog
 from pqbench.errors import MissingCapability
 
 FIX = "apt-get install libnss3-tools (or run `scripts/build.sh chromium`)"
@@ -29,6 +32,26 @@ def make(directory: Path, ca_pem: str, nickname: str = "pqbench-ca") -> Path:
     if done.returncode != 0:  # NSS cannot hold this certificate (an ML-DSA root): the browser cannot trust it
         raise Untrusted(f"NSS could not add the CA to the profile's database: {done.stderr.strip()[-200:]}")
     return directory
+
+
+CLASSICAL = ("RSA", "elliptic curve")  # catalog families whose roots every browser cell's database holds
+
+
+@functools.lru_cache(maxsize=None)
+def refuses(sig: str) -> str | None:
+    """Why an NSS database made here cannot hold a root that signs with sig, found by adding a real one to a new
+    database (None: it holds it)."""
+    alg = catalog.find(sig, "sig")
+    if alg.family in CLASSICAL:
+        return None
+    from pqbench.algorithms import certs
+    with tempfile.TemporaryDirectory() as d:
+        chain = certs.make_chain(alg.name, Path(d) / "chain")
+        try:
+            make(Path(d) / "db", str(chain.root_cert))
+        except Untrusted as e:
+            return str(e)
+    return None
 
 
 class Untrusted(Exception):

@@ -17,17 +17,11 @@ import shutil
 import subprocess
 
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.browsers import NoServer, unsupported_for
+from pqbench.endpoints.browsers import NoServer, hello, offered_names, unsupported_for
+from pqbench.endpoints.chromium import launch
 from pqbench.endpoints.chromium.client import Chromium
 
 __all__ = ["STACK"]
-
-# What Chromium 156's ClientHello offers (supported_groups, without GREASE) and which server signatures its
-# TLS stack accepts in TLS 1.3 (signature_algorithms: RSA-PSS, PKCS#1 and ECDSA P-256/P-384; no P-521, Ed25519
-# or any post-quantum signature), by the catalog's names.
-GROUPS = ("X25519MLKEM768", "X25519", "secp256r1", "secp384r1")
-SIGNATURES = ("ecdsap256", "ecdsap384", "rsa2048", "rsa3072", "rsa4096")
-
 
 @functools.lru_cache(maxsize=None)
 def version() -> str | None:
@@ -41,7 +35,19 @@ def version() -> str | None:
     return out.split()[1] if len(out.split()) > 1 else None
 
 
-unsupported = unsupported_for("chromium", "Chromium", GROUPS, SIGNATURES)
+@functools.lru_cache(maxsize=None)
+def client_hello() -> hello.Hello | str:
+    """What this Chromium's ClientHello offers (read once per version). Chromium 156: X25519MLKEM768, X25519, P-256
+    and P-384, and ML-DSA-44/65/87 first among its signature schemes (no Ed25519, no P-521)."""
+    return hello.of_browser("chromium", "Chromium", version(), launch.start_towards, launch.FIX)
+
+
+def offers():
+    found = client_hello()
+    return found if isinstance(found, str) else offered_names(found)
+
+
+unsupported = unsupported_for("chromium", "Chromium", offers)
 
 
 @functools.lru_cache(maxsize=None)

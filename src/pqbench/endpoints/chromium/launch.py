@@ -16,7 +16,7 @@ from pathlib import Path
 from pqbench.endpoints.browsers import nssdb
 from pqbench.endpoints.browsers.cdp import Pipe
 from pqbench.errors import MissingCapability
-from pqbench.testbed import sched
+from pqbench.testbed import lifeline, sched
 
 BINARY = "chromium"
 FIX = "run `scripts/build.sh chromium` (Chromium and certutil from Debian's archive)"
@@ -97,3 +97,17 @@ def start(home: Path, cafile: str | None, hosts: dict[str, str], flags: list[str
     os.close(cmd_r)
     os.close(ev_w)
     return proc, Pipe(cmd_w, ev_r), untrusted
+
+
+def start_towards(home: Path, url: str) -> subprocess.Popen:
+    """Chromium with a fresh profile under home, loading url and nothing else (no DevTools pipe): what its
+    ClientHello offers is read off a listener there (pqbench.endpoints.browsers.hello)."""
+    env, _ = profile(home, None)
+    argv = [binary(), *[f for f in HEADLESS if f != "--remote-debugging-pipe"], *QUIET,
+            f"--user-data-dir={home / 'profile'}", url]
+    log = open(home / "chromium.log", "wb")
+    try:  # it dies with this process, whatever ends it; it never runs real-time
+        return lifeline.popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                              preexec_fn=sched.leave_realtime)
+    finally:
+        log.close()

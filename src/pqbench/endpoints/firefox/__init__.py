@@ -16,17 +16,11 @@ import shutil
 import subprocess
 
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.browsers import NoServer, unsupported_for
+from pqbench.endpoints.browsers import NoServer, hello, offered_names, unsupported_for
+from pqbench.endpoints.firefox import launch
 from pqbench.endpoints.firefox.client import Firefox
 
 __all__ = ["STACK"]
-
-# What Firefox ESR 153's ClientHello offers (NSS; supported_groups) and the server signatures NSS accepts in
-# TLS 1.3 (signature_algorithms: ECDSA P-256/384/521, RSA-PSS, PKCS#1 for certificates; no Ed25519 and no
-# post-quantum signature), by the catalog's names.
-GROUPS = ("X25519MLKEM768", "X25519", "secp256r1", "secp384r1", "secp521r1")
-SIGNATURES = ("ecdsap256", "ecdsap384", "ecdsap521", "rsa2048", "rsa3072", "rsa4096")
-
 
 @functools.lru_cache(maxsize=None)
 def version() -> str | None:
@@ -40,7 +34,20 @@ def version() -> str | None:
     return out[-1] if out else None
 
 
-unsupported = unsupported_for("firefox", "Firefox", GROUPS, SIGNATURES)
+@functools.lru_cache(maxsize=None)
+def client_hello() -> hello.Hello | str:
+    """What this Firefox's ClientHello offers, post-quantum on (read once per version). Firefox ESR 153:
+    X25519MLKEM768, X25519, P-256/384/521 and FFDHE; ECDSA, RSA-PSS and PKCS#1 signature schemes, no Ed25519 and
+    no post-quantum one."""
+    return hello.of_browser("firefox", "Firefox", version(), launch.start_towards, launch.FIX)
+
+
+def offers():
+    found = client_hello()
+    return found if isinstance(found, str) else offered_names(found)
+
+
+unsupported = unsupported_for("firefox", "Firefox", offers)
 
 
 @functools.lru_cache(maxsize=None)

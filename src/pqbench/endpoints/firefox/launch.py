@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from pqbench.endpoints.browsers import nssdb
-from pqbench.testbed import sched
+from pqbench.testbed import lifeline, sched
 
 BINARY = "firefox-esr"
 FIX = "run `scripts/build.sh firefox` (Firefox ESR and certutil from Debian's archive)"
@@ -90,10 +90,23 @@ def _die_with_parent():
     return setup
 
 
+def _env(home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "DISPLAY", "WAYLAND"))}
+    return {**env, "HOME": str(home), "MOZ_CRASHREPORTER_DISABLE": "1", "MOZ_HEADLESS": "1"}
+
+
+def start_towards(home: Path, url: str) -> subprocess.Popen:
+    """Firefox with a fresh profile in home (post-quantum on, as shipped), loading url and nothing else: what its
+    ClientHello offers is read off a listener there (pqbench.endpoints.browsers.hello)."""
+    profile(home, None, "127.0.0.1", pq=True)
+    with open(home / "firefox.log", "wb") as log:  # it dies with this process, whatever ends it
+        return lifeline.popen([binary(), "--headless", "--no-remote", "--profile", str(home), url], env=_env(home),
+                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, preexec_fn=sched.leave_realtime)
+
+
 def start(home: Path) -> tuple[subprocess.Popen, int]:
     """Firefox on the profile in home: (its process, its Marionette port)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DBUS_", "DISPLAY", "WAYLAND"))}
-    env.update(HOME=str(home), MOZ_CRASHREPORTER_DISABLE="1", MOZ_HEADLESS="1")
+    env = _env(home)
     log = open(home / "firefox.log", "wb")
     proc = subprocess.Popen([binary(), "--headless", "--marionette", "--remote-allow-system-access", "--no-remote",
                              "--profile", str(home), "about:blank"], env=env, stdin=subprocess.DEVNULL, stdout=log,

@@ -1,0 +1,139 @@
+"""What a TLS client offers, read off its real ClientHello: the groups (supported_groups), the key shares and
+the signature schemes (signature_algorithms) by their code points, GREASE left out (RFC 8701).
+
+A browser's capabilities come from here, not from a list written by hand: the browser is pointed at a listener
+on loopback that reads its first ClientHello and closes (no TLS is answered, nothing leaves the machine)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import struct
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from pqbench import paths
+from pqbench.errors import MeasurementFailed
+
+HANDSHAKE, CLIENT_HELLO = 22, 1
+SUPPORTED_GROUPS, SIGNATURE_ALGORITHMS, KEY_SHARE = 10, 13, 51
+MAX_HELLO = 1 << 16  # a ClientHello this long is not one we read (a PQ share and padding are well under it)
+
+
+@dataclasses.dataclass(frozen=True)
+class Hello:
+    groups: tuple[int, ...]
+    key_shares: tuple[int, ...]
+    sigalgs: tuple[int, ...]
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Hello":
+        return cls(**{f.name: tuple(d[f.name]) for f in dataclasses.fields(cls)})
+
+
+def grease(v: int) -> bool:
+    """RFC 8701's reserved values: 0x0a0a, 0x1a1a, ... 0xfafa."""
+    return v & 0x0F0F == 0x0A0A and v >> 8 == v & 0xFF
+
+
+def _u16s(data: bytes) -> tuple[int, ...]:
+    return tuple(v for (v,) in struct.iter_unpack("!H", data) if not grease(v))
+
+
+def parse(message: bytes) -> Hello:
+    """A ClientHello handshake message (type, length, body) -> what it offers. ValueError if it is not one."""
+    if len(message) < 4 or message[0] != CLIENT_HELLO:
+        raise ValueError("not a ClientHello")
+    body, at = message[4:4 + int.from_bytes(message[1:4], "big")], 2 + 32  # legacy_version, random
+    at += 1 + body[at]  # session id
+    at += 2 + int.from_bytes(body[at:at + 2], "big")  # cipher suites
+    at += 1 + body[at]  # compression methods
+    end = at + 2 + int.from_bytes(body[at:at + 2], "big")
+    at += 2
+    found = {}
+    while at + 4 <= end:
+        kind, size = struct.unpack("!HH", body[at:at + 4])
+        found[kind] = body[at + 4:at + 4 + size]
+        at += 4 + size
+    shares, data = [], found.get(KEY_SHARE, b"\0\0")[2:]
+    while len(data) >= 4:
+        group, size = struct.unpack("!HH", data[:4])
+        shares.append(group)
+        data = data[4 + size:]
+    return Hello(groups=_u16s(found.get(SUPPORTED_GROUPS, b"\0\0")[2:]),
+                 key_shares=tuple(g for g in shares if not grease(g)),
+                 sigalgs=_u16s(found.get(SIGNATURE_ALGORITHMS, b"\0\0")[2:]))
+
+
+def read_message(conn: socket.socket) -> bytes:
+    """The first handshake message a client sends on conn (its records joined)."""
+    data = b""
+    while len(data) < 4 or len(data) < 4 + int.from_bytes(data[1:4], "big"):
+        head = _exactly(conn, 5)
+        kind, size = head[0], int.from_bytes(head[3:5], "big")
+        if kind != HANDSHAKE:
+            raise ValueError(f"a TLS record of type {kind} before the ClientHello")
+        data += _exactly(conn, size)
+        if len(data) > MAX_HELLO:
+            raise ValueError("a ClientHello longer than 64 kB")
+    return data
+
+
+def _exactly(conn: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = conn.recv(n - len(out))
+        if not chunk:
+            raise ValueError("the client closed before its ClientHello was complete")
+        out += chunk
+    return out
+
+
+def capture(start: Callable[[int], subprocess.Popen], what: str, timeout_s: float = 60.0) -> Hello:
+    """The ClientHello of a client that start(port) points at a listener on 127.0.0.1:port; the client is killed
+    once it has been read. MeasurementFailed naming `what` if none comes within timeout_s."""
+    from pqbench.testbed import registry
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.settimeout(timeout_s)
+        proc = start(server.getsockname()[1])
+        try:
+            conn, _ = server.accept()
+            with conn:
+                conn.settimeout(timeout_s)
+                return parse(read_message(conn))
+        except (OSError, ValueError) as e:
+            raise MeasurementFailed(f"{what} sent no ClientHello to a listener on loopback: {e}") from None
+        finally:
+            registry.kill_child(proc)
+
+
+def of_browser(stack: str, label: str, version: str | None, start: Callable[[Path, str], subprocess.Popen],
+               fix: str) -> Hello | str:
+    """What a browser's ClientHello offers: read off a real one once per version, start(home, url) starting it
+    with a fresh profile in home, and kept in build/<stack>; a string: why it cannot be read."""
+    if version is None:
+        return f"{label} is not installed: {fix}"
+    cache = paths.BUILD / stack / f"client-hello-{version}.json"
+    try:
+        return Hello.from_json(json.loads(cache.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    with tempfile.TemporaryDirectory(prefix=f"pqbench-{stack}-hello-") as home:
+        try:
+            found = capture(lambda port: start(Path(home), f"https://127.0.0.1:{port}/"), f"{label} {version}")
+        except MeasurementFailed as e:
+            return str(e)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    part = cache.with_suffix(f".{os.getpid()}.part")  # whole or not at all: other processes may read it meanwhile
+    part.write_text(json.dumps(found.to_json()))
+    part.replace(cache)
+    return found
