@@ -7,7 +7,8 @@ in a process group of its own, holding the read end of a pipe whose write end on
 death, however it comes, closes the pipe; the guardian then ends the processes the owner asked it to watch
 (with their descendants) and removes the owner's testbeds from the registry, namespaces and devices too.
 
-A process to watch is told to the guardian by its pid and start time (so a reused pid is never signalled). An
+A process to watch is told to the guardian by its pid and start time (so a reused pid is never signalled); a
+command to run once the owner is gone (after), by its argv: what undoes a change outside the owner's things. An
 owner that ends normally has torn everything down already: its guardian then finds nothing to do. Testbeds
 started `detached` (`pqbench net up`) outlive their owner on purpose and are left alone (registry.stale).
 """
@@ -15,6 +16,7 @@ started `detached` (`pqbench net up`) outlive their owner on purpose and are lef
 from __future__ import annotations
 
 import faulthandler
+import json
 import os
 import select
 import signal
@@ -31,6 +33,8 @@ _lock = threading.Lock()
 _pipe: dict = {}  # {"pid": owner pid, "fd": write end, "guardian": Popen}: per process (a fork starts anew)
 GRACE_S = 1.0  # SIGTERM first: a server may remove its own files; then SIGKILL
 LOOK_S = 0.2  # how often a guardian waiting for input looks whether its owner is still there
+AFTER = "after "  # a line of the pipe that names a command to run at the end, not a process to watch
+AFTER_TIMEOUT_S = 30.0
 REPORT_S = 5.0  # a guardian still at work this long after its owner died writes its stack to its log (log_path)
 
 
@@ -66,6 +70,14 @@ def _src_path() -> str:
     """Where this pqbench is imported from, first on the guardian's path (a checkout run with PYTHONPATH)."""
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+
+
+def after(argv: list[str]) -> None:
+    """argv runs once this process is gone (after its watched processes have ended), however it ends: what undoes a
+    change outside its own things (a machine-wide file) when no teardown of its own will run."""
+    with _lock:
+        fd = _ensure()
+        os.write(fd, f"{AFTER}{json.dumps(argv)}\n".encode())  # one short write: atomic on a pipe (< PIPE_BUF)
 
 
 def watch(pid: int) -> None:
@@ -153,8 +165,11 @@ def log_path(owner_pid: int) -> Path:
 def guard(owner: dict, lines, log) -> None:
     """Reads the processes to watch until the owner is gone (end of input), then ends them and removes
     the owner's testbeds."""
-    watched = []
+    watched, afterwards = [], []
     for line in lines:
+        if line.startswith(AFTER):
+            afterwards.append(json.loads(line[len(AFTER):]))
+            continue
         pid, start = line.split()
         watched.append({"pid": int(pid), "start": int(start)})
     faulthandler.dump_traceback_later(REPORT_S, repeat=True, file=log)  # a guardian at work is never silent
@@ -169,6 +184,13 @@ def guard(owner: dict, lines, log) -> None:
         log.write("reaping the owner's testbeds\n")
         log.flush()
         registry.reap_stale()
+        for argv in afterwards:
+            log.write(f"running {argv}\n")
+            log.flush()
+            try:
+                subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, timeout=AFTER_TIMEOUT_S)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                log.write(f"{argv[0]}: {e}\n")
     except BaseException:
         traceback.print_exc(file=log)
         raise

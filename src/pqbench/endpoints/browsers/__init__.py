@@ -7,10 +7,11 @@ from pqbench.endpoints.browsers import nssdb
 from pqbench.errors import MissingCapability
 
 
-def unsupported_for(stack: str, label: str, offers):
+def unsupported_for(stack: str, label: str, offers, untrusted=nssdb.refuses):
     """A browser client's capability check: a client only; offers() -> the groups its ClientHello offers and the
     server signatures it accepts, by the catalog's names (or a string: why neither can be known). A signature
-    it accepts still needs our root in its trust store (nssdb.refuses); a size-only chain stands in for any."""
+    it accepts still needs our root trusted (untrusted(sig): why it cannot be, or None); a size-only chain stands
+    in for any."""
     def unsupported(kex: str, sig: str, role: str) -> str | None:
         if role == "server":
             return f"{stack} is a browser: a client only (its cells take another stack's server, e.g. --server openssl)"
@@ -26,7 +27,7 @@ def unsupported_for(stack: str, label: str, offers):
         if name not in signatures:
             return (f"{label}'s ClientHello accepts only {', '.join(signatures)} server signatures, not {sig} (a "
                     "size-only chain stands in for its size)")
-        why = nssdb.refuses(name)
+        why = untrusted(name)
         if why:
             return (f"{label} accepts {name} signatures, but its trust store here cannot hold a root that signs with {name} ({why}); "
                     "a size-only chain stands in for its size")

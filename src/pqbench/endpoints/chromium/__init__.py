@@ -17,8 +17,8 @@ import shutil
 import subprocess
 
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.browsers import NoServer, hello, offered_names, unsupported_for
-from pqbench.endpoints.chromium import launch
+from pqbench.endpoints.browsers import NoServer, hello, nssdb, offered_names, unsupported_for
+from pqbench.endpoints.chromium import launch, policy
 from pqbench.endpoints.chromium.client import Chromium
 
 __all__ = ["STACK"]
@@ -47,7 +47,15 @@ def offers():
     return found if isinstance(found, str) else offered_names(found)
 
 
-unsupported = unsupported_for("chromium", "Chromium", offers)
+def untrusted(sig: str) -> str | None:
+    """Why our root for sig cannot be trusted: NSS's tools cannot hold it and the CACertificates policy cannot be
+    written (pqbench.endpoints.chromium.policy)."""
+    why = nssdb.refuses(sig)
+    other = policy.why_not() if why else None
+    return f"{why}; {other}" if other else None
+
+
+unsupported = unsupported_for("chromium", "Chromium", offers, untrusted)
 
 
 @functools.lru_cache(maxsize=None)

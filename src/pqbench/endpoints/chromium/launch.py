@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pqbench.endpoints.browsers import nssdb
 from pqbench.endpoints.browsers.cdp import Pipe
+from pqbench.endpoints.chromium import policy
 from pqbench.errors import MissingCapability
 from pqbench.testbed import lifeline, sched
 
@@ -85,8 +86,12 @@ def _child_setup(to_browser: int, from_browser: int):
 
 def start(home: Path, cafile: str | None, hosts: dict[str, str], flags: list[str]):
     """Chromium with a fresh profile under home: (its process, the DevTools pipe to it, why our CA is not
-    trusted or None)."""
+    trusted or None, the policy entry that trusts it or None: policy.untrust it once the browser has ended). A
+    root NSS cannot hold (ML-DSA) is trusted through Chromium's CACertificates policy instead."""
     env, untrusted = profile(home, cafile)
+    entry = None
+    if untrusted and policy.why_not() is None:
+        entry, untrusted = policy.trust(Path(cafile)), None
     cmd_r, cmd_w = os.pipe()
     ev_r, ev_w = os.pipe()
     argv = [binary(), *HEADLESS, *QUIET, f"--user-data-dir={home / 'profile'}",
@@ -96,7 +101,7 @@ def start(home: Path, cafile: str | None, hosts: dict[str, str], flags: list[str
                             close_fds=False, preexec_fn=_child_setup(cmd_r, ev_w))
     os.close(cmd_r)
     os.close(ev_w)
-    return proc, Pipe(cmd_w, ev_r), untrusted
+    return proc, Pipe(cmd_w, ev_r), untrusted, entry
 
 
 def start_towards(home: Path, url: str) -> subprocess.Popen:

@@ -25,7 +25,7 @@ from pqbench.endpoints.browsers.loop import BrowserGone
 from pqbench.endpoints.browsers.timing import sample_of
 from pqbench.endpoints.browsers.warm import is_warm
 from pqbench.endpoints.chromium.devtools import connections_of
-from pqbench.endpoints.chromium import launch
+from pqbench.endpoints.chromium import launch, policy
 from pqbench.transport import TRANSPORTS
 from pqbench.webpages import pages
 
@@ -58,7 +58,8 @@ def clock_offset_ns() -> int:
 
 class Browser:
     def __init__(self, home: Path, job: dict, flags: list[str]):
-        self.proc, self.pipe, self.untrusted = launch.start(home, job.get("cafile"), host_map(job), flags)
+        self.proc, self.pipe, self.untrusted, self.trusted_by_policy = launch.start(home, job.get("cafile"),
+                                                                                    host_map(job), flags)
         self.pipe.send("Browser.getVersion", timeout=STARTUP_S)
         # The browser's first navigation to an origin starts what it starts once (its network service's state for
         # the origin; a speculative connection besides the page's own, which the page then does not use): made here,
@@ -130,6 +131,8 @@ class Browser:
         except Exception:
             self.proc.kill()
             self.proc.wait()
+        if self.trusted_by_policy:
+            policy.untrust(self.trusted_by_policy)
 
 
 def transport_flags(job: dict) -> list[str]:
