@@ -29,10 +29,15 @@ def unsupported_for(stack: str, label: str, offers, untrusted=nssdb.refuses):
                     "size-only chain stands in for its size)")
         why = untrusted(name)
         if why:
-            return (f"{label} accepts {name} signatures, but its trust store here cannot hold a root that signs with {name} ({why}); "
-                    "a size-only chain stands in for its size")
+            return (f"{label} accepts {name} signatures, but its trust store here cannot hold a root that signs with "
+                    f"{name} ({why}); a size-only chain stands in for its size")
         return None
     return unsupported
+
+
+def offered(found) -> tuple[tuple[str, ...], tuple[str, ...]] | str:
+    """What a browser's ClientHello (hello.of_browser's answer) offers by the catalog's names, or why it is not known."""
+    return found if isinstance(found, str) else offered_names(found)
 
 
 def offered_names(hello) -> tuple[tuple[str, ...], tuple[str, ...]]:

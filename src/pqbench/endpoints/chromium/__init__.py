@@ -17,7 +17,7 @@ import shutil
 import subprocess
 
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.browsers import NoServer, hello, nssdb, offered_names, unsupported_for
+from pqbench.endpoints.browsers import NoServer, hello, nssdb, offered, unsupported_for
 from pqbench.endpoints.chromium import launch, policy
 from pqbench.endpoints.chromium.client import Chromium
 
@@ -42,11 +42,6 @@ def client_hello() -> hello.Hello | str:
     return hello.of_browser("chromium", "Chromium", version(), launch.start_towards, launch.FIX)
 
 
-def offers():
-    found = client_hello()
-    return found if isinstance(found, str) else offered_names(found)
-
-
 def untrusted(sig: str) -> str | None:
     """Why our root for sig cannot be trusted: NSS's tools cannot hold it and the CACertificates policy cannot be
     written (pqbench.endpoints.chromium.policy)."""
@@ -55,7 +50,7 @@ def untrusted(sig: str) -> str | None:
     return f"{why}; {other}" if other else None
 
 
-unsupported = unsupported_for("chromium", "Chromium", offers, untrusted)
+unsupported = unsupported_for("chromium", "Chromium", lambda: offered(client_hello()), untrusted)
 
 
 @functools.lru_cache(maxsize=None)

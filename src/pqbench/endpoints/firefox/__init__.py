@@ -16,7 +16,7 @@ import shutil
 import subprocess
 
 from pqbench.endpoints.base import Capabilities, Stack
-from pqbench.endpoints.browsers import NoServer, hello, offered_names, unsupported_for
+from pqbench.endpoints.browsers import NoServer, hello, offered, unsupported_for
 from pqbench.endpoints.firefox import launch
 from pqbench.endpoints.firefox.client import Firefox
 
@@ -42,12 +42,7 @@ def client_hello() -> hello.Hello | str:
     return hello.of_browser("firefox", "Firefox", version(), launch.start_towards, launch.FIX)
 
 
-def offers():
-    found = client_hello()
-    return found if isinstance(found, str) else offered_names(found)
-
-
-unsupported = unsupported_for("firefox", "Firefox", offers)
+unsupported = unsupported_for("firefox", "Firefox", lambda: offered(client_hello()))
 
 
 @functools.lru_cache(maxsize=None)
