@@ -6,13 +6,16 @@ on loopback that reads its first ClientHello and closes (no TLS is answered, not
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import socket
 import struct
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -96,10 +99,14 @@ def _exactly(conn: socket.socket, n: int) -> bytes:
     return out
 
 
+GONE_S = 10.0  # how long a killed client's process group may take to end
+
+
 def capture(start: Callable[[int], subprocess.Popen], what: str, timeout_s: float = 60.0) -> Hello:
-    """The ClientHello of a client that start(port) points at a listener on 127.0.0.1:port; the client is killed
-    once it has been read. MeasurementFailed naming `what` if none comes within timeout_s."""
-    from pqbench.testbed import registry
+    """The ClientHello of a client that start(port) points at a listener on 127.0.0.1:port, started in a process
+    group of its own; the group is killed once it has been read, and gone when this returns (a browser's helper
+    processes would go on writing to its profile). MeasurementFailed naming `what` if none comes within
+    timeout_s."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(8)
@@ -113,7 +120,24 @@ def capture(start: Callable[[int], subprocess.Popen], what: str, timeout_s: floa
         except (OSError, ValueError) as e:
             raise MeasurementFailed(f"{what} sent no ClientHello to a listener on loopback: {e}") from None
         finally:
-            registry.kill_child(proc)
+            _end_group(proc)
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """The client and, if it leads a process group (a browser), the group, ended and gone."""
+    with contextlib.suppress(ProcessLookupError):
+        leads = os.getpgid(proc.pid) == proc.pid  # not reaped yet: the pid is still this child's
+        os.killpg(proc.pid, signal.SIGKILL) if leads else proc.kill()
+    proc.wait()
+    if not leads:
+        return
+    deadline = time.monotonic() + GONE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 def of_browser(stack: str, label: str, version: str | None, start: Callable[[Path, str], subprocess.Popen],
@@ -127,7 +151,7 @@ def of_browser(stack: str, label: str, version: str | None, start: Callable[[Pat
         return Hello.from_json(json.loads(cache.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    with tempfile.TemporaryDirectory(prefix=f"pqbench-{stack}-hello-") as home:
+    with tempfile.TemporaryDirectory(prefix=f"pqbench-{stack}-hello-", ignore_cleanup_errors=True) as home:
         try:
             found = capture(lambda port: start(Path(home), f"https://127.0.0.1:{port}/"), f"{label} {version}")
         except MeasurementFailed as e:

@@ -105,14 +105,14 @@ def start(home: Path, cafile: str | None, hosts: dict[str, str], flags: list[str
 
 
 def start_towards(home: Path, url: str) -> subprocess.Popen:
-    """Chromium with a fresh profile under home, loading url and nothing else (no DevTools pipe): what its
-    ClientHello offers is read off a listener there (pqbench.endpoints.browsers.hello)."""
+    """Chromium with a fresh profile under home, loading url and nothing else (no DevTools pipe), in a process group
+    of its own: what its ClientHello offers is read off a listener there (pqbench.endpoints.browsers.hello)."""
     env, _ = profile(home, None)
     argv = [binary(), *[f for f in HEADLESS if f != "--remote-debugging-pipe"], *QUIET,
             f"--user-data-dir={home / 'profile'}", url]
     log = open(home / "chromium.log", "wb")
     try:  # it dies with this process, whatever ends it; it never runs real-time
         return lifeline.popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                              preexec_fn=sched.leave_realtime)
+                              preexec_fn=sched.leave_realtime, process_group=0)
     finally:
         log.close()

@@ -96,12 +96,13 @@ def _env(home: Path) -> dict:
 
 
 def start_towards(home: Path, url: str) -> subprocess.Popen:
-    """Firefox with a fresh profile in home (post-quantum on, as shipped), loading url and nothing else: what its
-    ClientHello offers is read off a listener there (pqbench.endpoints.browsers.hello)."""
+    """Firefox with a fresh profile in home (post-quantum on, as shipped), loading url and nothing else, in a process
+    group of its own: what its ClientHello offers is read off a listener there (pqbench.endpoints.browsers.hello)."""
     profile(home, None, "127.0.0.1", pq=True)
     with open(home / "firefox.log", "wb") as log:  # it dies with this process, whatever ends it
         return lifeline.popen([binary(), "--headless", "--no-remote", "--profile", str(home), url], env=_env(home),
-                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, preexec_fn=sched.leave_realtime)
+                              stdin=subprocess.DEVNULL, stdout=log, stderr=log, preexec_fn=sched.leave_realtime,
+                              process_group=0)
 
 
 def start(home: Path) -> tuple[subprocess.Popen, int]:
