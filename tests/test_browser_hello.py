@@ -40,13 +40,18 @@ def _u16_list(values) -> bytes:
 
 def test_grease_values_are_left_out():
     shares = b"".join(struct.pack("!HH", g, 1) + b"\0" for g in (0x2A2A, 0x001D))
+    anchors = bytes([3, 0x82, 0xDF, 0x13]) + bytes([4, 0x82, 0xDF, 0x13, 0x7F])  # IDs 44947 and 44947.127
     extensions = (_extension(0x0A0A, b"") + _extension(hello.SUPPORTED_GROUPS, _u16_list([0x3A3A, 0x001D, 0x0017]))
                   + _extension(hello.SIGNATURE_ALGORITHMS, _u16_list([0x0403, 0xFAFA]))
-                  + _extension(hello.KEY_SHARE, struct.pack("!H", len(shares)) + shares))
+                  + _extension(hello.KEY_SHARE, struct.pack("!H", len(shares)) + shares)
+                  + _extension(hello.TRUST_ANCHORS, struct.pack("!H", len(anchors)) + anchors))
     body = b"\x03\x03" + bytes(32) + b"\x00" + _u16_list([0x1301]) + b"\x01\x00" + struct.pack("!H", len(extensions)) \
         + extensions
     message = bytes([hello.CLIENT_HELLO]) + len(body).to_bytes(3, "big") + body
-    assert hello.parse(message) == hello.Hello(groups=(0x001D, 0x0017), key_shares=(0x001D,), sigalgs=(0x0403,))
+    assert hello.parse(message) == hello.Hello(
+        groups=(0x001D, 0x0017), key_shares=(0x001D,), sigalgs=(0x0403,),
+        extensions=(hello.SUPPORTED_GROUPS, hello.SIGNATURE_ALGORITHMS, hello.KEY_SHARE, hello.TRUST_ANCHORS),
+        trust_anchors=("44947", "44947.127"))
     assert [hello.grease(v) for v in (0x0A0A, 0xFAFA, 0x0A1A, 0x001D)] == [True, True, False, False]
 
 
@@ -73,6 +78,8 @@ def test_a_browser_s_capabilities_are_what_its_real_client_hello_offers(tmp_path
     assert "ed25519" not in signatures
     assert {"mldsa44", "mldsa65", "mldsa87"} <= set(signatures) if browser == "chromium" else \
         not {s for s in signatures if s.startswith("mldsa")}
+    # Chromium says which trust anchors it has (draft-ietf-tls-trust-anchor-ids; 28 IDs from 156), Firefox not
+    assert bool(found.trust_anchors) == (browser == "chromium") == (hello.TRUST_ANCHORS in found.extensions)
     caps = stack.capabilities()
     assert all(caps.unsupported(g, "ecdsap256", "client") is None for g in groups)
     refused = caps.unsupported("X25519MLKEM768", "ed25519", "client")

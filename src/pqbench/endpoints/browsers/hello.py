@@ -24,6 +24,7 @@ from pqbench.errors import MeasurementFailed
 
 HANDSHAKE, CLIENT_HELLO = 22, 1
 SUPPORTED_GROUPS, SIGNATURE_ALGORITHMS, KEY_SHARE = 10, 13, 51
+TRUST_ANCHORS = 0xCA34  # draft-ietf-tls-trust-anchor-ids: the trust anchors the client has, by their IDs
 MAX_HELLO = 1 << 16  # a ClientHello this long is not one we read (a PQ share and padding are well under it)
 
 
@@ -32,6 +33,8 @@ class Hello:
     groups: tuple[int, ...]
     key_shares: tuple[int, ...]
     sigalgs: tuple[int, ...]
+    extensions: tuple[int, ...] = ()  # their types, in order
+    trust_anchors: tuple[str, ...] = ()  # trust anchor IDs (relative OIDs, dotted) the client says it has
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -72,7 +75,24 @@ def parse(message: bytes) -> Hello:
         data = data[4 + size:]
     return Hello(groups=_u16s(found.get(SUPPORTED_GROUPS, b"\0\0")[2:]),
                  key_shares=tuple(g for g in shares if not grease(g)),
-                 sigalgs=_u16s(found.get(SIGNATURE_ALGORITHMS, b"\0\0")[2:]))
+                 sigalgs=_u16s(found.get(SIGNATURE_ALGORITHMS, b"\0\0")[2:]),
+                 extensions=tuple(k for k in found if not grease(k)),
+                 trust_anchors=_anchor_ids(found.get(TRUST_ANCHORS, b"\0\0")[2:]))
+
+
+def _anchor_ids(data: bytes) -> tuple[str, ...]:
+    """A TrustAnchorIDList's IDs (each opaque<1..255>, a relative OID in DER's base-128 arcs) as dotted strings."""
+    ids = []
+    while data:
+        size, item, data = data[0], data[1:1 + data[0]], data[1 + data[0]:]
+        arcs, value = [], 0
+        for byte in item[:size]:
+            value = value << 7 | byte & 0x7F
+            if not byte & 0x80:
+                arcs.append(str(value))
+                value = 0
+        ids.append(".".join(arcs))
+    return tuple(ids)
 
 
 def read_message(conn: socket.socket) -> bytes:
