@@ -78,7 +78,7 @@ def test_a_browser_s_capabilities_are_what_its_real_client_hello_offers(tmp_path
     assert "ed25519" not in signatures
     assert {"mldsa44", "mldsa65", "mldsa87"} <= set(signatures) if browser == "chromium" else \
         not {s for s in signatures if s.startswith("mldsa")}
-    # Chromium says which trust anchors it has (draft-ietf-tls-trust-anchor-ids; 28 IDs from 156), Firefox not
+    # Chromium says which trust anchors it has (draft-ietf-tls-trust-anchor-ids; 156 sends 28), Firefox not
     assert bool(found.trust_anchors) == (browser == "chromium") == (hello.TRUST_ANCHORS in found.extensions)
     caps = stack.capabilities()
     assert all(caps.unsupported(g, "ecdsap256", "client") is None for g in groups)
