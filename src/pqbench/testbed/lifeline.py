@@ -62,7 +62,7 @@ def _ensure() -> int:
                                     env={**os.environ, "PYTHONPATH": _src_path()})
     finally:
         os.close(read)
-    _pipe.update(pid=os.getpid(), fd=write, guardian=guardian)
+    _pipe.update(pid=os.getpid(), fd=write, guardian=guardian, afters=set())
     return write
 
 
@@ -77,7 +77,10 @@ def after(argv: list[str]) -> None:
     change outside its own things (a machine-wide file) when no teardown of its own will run."""
     with _lock:
         fd = _ensure()
+        if tuple(argv) in _pipe["afters"]:
+            return  # once per guardian: it runs each command once
         os.write(fd, f"{AFTER}{json.dumps(argv)}\n".encode())  # one short write: atomic on a pipe (< PIPE_BUF)
+        _pipe["afters"].add(tuple(argv))
 
 
 def watch(pid: int) -> None:

@@ -253,35 +253,34 @@ def _sink(bind: str, hashing: bool, skip: float) -> int:
     view = memoryview(buf)
     h = hashlib.sha256()
     total = 0
-    marks = []  # (time, bytes received before this read, whether it left nothing unread: caught up)
+    # the goodput window opens at the first read after `skip` that leaves the socket empty (the sink caught up:
+    # every byte after it arrived after its time). A sink held up as the window opens reads a backlog of earlier
+    # bytes first: counted, they made a 20 Mbit/s link's goodput 1.021 of what the rate allows on a busy machine
+    t_first = t_last = None
+    first_n, window = 0, None  # the first read's bytes; (time, bytes read by then) where the window opened
     queued = array.array("i", [0])
     while True:
         n = conn.recv_into(buf)
         if not n:
             break
-        fcntl.ioctl(conn, termios.FIONREAD, queued)
-        marks.append((time.perf_counter(), total, queued[0] == 0))
+        t_last = time.perf_counter()
         total += n
+        if t_first is None:
+            t_first, first_n = t_last, n
+        if skip > 0 and window is None and t_last >= t_first + skip:
+            fcntl.ioctl(conn, termios.FIONREAD, queued)  # only until the window opens: no cost per read after
+            if queued[0] == 0:
+                window = (t_last, total)
         if hashing:
             h.update(view[:n])
-    t_last = marks[-1][0] if marks else 0.0
+    if t_first is None:  # nothing arrived
+        t_first = t_last = 0.0
 
-    def goodput(start: float) -> float:
-        # from the first read at or after start that left the socket empty (the sink caught up: every byte after
-        # it arrived after its time), the bytes after it over the time to the last read. A sink held up as the
-        # window opens reads a backlog of earlier bytes first: counted, they made a 20 Mbit/s link's goodput
-        # 1.021 of what the rate allows on a busy machine
-        for k, (t, _, caught_up) in enumerate(marks):
-            if t >= start and caught_up:
-                after = marks[k + 1][1] if k + 1 < len(marks) else total
-                return (total - after) * 8 / (t_last - t) / 1e6 if t_last > t else 0.0
-        return 0.0
-
-    t_first = marks[0][0] if marks else 0.0
-    total_rate = (total - (marks[1][1] if len(marks) > 1 else total)) * 8 / (t_last - t_first) / 1e6 \
-        if t_last > t_first else 0.0
+    def rate(since: float, before: int) -> float:  # the bytes read after `since` over the time to the last read
+        return (total - before) * 8 / (t_last - since) / 1e6 if t_last > since else 0.0
+    total_rate = rate(t_first, first_n)
     print(json.dumps({"bytes": total, "seconds": t_last - t_first, "goodput_total_mbit": total_rate,
-                      "goodput_mbit": goodput(t_first + skip) if skip > 0 else total_rate,
+                      "goodput_mbit": (rate(*window) if window else 0.0) if skip > 0 else total_rate,
                       "sha256": h.hexdigest()}))
     return 0
 

@@ -145,6 +145,7 @@ def capture(start: Callable[[int], subprocess.Popen], what: str, timeout_s: floa
 
 def _end_group(proc: subprocess.Popen) -> None:
     """The client and, if it leads a process group (a browser), the group, ended and gone."""
+    leads = False
     with contextlib.suppress(ProcessLookupError):
         leads = os.getpgid(proc.pid) == proc.pid  # not reaped yet: the pid is still this child's
         os.killpg(proc.pid, signal.SIGKILL) if leads else proc.kill()

@@ -110,9 +110,6 @@ def start_towards(home: Path, url: str) -> subprocess.Popen:
     env, _ = profile(home, None)
     argv = [binary(), *[f for f in HEADLESS if f != "--remote-debugging-pipe"], *QUIET,
             f"--user-data-dir={home / 'profile'}", url]
-    log = open(home / "chromium.log", "wb")
-    try:  # it dies with this process, whatever ends it; it never runs real-time
+    with open(home / "chromium.log", "wb") as log:  # it dies with this process, whatever ends it; never real-time
         return lifeline.popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                               preexec_fn=sched.leave_realtime, process_group=0)
-    finally:
-        log.close()
