@@ -148,17 +148,20 @@ def test_each_connection_of_a_page_joins_its_own_flow_on_the_wire(bed):
             body = sum(r.size for r in page.resources if r.origin == k)
             assert c["bytes_s2c"] > body and c["packets_s2c"] > body / 1500, c
         # pqtimer − wire per milestone, per connection: within a fraction of a round trip (a connection joined to
-        # another's flow, or a milestone a flight off, would be a round trip or more away)
+        # another's flow, or a milestone a flight off, would be a round trip or more away), and later only by as
+        # much more as the connection's thread waited for a CPU (a busy machine: other tests' real-time servers)
         rows = page_wire.connections(s, flows)
         assert len(rows) == 3 and all(r["flow"] for r in rows), rows
         assert s["browser"]["connections_minus_wire"] == rows  # the same join, made as the cell ended
         for r in rows:
+            waited = r["cpu_wait_ms"]
+            assert waited is not None and waited >= 0, r
             for m in ("connect_start", "tcp_connected", "client_hello_sent", "handshake_done", "request_sent",
                       "last_byte"):
-                assert r[m] is not None and abs(r[m]) < RTT_MS / 2, (m, r)
+                assert r[m] is not None and -RTT_MS / 2 < r[m] < RTT_MS / 2 + waited, (m, r)
             # the first byte pqtimer can read ends the response's first TLS record (16 kB from nginx): a round trip
             # after the wire's first packet where that record outgrows the server's first window
-            assert -RTT_MS / 2 < r["first_byte"] < 1.5 * RTT_MS, r
+            assert -RTT_MS / 2 < r["first_byte"] < 1.5 * RTT_MS + waited, r
     agree = page_wire.agreement(samples, flows)
     assert agree["handshake_done"]["n"] == 3 * len(samples)
 
@@ -212,7 +215,7 @@ loss = ["0%"]
 def test_page_wire_compares_each_connection_with_its_flow_and_skips_records_without_packets():
     ms = 1_000_000
     sample = {"ok": True, "browser": {"requests_detail": [{"url": "https://a/doc", "remote": "10.0.1.1:443",
-              "connection": {"start_mono_ns": 1000 * ms, "local_port": 5000,
+              "connection": {"start_mono_ns": 1000 * ms, "local_port": 5000, "cpu_wait_ns": 2_500_000,
                              "t_ns": {"tcp_connected": 10 * ms, "client_hello_sent": 10 * ms + ms // 10,
                                       "handshake_done": 30 * ms, "request_sent": 30 * ms, "first_byte": 41 * ms,
                                       "last_byte": 61 * ms}}}]}}
@@ -224,9 +227,10 @@ def test_page_wire_compares_each_connection_with_its_flow_and_skips_records_with
             "synack_ns": 1010 * ms, "flights": [flight("c2s", 10, 10), flight("s2c", 20, 20), flight("c2s", 30, 30),
                                                 flight("s2c", 40, 60)]}
     rows = page_wire.connections(sample, [empty, flow])
-    assert rows == [{"url": "https://a/doc", "flow": "10.0.0.1:5000 > 10.0.1.1:443", "connect_start": 0.0,
+    assert rows == [{"url": "https://a/doc", "flow": "10.0.0.1:5000 > 10.0.1.1:443", "cpu_wait_ms": 2.5,
+                     "connect_start": 0.0,
                      "tcp_connected": 0.0, "client_hello_sent": 0.1, "handshake_done": 0.0, "request_sent": 0.0,
                      "first_byte": 1.0, "last_byte": 1.0}], rows
-    assert page_wire.connections(sample, [empty]) == [{"url": "https://a/doc", "flow": None}]
+    assert page_wire.connections(sample, [empty]) == [{"url": "https://a/doc", "flow": None, "cpu_wait_ms": 2.5}]
     assert page_wire.agreement([sample], [flow])["first_byte"] == {"n": 1, "median_ms": 1.0, "p5_ms": 1.0,
                                                                    "p95_ms": 1.0}

@@ -35,6 +35,9 @@ struct conn {
     SSL *ssl;
     int fd, handshake_ok, local_port, threaded;
     uint64_t request_sent;
+    /* its thread's wait for a CPU from its start to its last response (UINT64_MAX: the kernel does not say):
+     * a milestone it took late by that much was held up in the client, not on the wire */
+    uint64_t cpu_wait_ns;
     char group[64], sigalg[64];
     pthread_t thread;
 };
@@ -263,8 +266,11 @@ static void conn_close(struct conn *c) {
 
 static void *conn_main(void *arg) {
     struct conn *c = arg;
+    uint64_t wait0 = cpu_wait_total_ns();
     if (conn_open(c))
         conn_fetch(c, 0, c->n, 0);
+    c->cpu_wait_ns = cpu_wait_since_ns(wait0);
+    cpu_wait_release();
     conn_finish(c);
     return NULL;
 }
@@ -284,6 +290,7 @@ void page_run_sample(SSL_CTX *ctx, struct options *o, struct trace *tr, struct o
         tcp_counts_read(doc->fd, &tr->tcp_handshake);
         ok = conn_fetch(doc, 0, 1, 1) && (doc->n == 1 || conn_fetch(doc, 1, doc->n, 0));
     }
+    doc->cpu_wait_ns = cpu_wait_since_ns(wait0);
     for (int k = 1; k < n_conns; k++)
         if (conns[k].threaded)
             pthread_join(conns[k].thread, NULL);
@@ -371,6 +378,8 @@ static void print_connection(const struct conn *c) {
     c->group[0] ? json_str(c->group) : (void)printf("null");
     printf(", \"sigalg\": ");
     c->sigalg[0] ? json_str(c->sigalg) : (void)printf("null");
+    printf(", \"cpu_wait_ns\": ");
+    c->cpu_wait_ns == UINT64_MAX ? (void)printf("null") : (void)printf("%llu", (unsigned long long)c->cpu_wait_ns);
     printf(", \"tls\": %s, \"requests\": %d, \"error_class\": ", c->handshake_ok ? "\"TLSv1.3\"" : "null", c->n);
     c->out->error_class ? json_str(c->out->error_class) : (void)printf("null");
     printf("}");

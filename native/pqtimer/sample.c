@@ -21,9 +21,13 @@ void set_error(struct outcome *o, const char *cls, const char *fmt, ...) {
     va_end(ap);
 }
 
-void cpu_wait_since(struct trace *tr, uint64_t wait0) {
+uint64_t cpu_wait_since_ns(uint64_t wait0) {
     uint64_t now = cpu_wait_total_ns();
-    tr->cpu_wait_ns = wait0 == UINT64_MAX || now == UINT64_MAX ? UINT64_MAX : now - wait0;
+    return wait0 == UINT64_MAX || now == UINT64_MAX ? UINT64_MAX : now - wait0;
+}
+
+void cpu_wait_since(struct trace *tr, uint64_t wait0) {
+    tr->cpu_wait_ns = cpu_wait_since_ns(wait0);
 }
 
 /* Read once the sample's times are taken, so it costs them nothing; 0 when the kernel will not say. */

@@ -55,6 +55,8 @@ struct transport_ops {
 void set_error(struct outcome *o, const char *cls, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The thread's run-queue wait since wait0 into tr->cpu_wait_ns. */
 void cpu_wait_since(struct trace *tr, uint64_t wait0);
+/* The calling thread's wait for a CPU since wait0 (cpu_wait_total_ns), UINT64_MAX when the kernel does not say */
+uint64_t cpu_wait_since_ns(uint64_t wait0);
 /* The socket's local port, 0 when the kernel will not say. */
 int local_port(int fd);
 /* The server's chain, its signature algorithms and the verification result, into tr. */

@@ -32,12 +32,15 @@ static const unsigned char hrr_random[32] = {
     0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x11, 0xBE, 0x1D, 0x8C, 0x02, 0x1E, 0x65, 0xB8, 0x91,
     0xC2, 0xA2, 0x11, 0x16, 0x7A, 0xBB, 0x8C, 0x5E, 0x07, 0x9E, 0x09, 0xE2, 0xC8, 0xA8, 0x33, 0x9C};
 
+/* each thread's own file: a page load's further connections are timed in threads of their own */
+static __thread int schedstat_fd = -2;
+
 uint64_t cpu_wait_total_ns(void) {
-    /* "run_ns wait_ns slices": opened once, re-read from offset 0 (a few microseconds, outside any
+    /* "run_ns wait_ns slices": opened once per thread, re-read from offset 0 (a few microseconds, outside any
      * phase's timestamp) */
-    static int fd = -2;
+    int fd = schedstat_fd;
     if (fd == -2)
-        fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+        fd = schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
     char buf[96];
     ssize_t n = fd >= 0 ? pread(fd, buf, sizeof buf - 1, 0) : -1;
     if (n <= 0)
@@ -45,6 +48,12 @@ uint64_t cpu_wait_total_ns(void) {
     buf[n] = 0;
     unsigned long long run, wait;
     return sscanf(buf, "%llu %llu", &run, &wait) == 2 ? (uint64_t)wait : UINT64_MAX;
+}
+
+void cpu_wait_release(void) {
+    if (schedstat_fd >= 0)
+        close(schedstat_fd);
+    schedstat_fd = -2;
 }
 
 /* Notes a ClientHello's size and its key shares (RFC 8446 4.2.8). A malformed message (which OpenSSL

@@ -136,5 +136,7 @@ void tcp_counts_read(int fd, struct tcp_counts *out);
 /* This thread's total run-queue wait so far in ns (/proc/thread-self/schedstat), UINT64_MAX when the
  * kernel does not say. */
 uint64_t cpu_wait_total_ns(void);
+/* Closes the calling thread's schedstat file (a thread that ends) */
+void cpu_wait_release(void);
 
 #endif

@@ -24,15 +24,19 @@ RESPONSE_END = Milestone("s2c", -1, "last")
 
 
 def connections(sample: dict, flows: list[dict]) -> list[dict]:
-    """Per connection of a successful load: its url (the request that opened it), flow, and client − wire per
-    milestone (ms; None where either lacks it)."""
+    """Per connection of a successful load: its url (the request that opened it), flow, client − wire per
+    milestone (ms; None where either lacks it), and cpu_wait_ms: how long the client's thread of that connection
+    waited for a CPU over its life (pqtimer's, from the kernel's schedstat; None where the client does not say), an
+    upper bound on how much later than the wire a busy machine made the client see a milestone."""
     over = transport.of_sample(sample)
     if not sample.get("ok") or not over.kernel_tcp:  # the milestones are TCP's (SYN-ACK, flights of TLS records)
         return []
     shift = clock_shift_ns(sample)
     out = []
     for r, c, f in joined_connections(sample, flows, over.ip_proto):
-        row = {"url": r["url"], "flow": f"{f['client']} > {f['server']}" if f else None}
+        wait = c.get("cpu_wait_ns")
+        row = {"url": r["url"], "flow": f"{f['client']} > {f['server']}" if f else None,
+               "cpu_wait_ms": round(wait / 1e6, 4) if wait is not None else None}
         if f is None:
             out.append(row)
             continue
