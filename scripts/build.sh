@@ -4,7 +4,7 @@
 #     core    what the demo needs: Debian packages, OpenSSL, liboqs, the venv, native/ (pqprov, pqtimer,
 #             pqlink, cryptobench), the OpenSSL config
 #     stacks  liboqs with the catalog's algorithms and the optional stacks: rustls + s2n-tls, Go's
-#             crypto/tls, OpenSSH, Go's SSH (pqbench also builds each on first use)
+#             crypto/tls, OpenSSH, Go's SSH, strongSwan (pqbench also builds each on first use)
 #     test    what only the tests need beyond core and stacks (chromium for the report tests)
 #     all     core, stacks and test
 # Third-party builds are cached by version and recipe hash in build/ and, for fresh clones on the
@@ -238,6 +238,8 @@ source "$ROOT/scripts/build-go.sh"     # do_gotls: Go 1.27's crypto/tls (native/
 source "$ROOT/scripts/build-ssh.sh"    # do_openssh: OpenSSH 10 from Debian's archive; do_sshgo: native/sshgo
 # shellcheck source=build-nginx-h3.sh
 source "$ROOT/scripts/build-nginx-h3.sh"  # do_nginx-h3: nginx with HTTP/3 on our OpenSSL (the QUIC server)
+# shellcheck source=build-ike.sh
+source "$ROOT/scripts/build-ike.sh"    # do_strongswan: strongSwan 6 (IKEv2) on our OpenSSL
 # --- browsers: the chromium client stack, from Debian's archive (certutil makes each profile's NSS database) ---
 do_chromium() {
     apt_install chromium libnss3-tools
@@ -256,9 +258,9 @@ do_firefox() {
     step firefox "$version (Debian's archive)"
 }
 
-STEPS=(apt openssl liboqs liboqs-catalog venv native conf tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3 chromium firefox apt_test)
+STEPS=(apt openssl liboqs liboqs-catalog venv native conf tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3 strongswan chromium firefox apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
-                   [stacks]="liboqs-catalog tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3"
+                   [stacks]="liboqs-catalog tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3 strongswan"
                    [test]="apt_test chromium firefox")
 STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
 steps=()

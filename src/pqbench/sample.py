@@ -44,6 +44,20 @@ class SshPhase(str, enum.Enum):
     COMMAND_DONE = "command_done"
 
 
+class IkePhase(str, enum.Enum):
+    """The milestones of an IKEv2 handshake (RFC 7296), as pqbench's strongSwan client reads them from its charon's
+    log: each exchange's request leaving and its response arriving. With additional key exchanges (RFC 9370) an
+    IKE_INTERMEDIATE exchange (RFC 9242) per ML-KEM comes between IKE_SA_INIT and IKE_AUTH; handshake_done is the
+    IKE_SA established (the IKE_AUTH response in and the server's AUTH payload verified)."""
+    START = "start"  # the initiation asked of the client's charon
+    IKE_SA_INIT_SENT = "ike_sa_init_sent"  # its first IKE_SA_INIT request left (the key share made)
+    IKE_SA_INIT_RECEIVED = "ike_sa_init_received"  # the IKE_SA_INIT response that was answered arrived
+    INTERMEDIATE_RECEIVED = "intermediate_received"  # the last IKE_INTERMEDIATE response arrived (none: no extra KE)
+    IKE_AUTH_SENT = "ike_auth_sent"  # the IKE_AUTH request left (its first fragment)
+    IKE_AUTH_RECEIVED = "ike_auth_received"  # the IKE_AUTH response arrived (its last fragment): the wire's end
+    HANDSHAKE_DONE = "handshake_done"  # the SA established: the server's certificates and AUTH verified
+
+
 # The phases a sample reports a time for (START is their zero); the store has a column for each (SSH's own
 # came with migration 5, QUIC's with 13).
 PHASES = tuple(p.value for p in Phase if p is not Phase.START)
@@ -52,6 +66,11 @@ PHASES_V1 = tuple(p for p in PHASES if p != Phase.HANDSHAKE_PACKET_RECEIVED.valu
 SSH_PHASES = tuple(p.value for p in SshPhase if p is not SshPhase.START)
 # SSH's phases that TLS has no column for (the store adds theirs in migration 5).
 SSH_ONLY_PHASES = tuple(p for p in SSH_PHASES if p not in PHASES)
+IKE_PHASES = tuple(p.value for p in IkePhase if p is not IkePhase.START)
+# IKEv2's phases that neither TLS nor SSH has a column for (the store adds theirs in migration 14).
+IKE_ONLY_PHASES = tuple(p for p in IKE_PHASES if p not in PHASES + SSH_PHASES)
+# Every phase the store has a column for, TLS's first.
+STORED_PHASES = PHASES + SSH_ONLY_PHASES + IKE_ONLY_PHASES
 # What a sample's headline duration measures, per mode.
 # resume_page: a resumed handshake, then GET the page; early: a resumed handshake whose GET goes as 0-RTT
 # early data (both to the page's last byte, as page mode: full / resumed / 0-RTT compare directly).
@@ -135,6 +154,11 @@ class Timeline:
     the protocol's other phases as null (pqtimer prints every Phase over TCP and QUIC alike)."""
     phases: tuple[str, ...]
     milestones: dict  # mode -> Milestone
+    # Over datagrams: the phase at which the client's first datagram left (the wire time's zero; over TCP the SYN)
+    first_sent: str = Phase.CLIENT_HELLO_SENT.value
+    # The phase the wire's milestone marks where it is not the metric's (IKEv2: the IKE_AUTH response's arrival;
+    # the metric, the SA established, follows once the client has verified it, with nothing sent after)
+    wire_end: str | None = None
 
 
 # The one table of phase and milestone names: every timing client (pqtimer, tlsgo, quicgo, pqrustls, pqs2n,

@@ -8,10 +8,10 @@ import json
 import numpy as np
 
 from pqbench import store
-from pqbench.sample import SSH_ONLY_PHASES
+from pqbench.sample import STORED_PHASES
 
 # Sample columns the analysis uses (numeric; NULL becomes NaN).
-SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in store.PHASES + SSH_ONLY_PHASES), "client_hello_bytes", "server_hello_bytes",
+SAMPLE_FIELDS = ("duration_ms", *(f"{p}_ms" for p in STORED_PHASES), "client_hello_bytes", "server_hello_bytes",
                  "certificate_bytes", "certificate_verify_bytes", "hs_bytes_sent", "hs_bytes_received",
                  "tcp_bytes_sent", "tcp_bytes_received", "tcp_segs_out", "tcp_segs_in", "tcp_retransmits",
                  "body_bytes", "requests", "cpu_wait_ms", *store.WIRE_COLUMNS, *store.WIRE_COLUMNS_V3,

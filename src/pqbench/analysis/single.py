@@ -108,20 +108,22 @@ def quic_shape(samples: list[dict]) -> dict:
 
 
 def datagram_shape(samples: list[dict], protocol: str) -> dict:
-    """Over plain datagrams (DTLS), per successful sample: the datagrams each way on the wire, and what the
-    client saw of its ClientHellos (two after a cookie) and the datagrams that carried them (its `protocol`
-    section)."""
+    """Over plain datagrams (DTLS, IKEv2), per successful sample: the datagrams each way on the wire, and what the
+    client counted in its `protocol` section (`own`): the median of each count (DTLS: its ClientHellos, two after a
+    cookie, and their datagrams; IKEv2: datagrams, retransmissions, IKE_INTERMEDIATE exchanges), for each flag the
+    samples that had it (DTLS: a cookie asked)."""
     ok = [s for s in samples if s.get("ok")]
     wire = [s["wire"] for s in ok if s.get("wire")]
-    own = [s[protocol] for s in ok if s.get(protocol)]
+    own = [s[protocol] for s in ok if isinstance(s.get(protocol), dict)]
     med = lambda values: _round(np.median(values), 3) if values else None  # noqa: E731
+    counted = {}
+    for key in dict.fromkeys(k for o in own for k, v in o.items() if isinstance(v, (int, float))):
+        values = [o[key] for o in own if isinstance(o.get(key), (int, float))]
+        counted[key] = sum(values) if all(isinstance(v, bool) for v in values) else med(values)
     return {"n": len(ok), "recorded": len(wire),
             "datagrams_c2s": med([w["datagrams_c2s"] for w in wire if w.get("datagrams_c2s") is not None]),
             "datagrams_s2c": med([w["datagrams_s2c"] for w in wire if w.get("datagrams_s2c") is not None]),
-            "client_hellos": med([o["client_hellos"] for o in own if o.get("client_hellos") is not None]),
-            "client_hello_datagrams": med([o["client_hello_datagrams"] for o in own
-                                           if o.get("client_hello_datagrams") is not None]),
-            "cookie": sum(1 for o in own if o.get("cookie"))}
+            "own": counted}
 
 
 def tls_shape(samples: list[dict]) -> dict | None:
@@ -196,8 +198,9 @@ def format_summary(result: dict) -> str:
                      + (f"; Retry in {q['retry']} of {q['n']}" if q["retry"] else ""))
     d = result.get("datagrams")
     if d:
-        lines.append(f"  datagrams c→s {d['datagrams_c2s']} s→c {d['datagrams_s2c']}; ClientHellos {d['client_hellos']} "
-                     f"in {d['client_hello_datagrams']} datagrams; a cookie asked in {d['cookie']} of {d['n']}")
+        own = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in d["own"].items())
+        lines.append(f"  datagrams on the wire c→s {d['datagrams_c2s']} s→c {d['datagrams_s2c']}; "
+                     f"{proto.get(c.get('protocol')).label} client (medians; flags: samples of {d['n']}): {own}")
     cc = result.get("congestion_control")
     if cc:
         lines.append(f"  TCP congestion control: client {cc['client']}, server {cc['server']}")

@@ -155,7 +155,9 @@ def config_from_args(args):
     protocol = proto.get(args.protocol, "--protocol")
     target = target_config(args, protocol.name)
     if not args.sig and not target:
-        raise BadInput("--sig", "is required (a signature algorithm, e.g. mldsa44), unless --target names a server")
+        if protocol.is_default:
+            raise BadInput("--sig", "is required (a signature algorithm, e.g. mldsa44), unless --target names a server")
+        args.sig = protocol.classical[1]  # DTLS, IKEv2: the key exchange is the question; the chain the classical one
     page = None
     if args.page or mode in ("requests", "early"):
         page = units.page("--page", args.page or "1k")

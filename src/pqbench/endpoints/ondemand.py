@@ -44,13 +44,15 @@ _OPENSSH = Build(("openssh", "sshgo"), "OpenSSH 10 (from Debian's archive) and G
                  "about 1 min", "dpkg-deb", "apt-get install dpkg-dev")
 _QUIC_GO = Build(("quicgo",), "quic-go (HTTP/3 over QUIC on Go 1.27's crypto/tls)", "about 1 min", "go", _GO_TLS.fix)
 _DTLS_GO = Build(("dtlsgo",), "pion/dtls (DTLS 1.3 in Go)", "about 1 min", "go", _GO_TLS.fix)
+_STRONGSWAN = Build(("strongswan",), "strongSwan 6.1 (IKEv2; Debian's strongswan source on our OpenSSL)",
+                    "about 2.5 min", "cc", "apt-get install build-essential")
 _CHROMIUM = Build(("chromium",), "Chromium and NSS's certutil (Debian's archive)", "about 1 min", "apt-get",
                   "run as root, or: apt-get install chromium libnss3-tools")
 _FIREFOX = Build(("firefox",), "Firefox ESR and NSS's certutil (Debian's archive)", "about 1 min", "apt-get",
                  "run as root, or: apt-get install firefox-esr libnss3-tools")
 # The stacks whose parts `make` does not build; openssl (nginx + pqtimer) is the core.
 BUILDS = {"rustls": _RUST, "s2n": _RUST, "gotls": _GO_TLS, "gossh": _GO_SSH, "openssh": _OPENSSH, "quicgo": _QUIC_GO,
-          "dtlsgo": _DTLS_GO, "chromium": _CHROMIUM, "firefox": _FIREFOX}
+          "dtlsgo": _DTLS_GO, "strongswan": _STRONGSWAN, "chromium": _CHROMIUM, "firefox": _FIREFOX}
 # What a stack's QUIC server needs beyond its TCP build, by stack: built when a run first has QUIC sites.
 # openssl: nginx with HTTP/3 (Debian's nginx-light has none), compiled from trixie's nginx source.
 _NGINX_H3 = Build(("nginx-h3",), "nginx 1.26 with HTTP/3 on our OpenSSL (Debian trixie's nginx source)",

@@ -23,7 +23,7 @@ import time
 
 from pqbench import stats, transport
 from pqbench.measure import quic_wire
-from pqbench.sample import TLS_MILESTONES, Milestone  # noqa: F401  (where they were)
+from pqbench.sample import TIMELINES, TLS_MILESTONES, Milestone, Phase  # noqa: F401  (TLS_MILESTONES: where they were)
 
 MATCH_WINDOW_NS = 2_000_000_000  # a connection opened further than this from a sample's start is not its own
 TOLERANCE_MS = 0.25  # client and wire times of one sample further apart than this disagree
@@ -190,13 +190,16 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
 
 def client_ms(s: dict, metric: str) -> float | None:
     """The client's time for what the wire record times: since its SYN over TCP (sent before any
-    crypto), since its first datagram over QUIC (which carries the ClientHello, so leaves only after the
-    key shares are made: the client's own time counts that keygen, the wire's cannot)."""
+    crypto), since its first datagram over QUIC, DTLS or IKE (which carries its key share, so leaves only after
+    the key shares are made: the client's own time counts that keygen, the wire's cannot); to the metric, or to
+    the phase its protocol's wire milestone marks (Timeline.wire_end)."""
     t = s.get("t_ns") or {}
-    end = t.get(metric)
+    over = transport.of_sample(s)
+    own = TIMELINES.get((s.get("protocol") or "tls", over.name))
+    end = t.get(own.wire_end if own and own.wire_end else metric)
     if end is None:
         return None
-    start = 0 if transport.of_sample(s).kernel_tcp else t.get("client_hello_sent")
+    start = 0 if over.kernel_tcp else t.get(own.first_sent if own else Phase.CLIENT_HELLO_SENT.value)
     return (end - start) / 1e6 if start is not None else None
 
 

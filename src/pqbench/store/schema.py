@@ -2,7 +2,7 @@
 read-write applies the rest, each in one transaction. Stores from before the numbering (no
 schema_version table) get migration 1, which is written to bring any of them up to date."""
 
-from pqbench.sample import PHASES, PHASES_V1, SSH_ONLY_PHASES
+from pqbench.sample import IKE_ONLY_PHASES, PHASES, PHASES_V1, SSH_ONLY_PHASES
 
 # Cell parameters: name -> SQL type, as the numbered migrations made them (a registered axis added later has
 # its column added by store.add_cell_columns; tests/test_axes.py holds these against pqbench.axis).
@@ -178,6 +178,10 @@ ALTER TABLE cells ADD COLUMN initial_size INTEGER;
 ALTER TABLE samples ADD COLUMN transport VARCHAR;
 """ + "".join(f"ALTER TABLE samples ADD COLUMN {k} {v};" for k, v in WIRE_COLUMNS_V13.items())
 
+# IKEv2 (`protocol = ike`): its own phases per sample (each exchange's request out and response in); what each
+# exchange sent and received, in fragments and bytes, is in the raw sample.
+_V14 = "".join(f"ALTER TABLE samples ADD COLUMN {p}_ms DOUBLE;" for p in IKE_ONLY_PHASES)
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -192,6 +196,7 @@ MIGRATIONS = (
     (11, "users' links: the trace, queue management and competing traffic of a cell", _V11),
     (12, "client offers, server preference, certificate compression, HelloRetryRequests and early data", _V12),
     (13, "QUIC: a cell's transport, Retry and Initial size; a sample's transport and QUIC's own phase", _V13),
+    (14, "IKEv2's phases", _V14),
 )
 LATEST = MIGRATIONS[-1][0]
 

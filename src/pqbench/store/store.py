@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from pqbench.errors import BadInput, MissingCapability
-from pqbench.sample import PHASES, SSH_ONLY_PHASES
+from pqbench.sample import PHASES, STORED_PHASES
 from pqbench.store import schema
 from pqbench.store.schema import WIRE_COLUMNS, WIRE_COLUMNS_V3, WIRE_COLUMNS_V13
 
@@ -182,7 +182,7 @@ def add_cell_columns(con, wanted: dict) -> list[str]:
 def sample_row(run_id: str, cell_id: str, seq: int, s: dict, metric: str) -> dict:
     """A client's JSON sample flattened into the samples table's columns (by name)."""
     t = s.get("t_ns") or {}
-    ms = {f"{p}_ms": (t[p] / 1e6 if t.get(p) is not None else None) for p in PHASES + SSH_ONLY_PHASES}
+    ms = {f"{p}_ms": (t[p] / 1e6 if t.get(p) is not None else None) for p in STORED_PHASES}
     sent, recv = s.get("msg_bytes_sent") or {}, s.get("msg_bytes_received") or {}
     tcp = s.get("tcp_handshake") or {}
     wire = s.get("wire") or {}

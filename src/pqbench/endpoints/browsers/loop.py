@@ -11,7 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pqbench.endpoints.browsers.claims import Claims
+from pqbench.endpoints.claims import Claims
 from pqbench.endpoints.browsers.timing import PHASES, UNSEEN
 
 

@@ -1,5 +1,5 @@
 """The sampler's shared counter (pqbench.measure.sampler): each sample takes the next index from an 8-byte
-native-order counter in a file. Browser workers are Python processes; they take it under an exclusive lock."""
+native-order counter in a file. Python workers (the browsers', strongSwan's) take it under an exclusive lock."""
 
 from __future__ import annotations
 

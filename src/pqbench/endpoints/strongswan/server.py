@@ -1,0 +1,54 @@
+"""The `strongswan` stack's server: a charon per site in the server namespace, its UDP port the site's, answering
+IKEv2 initiators with the cell's key exchanges only and proving itself with the site's chain (its AUTH payload
+signed with the leaf's key, the leaf and any intermediates sent as CERT payloads); initiators authenticate with a
+pre-shared key (pqbench.endpoints.strongswan.conns). IKE SAs only (childless, RFC 6023): no IPsec SA is
+installed."""
+
+from __future__ import annotations
+
+from pqbench.endpoints.base import Place, Serving, Site
+from pqbench.endpoints.ready import Starting
+from pqbench.endpoints.strongswan import build
+from pqbench.endpoints.strongswan.charon import Charon
+from pqbench.endpoints.strongswan.conns import load_credentials, server_conn
+
+
+class StrongswanServer:
+    def __init__(self):
+        build.require()
+        self.charons: dict[int, Charon] = {}
+        self.serving: Serving | None = None
+        self.addr = ""
+
+    def start(self, place: Place, serving: Serving) -> None:
+        self.serving, self.addr = serving, place.addr
+        for site in serving.sites:
+            c = self.charons[site.port] = Charon(serving.run_dir / f"charon-{site.port}", port=site.port,
+                                                 fragment_size=site.options.get("fragment_size"))
+            c.start(place.popen)
+
+    def configure(self, site: Site) -> None:
+        with self.charons[site.port].session(timeout_s=1.0) as session:
+            load_credentials(session, site)
+            session.load_conn(server_conn(self.addr, site, self.serving.groups))
+
+    def ready(self, client_place: Place) -> None:
+        """Each site's charon takes its credentials and connection over vici, then completes one IKE handshake
+        with the strongSwan client (a charon of its own in the client namespace)."""
+        from pqbench.endpoints.strongswan.ikeclient import probe
+        for site in self.serving.sites:
+            c = self.charons[site.port]
+            up = Starting(f"charon on port {site.port}", c.proc, [c.log_path, c.directory / "charon.out"], self.stop)
+            up.wait([site.port], lambda _port, site=site: self._configured(site), "take its configuration on")
+            up.serves([site], lambda s: probe(client_place, self.addr, s, self.serving.groups[0]), "an IKEv2 handshake")
+
+    def _configured(self, site: Site) -> str | None:
+        try:
+            self.configure(site)
+            return None
+        except Exception as e:  # noqa: BLE001  (vici's errors and a socket not open yet: why, for the wait's message)
+            return str(e)
+
+    def stop(self) -> None:
+        for c in self.charons.values():
+            c.stop()

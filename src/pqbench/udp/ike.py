@@ -1,0 +1,38 @@
+"""IKEv2 (RFC 7296): the key exchange of IPsec, over UDP with its own retransmission timers. Post-quantum comes
+as additional key exchanges (RFC 9370): IKE_SA_INIT cannot be fragmented, so it keeps its classical key
+exchange, and each ML-KEM runs in an IKE_INTERMEDIATE exchange of its own (RFC 9242) before IKE_AUTH, a round
+trip each; IKE_INTERMEDIATE and IKE_AUTH may be fragmented (RFC 7383), a fragment lost costing the whole message
+its sender's timer.
+
+A cell's key exchange is named as TLS names its groups (the catalog's names): X25519 is IKE_SA_INIT's x25519
+alone, X25519MLKEM768 is x25519 then ML-KEM-768 as the first additional key exchange (strongSwan's
+`x25519-ke1_mlkem768`), MLKEM768 is ML-KEM-768 in IKE_SA_INIT itself. The server proves itself with a
+certificate chain of the catalog (its AUTH payload signed with the leaf's key).
+
+Its record (pqbench.protocol) and its timeline (pqbench.sample) are here; its stack is under pqbench.endpoints
+(strongswan). An IKE cell runs over UDP (pqbench.transport).
+"""
+
+from __future__ import annotations
+
+from pqbench import protocol as proto
+from pqbench import sample
+
+P = sample.IkePhase
+# The wire milestone a sample names itself (the datagram that completed the IKE_AUTH response, by the bytes the
+# server sent before it); the default is the last datagram the server sent.
+TIMELINE = sample.Timeline(sample.IKE_PHASES, {"handshake": sample.Milestone("s2c", -1, "first")},
+                           first_sent=P.IKE_SA_INIT_SENT.value, wire_end=P.IKE_AUTH_RECEIVED.value)
+sample.TIMELINES["ike", "udp"] = TIMELINE
+
+IKE = proto.Protocol(
+    "ike", "IKEv2", transports=("udp",), phases=sample.IKE_PHASES, catalog_names="names",
+    default_pair=("strongswan", "strongswan"), classical=("X25519", "ecdsap256"), chains=True, sig_option="--sig",
+    sig_word="signature algorithm", scheme="ike://", default_port=500, key_shares=False, modelled=False,
+    handshake_end="the IKE SA established (the IKE_AUTH response in, the server's AUTH verified)",
+    splits=(("IKE_SA_INIT ready", P.START.value, P.IKE_SA_INIT_SENT.value),
+            ("IKE_SA_INIT exchange", P.IKE_SA_INIT_SENT.value, P.IKE_SA_INIT_RECEIVED.value),
+            ("IKE_INTERMEDIATE exchanges", P.IKE_SA_INIT_RECEIVED.value, P.INTERMEDIATE_RECEIVED.value),
+            ("IKE_AUTH exchange", P.IKE_AUTH_SENT.value, P.IKE_AUTH_RECEIVED.value),
+            ("server's AUTH verified", P.IKE_AUTH_RECEIVED.value, P.HANDSHAKE_DONE.value)))
+proto.register(IKE)
