@@ -3,8 +3,12 @@ datagram it sent and received with its time and size, the exchange each belongs 
 the IKE SA was established. One charon per sample (pqbench.endpoints.strongswan.ikeclient), so every line is about
 that sample's one IKE SA.
 
-The log's times are the machine's real-time clock in microseconds, taken by charon's sender thread as it hands a
-datagram to the socket and by its receiver thread as it has read one: what a client timestamp is elsewhere. Its
+The log's times are the machine's real-time clock in microseconds. Each datagram has two lines: at level 1 the
+one with its size, written as charon queues it for its sender thread (sending) or as a worker thread takes it up
+(received), and at level 2 (net = 2) the socket's own, written as the sender thread hands it to the kernel or the
+receiver thread has read it. A datagram's time is its socket line's: the level-1 line of a received one came
+0.3-0.4 ms after the datagram at 31.1 ms (a worker thread's wake-up), which the wire would have shown as the client's
+lag. Both kinds come in order (one queue each way), so the n-th socket line is the n-th datagram's. Its
 sizes are the IKE message's; where neither port is 500, a datagram carries 4 bytes more, the Non-ESP marker of
 UDP encapsulation (RFC 3948; strongSwan's sender adds it then), and the wire's offsets count those.
 """
@@ -18,6 +22,7 @@ _LINE = re.compile(r"^(\d+)\.(\d{6}) \d+\[(\w+)\] (.*)$")
 _GENERATING = re.compile(r"generating (\S+) request (\d+) \[ (.*) \]")
 _PARSED = re.compile(r"parsed (\S+) response (\d+) \[ (.*) \]")
 _PACKET = re.compile(r"(sending|received) packet: from \S+\[(\d+)\] to \S+\[(\d+)\] \((\d+) bytes\)")
+_SOCKET = re.compile(r"(sending|received) packet: from \S+\[\d+\] to \S+\[\d+\]$")  # level 2: no size
 _RETRANSMIT = re.compile(r"retransmit (\d+) of request with message ID (\d+)")
 _PROPOSAL = re.compile(r"selected proposal: IKE:(\S+)")
 _AUTH = re.compile(r"authentication of '[^']*' with (\S+) successful")
@@ -89,6 +94,8 @@ def parse(lines) -> Handshake:
     pending: list[tuple[int, int, int]] = []  # received datagrams not yet parsed as a response: (ns, bytes, offset)
     received_total = 0
     local_port = proposal = auth = established = None
+    unsent: list[tuple[list, int]] = []  # sent datagrams whose socket line is to come: (their exchange's times, index)
+    arrived: list[int] = []  # socket lines of received datagrams whose sized line is to come
     for line in lines:
         m = _LINE.match(line.rstrip("\n"))
         if not m:
@@ -108,16 +115,23 @@ def parse(lines) -> Handshake:
             sending = exchanges.get(int(r.group(2)))
             if sending is not None:
                 sending.retransmits += 1
+        elif k := _SOCKET.search(msg):
+            if k.group(1) == "received":
+                arrived.append(t)
+            elif unsent:
+                times, index = unsent.pop(0)
+                times[index] = t
         elif p := _PACKET.search(msg):
             size, ports = int(p.group(4)), (int(p.group(2)), int(p.group(3)))
             on_wire = size + (NON_ESP_MARKER if IKE_PORT not in ports else 0)
             if p.group(1) == "sending":
                 local_port = local_port or int(p.group(2))
                 if sending is not None:
-                    sending.sent_ns.append(t)
+                    sending.sent_ns.append(t)  # until its socket line says when it left
                     sending.sent_bytes.append(size)
+                    unsent.append((sending.sent_ns, len(sending.sent_ns) - 1))
             else:
-                pending.append((t, size, received_total))
+                pending.append((arrived.pop(0) if arrived else t, size, received_total))
                 received_total += on_wire
         elif q := _PARSED.search(msg):
             ex = exchanges.get(int(q.group(2)))
