@@ -118,18 +118,21 @@ def test_go_unit_tests_pass_offline(dtlsgo_built):
     assert_go_unit_tests_pass("dtlsgo")
 
 
-def test_the_udp_preset_sets_dtls_over_its_own_transport_beside_tls_over_tcp_and_quic():
+def test_the_udp_preset_sets_dtls_and_ike_over_their_own_transport_beside_tls_over_tcp_and_quic():
     from pathlib import Path
     from pqbench.experiment import cells, spec
     got = cells.expand(spec.read(Path(__file__).parent.parent / "experiments" / "udp.toml"))
     by = {}
     for c in got:
         by.setdefault((c.protocol, c.transport_name), []).append(c)
-    assert {k: len(v) for k, v in by.items()} == {("dtls", "udp"): 36, ("tls", "tcp"): 36, ("tls", "quic"): 36}
+    assert {k: len(v) for k, v in by.items()} == {("dtls", "udp"): 36, ("ike", "udp"): 36, ("tls", "tcp"): 36,
+                                                  ("tls", "quic"): 36}
     assert {c.cookie for c in by["dtls", "udp"]} == {True} and {c.cookie for c in by["tls", "tcp"]} == {None}
-    # each DTLS cell has its TLS partners on the same link (the report's protocol table pairs them)
+    assert {c.cookie for c in by["ike", "udp"]} == {None} and {c.server for c in by["ike", "udp"]} == {"strongswan"}
+    # each DTLS and IKEv2 cell has its TLS partners on the same link (the report's protocol table pairs them)
     link = lambda c: (c.kex, c.scenario.rtt_ms, c.scenario.loss, c.mtu)  # noqa: E731
     assert {link(c) for c in by["dtls", "udp"]} == {link(c) for c in by["tls", "tcp"]}
+    assert {link(c) for c in by["ike", "udp"]} == {link(c) for c in by["tls", "tcp"]}
 
 
 def test_the_protocols_table_pairs_dtls_over_udp_with_tls_over_tcp_on_the_same_link():

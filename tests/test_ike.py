@@ -108,6 +108,22 @@ def test_what_strongswan_cannot_do_is_a_reason_asked_of_its_build(strongswan_bui
     assert "mldsa65" in (caps.unsupported("X25519", "mldsa65", "server") or "")
 
 
+def test_the_fragment_size_is_ikev2_s_axis_and_bounded(strongswan_built, capfd):
+    from pqbench.errors import BadInput
+    with pytest.raises(BadInput) as e:  # IKEv2's own
+        single.one_cell("X25519", "ecdsap256", fragment_size=1500)
+    assert e.value.field == "--fragment-size" and "IKEv2" in str(e.value)
+    from pqbench.cli import main
+    assert main(["handshake", "--protocol", "ike", "--kex", "X25519", "--fragment-size", "100"]) == 2
+    err = capfd.readouterr().err
+    assert "--fragment-size" in err and "576..9000" in err, err
+    from pqbench.endpoints.base import ClientJob
+    job = ClientJob(host="10.0.0.2", port=4433, groups=["X25519MLKEM768"], cafile="/x/root.pem", servername="s",
+                    transport="udp", axes={"fragment_size": 1500})
+    argv = endpoints.get("strongswan").client().argv(job, 1, 0, None)
+    assert argv[argv.index("--fragment-size") + 1] == "1500" and argv[argv.index("--groups") + 1] == "X25519MLKEM768"
+
+
 def measure(kex, *, n=5, **kw) -> single.Measured:
     m = single.measure(*single.one_cell(kex, "ecdsap256", n=n, protocol="ike", server="strongswan",
                                         client="strongswan", link=LinkSpec.symmetric(RTT), **kw))
@@ -144,6 +160,10 @@ def test_an_ml_kem_takes_one_more_round_trip_as_an_additional_exchange_and_the_c
     mid = next(e for e in hybrid.samples[0]["ike"]["exchanges"] if e["exchange"] == "IKE_INTERMEDIATE")
     assert mid["bytes_sent"] > MLKEM768_EK and mid["bytes_received"] > MLKEM768_CT, mid
     assert mid["datagrams_sent"] == 2  # 1.2 kB over strongSwan's 1280-byte fragments (RFC 7383)
+    # fragments up to 1500 bytes: the encapsulation key in one datagram, the same round trips
+    whole = measure("X25519MLKEM768", n=3, fragment_size=1500)
+    mid = next(e for e in whole.samples[0]["ike"]["exchanges"] if e["exchange"] == "IKE_INTERMEDIATE")
+    assert mid["datagrams_sent"] == 1 and all(s2c_before_auth(s) == 2 for s in whole.samples), mid
     init = next(e for e in alone.samples[0]["ike"]["exchanges"] if e["exchange"] == "IKE_SA_INIT")
     assert init["bytes_sent"] > MLKEM768_EK and init["datagrams_sent"] == 1  # IKE_SA_INIT is never fragmented
     wire_ms = lambda m: sorted(s["wire"]["ms"] for s in m.samples)[2]  # noqa: E731

@@ -12,5 +12,5 @@ import pqbench.endpoints.http_version  # noqa: F401  http
 import pqbench.algorithms.sized_chain_axis  # noqa: F401  sized_as
 import pqbench.webpages.axis  # noqa: F401  webpage
 import pqbench.udp.dtls  # noqa: F401  cookie (and the DTLS protocol)
-import pqbench.udp.ike  # noqa: F401  (the IKEv2 protocol)
+import pqbench.udp.ike  # noqa: F401  fragment_size (and the IKEv2 protocol)
 from pqbench.axis import registered  # noqa: F401  (the table, as filled by the imports above)

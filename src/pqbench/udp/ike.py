@@ -9,14 +9,15 @@ alone, X25519MLKEM768 is x25519 then ML-KEM-768 as the first additional key exch
 `x25519-ke1_mlkem768`), MLKEM768 is ML-KEM-768 in IKE_SA_INIT itself. The server proves itself with a
 certificate chain of the catalog (its AUTH payload signed with the leaf's key).
 
-Its record (pqbench.protocol) and its timeline (pqbench.sample) are here; its stack is under pqbench.endpoints
+Its record (pqbench.protocol), its timeline (pqbench.sample) and its one axis of its own, `fragment_size`
+(pqbench.axis), are here; its stack is under pqbench.endpoints
 (strongswan). An IKE cell runs over UDP (pqbench.transport).
 """
 
 from __future__ import annotations
 
+from pqbench import axis, sample, units
 from pqbench import protocol as proto
-from pqbench import sample
 
 P = sample.IkePhase
 # The wire milestone a sample names itself (the datagram that completed the IKE_AUTH response, by the bytes the
@@ -36,3 +37,22 @@ IKE = proto.Protocol(
             ("IKE_AUTH exchange", P.IKE_AUTH_SENT.value, P.IKE_AUTH_RECEIVED.value),
             ("server's AUTH verified", P.IKE_AUTH_RECEIVED.value, P.HANDSHAKE_DONE.value)))
 proto.register(IKE)
+
+
+FRAGMENT_SIZES = (576, 9000)  # IPv4's minimum datagram every host takes; a jumbo frame
+
+
+def _fragment_size(field: str, value) -> int:
+    return units.integer(field, value, minimum=FRAGMENT_SIZES[0], maximum=FRAGMENT_SIZES[1])
+
+
+axis.register(
+    # RFC 7383: IKE_INTERMEDIATE and IKE_AUTH messages larger than this go in fragments, each its own datagram and
+    # all lost if one is. Both ends are set alike (each fragments what it sends).
+    axis.Axis("fragment_size", _fragment_size, f"a whole number of bytes, {FRAGMENT_SIZES[0]} to {FRAGMENT_SIZES[1]}",
+              default=None, sql="INTEGER", protocols=lambda p: p is IKE, server_feature="fragment_size",
+              client_feature="fragment_size", client_option="--fragment-size", site=True, order=35,
+              help="IKEv2: the largest IP datagram an IKE fragment makes, at both ends (RFC 7383; strongSwan's "
+                   "fragment_size, whose default is 1280)",
+              label=lambda v, row, short: f"IKE fragments ≤ {v} B" if v else None),
+)
