@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from pqbench.errors import BadInput, MissingCapability
-from pqbench.sample import PHASES, STORED_PHASES
+from pqbench.sample import STORED_PHASES
 from pqbench.store import schema
 from pqbench.store.schema import WIRE_COLUMNS, WIRE_COLUMNS_V3, WIRE_COLUMNS_V13
 
