@@ -200,8 +200,10 @@ static int set_key(struct dir_config *c, const char *key, const char *v, char *e
             c->middlebox = MBOX_DROP;
         else if (!strcmp(v, "reset"))
             c->middlebox = MBOX_RESET;
+        else if (!strcmp(v, "drop-fragments"))
+            c->middlebox = MBOX_DROP_FRAGMENTS;
         else {
-            snprintf(err, errlen, "unknown middlebox '%s' (allowed: off drop reset)", v);
+            snprintf(err, errlen, "unknown middlebox '%s' (allowed: off drop reset drop-fragments)", v);
             return -3;
         }
     } else if (!strcmp(key, "middlebox_split")) {
@@ -300,7 +302,7 @@ int config_json(const struct dir_config *c, char *buf, size_t len)
 {
     static const char *const models[] = {"none", "bernoulli", "gemodel"};
     static const char *const aqms[] = {"droptail", "codel", "pie"};
-    static const char *const boxes[] = {"off", "drop", "reset"};
+    static const char *const boxes[] = {"off", "drop", "reset", "drop-fragments"};
     char trace[2 * TRACE_PATH_MAX + 8] = "null";
     if (c->trace)
         config_json_string(c->trace->path, trace, sizeof(trace));

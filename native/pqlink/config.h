@@ -10,7 +10,7 @@
 
 enum loss_model { LOSS_NONE, LOSS_BERNOULLI, LOSS_GEMODEL };
 enum aqm_kind { AQM_DROPTAIL, AQM_CODEL, AQM_PIE };
-enum middlebox_action { MBOX_OFF, MBOX_DROP, MBOX_RESET };
+enum middlebox_action { MBOX_OFF, MBOX_DROP, MBOX_RESET, MBOX_DROP_FRAGMENTS };
 
 struct dir_config {
     /* loss; Gilbert-Elliott with netem's meaning: p = P(good->bad), r = P(bad->good),

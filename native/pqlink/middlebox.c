@@ -104,10 +104,26 @@ static bool addressed(const struct middlebox_stage *s, const uint8_t *d)
     return (daddr & s->to_mask) == s->to;
 }
 
+/* An IPv4 fragment: more fragments follow (MF) or it is not the first (a fragment offset) */
+bool middlebox_ip_fragment(const uint8_t *d, uint32_t len)
+{
+    return len >= 20 && d[0] >> 4 == 4 && ((uint32_t)d[6] << 8 | d[7]) & 0x3fff;
+}
+
 static enum verdict mb_enqueue(struct stage *base, struct pkt *p)
 {
     struct middlebox_stage *s = (struct middlebox_stage *)base;
     uint32_t record, payload;
+    if (s->action == MBOX_DROP_FRAGMENTS) {
+        /* what firewalls that cannot reassemble do: an IKE_SA_INIT too large for the path (it cannot be split
+         * at the IKE layer, RFC 7383) never arrives */
+        if (middlebox_ip_fragment(p->data, p->len) && addressed(s, p->data)) {
+            s->acted++;
+            return V_DROP_LOSS;
+        }
+        fifo_push(&s->passed, p);
+        return V_ACCEPT;
+    }
     if (s->action != MBOX_OFF && middlebox_client_hello(p->data, p->len, &record, &payload) &&
         addressed(s, p->data)) {
         bool spans = 5 + record > payload, big = s->max_bytes && record > s->max_bytes;

@@ -39,6 +39,9 @@ extern const struct stage_ops middlebox_stage_ops;
  * record's length (header excluded) and the TCP payload's length; 0 otherwise. */
 int middlebox_client_hello(const uint8_t *data, uint32_t len, uint32_t *record_len, uint32_t *payload_len);
 
+/* 1 when an IPv4 packet is a fragment: more fragments follow it (MF) or it is not the first (an offset). */
+bool middlebox_ip_fragment(const uint8_t *data, uint32_t len);
+
 /* Rewrites an IPv4 TCP segment in place into a RST with the same addresses, ports and sequence
  * number and no payload (checksums recomputed); returns its new length. */
 uint32_t middlebox_to_rst(uint8_t *data, uint32_t len);

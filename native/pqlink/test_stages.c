@@ -536,6 +536,18 @@ static void test_middlebox(void)
     p = mk_hello(1800, 1400, 40007);
     CHECK(through(&s, p, &out) == V_DROP_LOSS && s.acted == 1, "a ClientHello to its address passed");
     free_pkt(p);
+
+    /* drop-fragments: every IPv4 fragment, the first (MF) and the others (an offset), and nothing else */
+    c = cfg_with((const char *[]){"middlebox=drop-fragments", NULL});
+    middlebox_stage_ops.init(&s.base, &c, 0);
+    p = mk_hello(1800, 1400, 40008); /* DF set: not a fragment, and the ClientHello rules are off */
+    CHECK(through(&s, p, &out) == V_ACCEPT && out == p && s.acted == 0, "a whole packet was dropped");
+    p->data[6] = 0x20; /* MF: the first fragment */
+    CHECK(middlebox_ip_fragment(p->data, p->len) && through(&s, p, &out) == V_DROP_LOSS, "a first fragment passed");
+    p->data[6] = 0x00;
+    p->data[7] = 0xb9; /* offset 1480 bytes, the last fragment */
+    CHECK(through(&s, p, &out) == V_DROP_LOSS && s.acted == 2, "a last fragment passed");
+    free_pkt(p);
     middlebox_stage_ops.destroy(&s.base, count_and_free, &(int){0});
 
     struct dir_config cc[2];
@@ -543,7 +555,7 @@ static void test_middlebox(void)
     char err[512];
     config_defaults(&cc[0]);
     config_defaults(&cc[1]);
-    CHECK(config_apply(cc, changed, "middlebox=maybe", err, sizeof(err)) < 0 && strstr(err, "off drop reset"), "%s", err);
+    CHECK(config_apply(cc, changed, "middlebox=maybe", err, sizeof(err)) < 0 && strstr(err, "off drop reset drop-fragments"), "%s", err);
     CHECK(config_apply(cc, changed, "middlebox_max=70000", err, sizeof(err)) < 0, "max over 65535");
     CHECK(config_apply(cc, changed, "middlebox_to=10.0.0.300", err, sizeof(err)) < 0, "a bad address");
     CHECK(config_apply(cc, changed, "middlebox_to=10.0.0.0/33", err, sizeof(err)) < 0, "a bad prefix");

@@ -37,7 +37,8 @@ def add_linkspec_options(p) -> None:
     g.add_argument("--middlebox", metavar="SPEC",
                    help="an ossified middlebox client->server: reset or drop a TLS ClientHello that spans more than "
                         "one TCP segment (split=on, default) or whose record exceeds max=BYTES: an action (e.g. reset or drop) "
-                        "and its options, as in 'drop max=1400' (to=ADDRESS[/N]: only in front of those destinations); pqlink only")
+                        "and its options, as in 'drop max=1400' (to=ADDRESS[/N]: only in front of those destinations); "
+                        "or drop-fragments: drop every IP fragment (an IKE_SA_INIT larger than the path); pqlink only")
     g.add_argument("--overhead", help="per-packet bytes counted at the rate (default 0)")
     g.add_argument("--mtu", help="MTU of the link devices (default 1500)")
     g.add_argument("--seed", help="loss/jitter seed: the same seed gives the same loss pattern (default 1)")

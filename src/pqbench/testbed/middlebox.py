@@ -3,12 +3,14 @@ reads each segment's first bytes and, when a TLS ClientHello spans more than one
 record is longer than a size, resets the connection (turns the segment into a RST to the server, whose
 answer to the client's next segment is a RST) or drops the segment and every retransmit of it (the
 client meets silence), as deployed middleboxes did when post-quantum key shares made ClientHellos
-larger than one segment.
+larger than one segment. Or, `drop-fragments`, it drops every IPv4 fragment, whatever it carries, as firewalls
+that cannot reassemble do: an IKE_SA_INIT too large for the path (IKEv2 cannot split it, RFC 7383) never arrives.
 
     Middlebox.parse("reset")                 # a ClientHello spanning two segments is reset
     Middlebox.parse("drop max=1400")         # ... dropped, and so is one whose record exceeds 1400 B
     Middlebox.parse("reset split=off max=1000")  # the size alone
     Middlebox.parse("reset to=10.3.1.7")     # only in front of that address (one host of a population)
+    Middlebox.parse("drop-fragments")        # every IP fragment client -> server is dropped
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from dataclasses import dataclass
 from pqbench import units
 from pqbench.errors import BadInput
 
-ACTIONS = ("reset", "drop")
+FRAGMENTS = "drop-fragments"
+ACTIONS = ("reset", "drop", FRAGMENTS)
 _ON, _OFF = ("on", "1", "yes", "true"), ("off", "0", "no", "false")
 
 
@@ -44,6 +47,11 @@ class Middlebox:
                 raise BadInput("middlebox", f"to={self.to!r} must be an IPv4 address or network (A.B.C.D or "
                                             "A.B.C.D/N)") from None
             object.__setattr__(self, "to", str(net.network_address) if net.prefixlen == 32 else str(net))
+        if self.action == FRAGMENTS:
+            if self.max_bytes or not self.split:
+                raise BadInput("middlebox", "drop-fragments drops every IP fragment: split= and max= are the "
+                                            "ClientHello rules of reset and drop")
+            return
         if not self.split and not self.max_bytes:
             raise BadInput("middlebox", "split=off without max=BYTES would never act: give max or leave split on")
 
@@ -74,12 +82,14 @@ class Middlebox:
             raise BadInput(field_name, e.detail) from None
 
     def describe(self) -> str:
+        if self.action == FRAGMENTS:
+            return "ossified middlebox: drops every IP fragment" + (f" to {self.to}" if self.to else "")
         rules = (["a ClientHello spanning segments"] if self.split else []) + \
             ([f"a ClientHello record over {self.max_bytes} B"] if self.max_bytes else [])
         return f"ossified middlebox: {self.action}s {' or '.join(rules)}" + (f" to {self.to}" if self.to else "")
 
     def to_text(self) -> str:
-        return " ".join([self.action, *([] if self.split else ["split=off"]),
+        return " ".join([self.action, *([] if self.split or self.action == FRAGMENTS else ["split=off"]),
                          *([f"max={self.max_bytes}"] if self.max_bytes else []), *([f"to={self.to}"] if self.to else [])])
 
     def params(self) -> dict:
