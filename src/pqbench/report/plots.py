@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -399,8 +400,10 @@ def phase_split(a: Analysis) -> Figure | None:
     panels = panels[:MAX_PANELS // 2]
     every = dict.fromkeys(s[0] for p in proto.registered() for s in p.splits)  # TLS's, then SSH's own
     phase_labels = [p for p in every if any(p in c.phases for _, m in panels for c in m)]
-    shades = dict(zip(phase_labels, ("#c7c7c7", "#9edae5", "#1f77b4", "#ff7f0e", "#98df8a", "#c5b0d5", "#f7b6d2",
-                                     "#dbdb8d", "#8c564b", "#bcbd22")))
+    # TLS's phases keep their colours; the other protocols' (DTLS's, SSH's, IKEv2's) take tab20b's after them
+    palette = ("#c7c7c7", "#9edae5", "#1f77b4", "#ff7f0e", "#98df8a", "#c5b0d5", "#f7b6d2", "#dbdb8d", "#8c564b",
+               "#bcbd22", *matplotlib.colormaps["tab20b"].colors)
+    shades = {p: palette[k % len(palette)] for k, p in enumerate(phase_labels)}
     rows_per_panel = max(len(m) for _, m in panels)
     fig, axes = _grid(len(panels), width=6.5, height=0.9 + 0.42 * rows_per_panel, max_cols=2)
     for ax, (key, members) in zip(axes, panels):
