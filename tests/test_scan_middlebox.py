@@ -19,6 +19,8 @@ from pqbench.testbed.middlebox import Middlebox
     ("reset to=10.3.1.7", Middlebox("reset", True, 0, "10.3.1.7")),
     ("drop to=10.3.1.7/32", Middlebox("drop", True, 0, "10.3.1.7")),
     ("drop to=10.3.1.0/24", Middlebox("drop", True, 0, "10.3.1.0/24")),
+    ("drop-fragments", Middlebox("drop-fragments", True, 0)),
+    ("drop-fragments to=10.3.1.7", Middlebox("drop-fragments", True, 0, "10.3.1.7")),
 ])
 def test_middlebox_spec_text(text, want):
     got = Middlebox.parse(text)
@@ -30,6 +32,7 @@ def test_middlebox_spec_text(text, want):
     ("", "start with an action"), ("block", "start with an action"), ("reset split=maybe", "split=on|off"),
     ("reset max=70000", "0..65535"), ("drop split=off", "never act"), ("reset max=x", "middlebox"),
     ("reset to=10.3.1.300", "IPv4 address or network"), ("reset to=10.3.1.1/24", "IPv4 address or network"),
+    ("drop-fragments max=1400", "every IP fragment"), ("drop-fragments split=off", "every IP fragment"),
 ])
 def test_middlebox_bad_text_names_the_field(text, why):
     with pytest.raises(BadInput) as e:

@@ -30,15 +30,16 @@ from pqbench.endpoints.strongswan.conns import CONN, client_conn, psk, shared
 
 STACK = "strongswan"
 # Why a handshake failed, from charon's log: the first pattern found names the error class
-_FAILURES = (("timeout", re.compile(r"giving up after \d+ retransmits|timed out")),
+_FAILURES = (("timeout", re.compile(r"giving up after \d+ retransmits|timed out|not established after \d+ ?ms")),
              ("no_proposal", re.compile(r"NO_PROPOSAL_CHOSEN|no acceptable proposal|INVALID_KE_PAYLOAD.*no")),
              ("cert_verify", re.compile(r"no trusted \S+ public key found|constraint check failed|verification of .* "
                                         r"failed|certificate .* (?:not trusted|expired)")),
              ("auth_failed", re.compile(r"AUTHENTICATION_FAILED|authentication of .* failed")))
 
 
-def failure_class(log: str) -> str:
-    return next((cls for cls, pattern in _FAILURES if pattern.search(log)), "ike_failed")
+def failure_class(text: str) -> str:
+    """The error class of a failed handshake, from charon's log and the initiation's answer."""
+    return next((cls for cls, pattern in _FAILURES if pattern.search(text)), "ike_failed")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -101,7 +102,7 @@ def sample(a: argparse.Namespace, root: bytes, i: int, home: Path) -> dict:
     if failed is None and h.established_ns is not None:
         out["ok"] = True
     else:
-        out.update(error_class=failure_class(log), error=failed or "charon did not establish the IKE SA")
+        out.update(error_class=failure_class(f"{log}\n{failed}"), error=failed or "charon did not establish the IKE SA")
     return out
 
 
