@@ -128,6 +128,22 @@ class ClientJob:
         argv += axis.client_options(self.axes)
         return argv + (["--pad", str(self.pad)] if self.pad else [])
 
+    def handshakes_over_udp(self, client: str, protocol: str) -> None:
+        """Raises MissingCapability when the job asks more of a client that times handshakes of one protocol over
+        UDP alone (dtlsgo, strongswan): another transport or mode, padding, an offer or compression."""
+        from pqbench import protocol as proto
+        from pqbench.errors import MissingCapability
+        label = proto.get(protocol).label
+        if self.transport != "udp":
+            raise MissingCapability(f"the {client} client speaks only {label} over UDP, not {self.transport}",
+                                    f"measure it with protocol = {protocol}")
+        if self.mode != "handshake":
+            raise MissingCapability(f"the {client} client has no {self.mode} mode", "use handshake")
+        if self.pad:
+            raise MissingCapability(f"--pad: the {client} client cannot pad what it sends",
+                                    "measure padding with the openssl client over TCP")
+        self.plain_offer(client)
+
     def plain_offer(self, client: str) -> None:
         """Raises MissingCapability when the job asks what only pqtimer's offer and compression options
         express (a client stack that has neither calls it before building its command line)."""

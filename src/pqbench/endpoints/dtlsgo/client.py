@@ -8,7 +8,6 @@ from pathlib import Path
 
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.dtlsgo import build
-from pqbench.errors import MissingCapability
 from pqbench.udp import dtls
 
 SPEAKS = ("udp",)  # the transports the dtlsgo client and server speak
@@ -22,15 +21,7 @@ class DtlsGoClient:
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         """claims None: the worker takes indices 0..count-1 itself (a single probe)."""
         b = build.require()
-        if job.transport not in SPEAKS:
-            raise MissingCapability(f"the dtlsgo client speaks only DTLS over UDP, not {job.transport}",
-                                    "measure it with protocol = dtls")
-        if job.mode not in MODES:
-            raise MissingCapability(f"the dtlsgo client has no {job.mode} mode", "use handshake")
-        if job.pad:
-            raise MissingCapability("--pad: the dtlsgo client cannot pad its ClientHello",
-                                    "measure padding with the openssl client over TCP")
-        job.plain_offer("dtlsgo")
+        job.handshakes_over_udp("dtlsgo", "dtls")
         groups = [build.group_name(g) or g for g in job.groups]  # unknown ones: dtlsgo exits 2 naming them
         return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from pqbench.endpoints.base import ClientJob
 from pqbench.endpoints.strongswan import build, ikeclient
-from pqbench.errors import MissingCapability
 from pqbench.udp import ike
 
 SPEAKS = ("udp",)
@@ -20,15 +19,7 @@ class StrongswanClient:
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         build.require()
-        if job.transport not in SPEAKS:
-            raise MissingCapability(f"the strongswan client speaks IKEv2 over UDP only, not {job.transport}",
-                                    "measure it with protocol = ike")
-        if job.mode not in MODES:
-            raise MissingCapability(f"the strongswan client has no {job.mode} mode", "use handshake")
-        if job.pad:
-            raise MissingCapability("--pad: the strongswan client cannot pad its messages",
-                                    "measure padding with the openssl client over TCP")
-        job.plain_offer("strongswan")
+        job.handshakes_over_udp("strongswan", "ike")
         return ikeclient.argv(job, count, worker, claims)
 
     def env(self) -> dict:

@@ -72,8 +72,11 @@ def sample(a: argparse.Namespace, root: bytes, i: int, home: Path) -> dict:
            "stack": STACK, "protocol": "ike", "transport": "udp"}
     try:
         with charon.session() as vici:
-            vici.load_shared(shared(psk(a.cafile)))
-            vici.load_conn(client_conn(a.host, a.port, a.groups, a.servername, root))
+            try:
+                vici.load_shared(shared(psk(a.cafile)))
+                vici.load_conn(client_conn(a.host, a.port, a.groups, a.servername, root))
+            except Exception as e:  # noqa: BLE001  (a key file not there, charon refusing the connection)
+                raise RuntimeError(f"charon did not take the connection: {e}") from None
             start_ns, out["start_mono_ns"] = time.time_ns(), time.monotonic_ns()
             try:
                 vici.request("initiate", {"ike": CONN, "timeout": str(a.timeout_ms)})
@@ -84,7 +87,7 @@ def sample(a: argparse.Namespace, root: bytes, i: int, home: Path) -> dict:
             with contextlib.suppress(Exception):
                 vici.request("terminate", {"ike": CONN, "timeout": "-1"})
         log = charon.log_path.read_text(errors="replace")
-    except RuntimeError as e:  # charon did not start or did not listen
+    except RuntimeError as e:  # charon did not start, listen or take the connection
         out.update(error_class="client_start", error=str(e), t_ns={"start": 0})
         return out
     finally:
