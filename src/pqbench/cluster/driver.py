@@ -147,10 +147,25 @@ class _ClusterRun:
                 self.futures[again] = (pos, cell)
                 pending.add(again)
                 continue
-            result = _result(future)
+            result = self._fetched(future)
             self._joined(result["start"])
             runner.save_measured(self.con, self.run_id, cells[future][1], result["record"], result["samples"],
                                  result["why"], self.progress, result["node"], where=f" on {result['node']}")
+
+    def _fetched(self, future):
+        """A finished cell's result. The scheduler lost while the result came back (its connection reset: CI) is
+        waited out as anywhere else: gone for good is the error that says so, back again and it is asked again."""
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S + 30
+        while True:
+            try:
+                return _result(future)
+            except OSError:  # the engine's CommClosedError: the connection to the scheduler closed mid-answer
+                if time.monotonic() > deadline:
+                    raise MeasurementFailed(f"the cluster's scheduler went away (a result not fetched in "
+                                            f"{CONNECT_TIMEOUT_S + 30} s); its unfinished cells were not measured") \
+                        from None
+                time.sleep(POLL_S)
+                self._connected()
 
     def _gone(self) -> None:
         """The scheduler is gone (the engine gave up reconnecting and closed the client): an error, not a wait

@@ -133,9 +133,9 @@ class ClientJob:
         UDP alone (dtlsgo, strongswan): another transport or mode, padding, an offer or compression."""
         from pqbench import protocol as proto
         from pqbench.errors import MissingCapability
-        label = proto.get(protocol).label
-        if self.transport != "udp":
-            raise MissingCapability(f"the {client} client speaks only {label} over UDP, not {self.transport}",
+        p = proto.get(protocol)
+        if self.transport not in p.transports:
+            raise MissingCapability(f"the {client} client speaks only {p.label} over UDP, not {self.transport}",
                                     f"measure it with protocol = {protocol}")
         if self.mode != "handshake":
             raise MissingCapability(f"the {client} client has no {self.mode} mode", "use handshake")
