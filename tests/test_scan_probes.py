@@ -329,5 +329,11 @@ def test_population_scan_is_polite_resumable_and_summed_up(population, tmp_path)
     assert tls["hybrid_pq_accepted"] == {"n": 3, "of": 5, "percent": 60.0}  # pq-first, secp-only, quic-big
     assert tls["pq_accepted"]["n"] == 4 and tls["pq_by_default"]["n"] == 3  # quic-big: when the client lists it first
     assert tls["hrr_for_x25519"]["n"] == 3 and tls["pq_certificate"]["n"] == 1  # quic-big's ML-DSA-87 chain
-    assert tls["split_intolerant"]["n"] == 0 and tls["flight_over_initial_window"]["n"] == 1
+    con = store.connect(db, read_only=True)
+    split = {r["address"]: next(({k: p.get(k) for k in ("verdict", "detail")} for p in r["result"].get("probes") or []
+                                 if p.get("probe") == "split ClientHello"), None) for r in store.scan_rows(con)}
+    con.close()
+    # (a slower machine's run once counted one target intolerant; the verdicts say which and why)
+    assert tls["split_intolerant"]["n"] == 0, split
+    assert tls["flight_over_initial_window"]["n"] == 1
 
