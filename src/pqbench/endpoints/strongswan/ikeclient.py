@@ -29,6 +29,7 @@ from pqbench.endpoints.strongswan.charon import Charon
 from pqbench.endpoints.strongswan.conns import CONN, client_conn, psk, shared
 
 STACK = "strongswan"
+ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}  # the worker's own: unshare, mount and sh are found there
 # Why a handshake failed, from charon's log: the first pattern found names the error class
 _FAILURES = (("timeout", re.compile(r"giving up after \d+ retransmits|timed out|not established after \d+ ?ms")),
              ("no_proposal", re.compile(r"NO_PROPOSAL_CHOSEN|no acceptable proposal|INVALID_KE_PAYLOAD.*no")),
@@ -136,8 +137,6 @@ def probe(place: Place, addr: str, site: Site, group: str, timeout_ms: int = 500
                     axes=dict(site.options))
     return probe_client(place, argv(job, 1, 0, None), env=ENV)
 
-
-ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 if __name__ == "__main__":
     sys.exit(main())

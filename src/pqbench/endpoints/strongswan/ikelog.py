@@ -43,7 +43,6 @@ class Exchange:
     received_offsets: list = dataclasses.field(default_factory=list)  # UDP payload bytes received before each
     retransmits: int = 0
     tries: int = 1  # IKE_SA_INIT sent again after a COOKIE or INVALID_KE_PAYLOAD answer
-    answered_by: str = ""  # the payloads of the response that was parsed last
 
     def to_json(self) -> dict:
         return {"exchange": self.name, "message_id": self.message_id, "datagrams_sent": len(self.sent_ns),
@@ -140,7 +139,6 @@ def parse(lines) -> Handshake:
                     ex.received_ns.append(ns)
                     ex.received_bytes.append(size)
                     ex.received_offsets.append(offset)
-                ex.answered_by = q.group(3)
             pending = []
         elif s := _PROPOSAL.search(msg):
             proposal = s.group(1)
