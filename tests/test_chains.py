@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from pqbench.algorithms import catalog, chains
+from pqbench.algorithms import catalog, certs, chains
 from pqbench.algorithms.openssl_build import run_openssl
 from pqbench.errors import BadInput
 from pqbench.experiment import cells as cellmod
@@ -43,9 +43,9 @@ def test_a_webpki_chain_sends_leaf_and_intermediate_and_its_two_scts_verify_agai
     issuer_spki = chains._Cert(inter).spki
     for sct, pub in zip(scts, logs):
         data = chains.precert_signed_data(sct["timestamp"], issuer_spki, tbs, sct["extensions"])
-        assert chains.verify(pub, data, sct["signature"])
-        assert not chains.verify(pub, data + b"x", sct["signature"])  # the check can fail
-    assert not chains.verify(logs[1], chains.precert_signed_data(scts[0]["timestamp"], issuer_spki, tbs),
+        assert certs.verify(pub, data, sct["signature"])
+        assert not certs.verify(pub, data + b"x", sct["signature"])  # the check can fail
+    assert not certs.verify(logs[1], chains.precert_signed_data(scts[0]["timestamp"], issuer_spki, tbs),
                              scts[0]["signature"])  # each SCT is its own log's
     # the whole chain verifies as a client would (the SCTs ride in a non-critical extension)
     r = run_openssl(["verify", "-CAfile", str(chain.root_cert), "-untrusted", str(chain.directory / "intermediate1.crt"),
@@ -102,13 +102,14 @@ def test_a_padded_chain_smaller_than_its_algorithm_allows_is_refused(built_stack
 
 def test_the_stand_ins_reproduce_the_published_figures_and_say_size_only(webpki, tmp_path):
     reference = webpki("mldsa44")
-    assert chains.stand_in_bytes("mtc-standalone", "mldsa44", reference)["keys_and_signatures"] == 8956
-    assert chains.stand_in_bytes("mtc-landmark", "mldsa44", reference)["keys_and_signatures"] == 4468
-    chain = chains.make("mldsa44", tmp_path / "mtc", "mtc-landmark")
+    assert chains.stand_in_bytes("mtc-standalone-size", "mldsa44", reference)["keys_and_signatures"] == 8956
+    assert chains.stand_in_bytes("mtc-landmark-size", "mldsa44", reference)["keys_and_signatures"] == 4468
+    chain = chains.make("mldsa44", tmp_path / "mtc", "mtc-landmark-size")
     assert chain.parts["sent"] == chain.parts["stand_in"]["bytes"] and chain.parts["size_only"]
-    for shape in ("mtc-standalone", "mtc-landmark", "abridged"):
+    for shape in ("mtc-standalone-size", "mtc-landmark-size", "abridged"):
         assert "size-only" in chains.label(shape, None)
     assert "size-only" in chains.label(None, 12000) and "size-only" not in chains.label("webpki", None)
+    assert "size-only" not in chains.label("mtc-landmark", None)  # the real one
 
 
 BASE = """
@@ -130,7 +131,7 @@ def test_the_chain_axes_cross_as_documented_and_keep_old_ids():
 
 
 @pytest.mark.parametrize("extra,field,words", [
-    ('chain = ["mtc"]\n', "axes.chain[0]", "mtc-standalone"),
+    ('chain = ["mtc"]\n', "axes.chain[0]", "mtc-standalone-size"),
     ('chain_bytes = ["100"]\n', "axes.chain_bytes[0]", "outside"),
     ('chain = ["webpki"]\nchain_bytes = ["2k"]\n', "axes.chain_bytes", "plain"),
 ])

@@ -70,3 +70,21 @@ def test_scans_keep_the_newest_per_address(tmp_path):
     assert [r["summary"] for r in rows] == ["second", "ssh"]
     assert rows[0]["result"] == {"k": 1}
     assert [r["summary"] for r in store.scan_rows(con, ["10.0.0.2:22"])] == ["ssh"]
+
+
+def test_the_mtc_stand_ins_open_under_their_new_names(old_store):
+    """Migration 15: a cell whose chain was the size-only mtc-landmark is mtc-landmark-size after it; a store from
+    before the chain axis gains the column, empty."""
+    import duckdb
+    version, _, sql = store.MIGRATIONS[14]
+    assert version == 15
+    con = duckdb.connect()
+    con.execute("CREATE TABLE cells (cell_id VARCHAR, chain VARCHAR)")
+    con.executemany("INSERT INTO cells VALUES (?, ?)",
+                    [["a", "mtc-landmark"], ["b", "mtc-standalone"], ["c", "webpki"], ["d", None]])
+    con.execute(sql)
+    assert dict(con.execute("SELECT cell_id, chain FROM cells").fetchall()) == {
+        "a": "mtc-landmark-size", "b": "mtc-standalone-size", "c": "webpki", "d": None}
+    old = store.connect(old_store)
+    assert "chain" in store.columns(old, "cells")
+    old.close()

@@ -89,6 +89,24 @@ def _new_key(alg: catalog.Algorithm, path: Path) -> None:
     path.chmod(0o600)
 
 
+def sign(key: Path, data: bytes) -> bytes:
+    """A signature over data with key (the key's own digest, or none for algorithms that sign messages)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "data").write_bytes(data)
+        return _openssl(["pkeyutl", "-sign", "-inkey", str(key), "-rawin", "-in", str(Path(tmp) / "data")],
+                        f"sign with {key.name}")
+
+
+def verify(public_pem: Path, data: bytes, signature: bytes) -> bool:
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "data").write_bytes(data)
+        (Path(tmp) / "sig").write_bytes(signature)
+        r = openssl_build.run_openssl(["pkeyutl", "-verify", "-pubin", "-inkey", str(public_pem), "-rawin",
+                                       "-in", str(Path(tmp) / "data"), "-sigfile", str(Path(tmp) / "sig")],
+                                      check=False)
+        return r.returncode == 0
+
+
 def _prepare_out(out: Path) -> Path:
     out = Path(out)
     try:

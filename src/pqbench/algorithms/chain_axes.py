@@ -1,7 +1,8 @@
 """The chain axes (pqbench.axis): what certificate chain a cell's server sends (pqbench.algorithms.chains).
 
-- chain: a shape as deployed or as proposed (webpki, webpki-ocsp, suppressed; the size-only stand-ins
-  mtc-standalone, mtc-landmark, abridged); "plain" or absent: today's root → leaf.
+- chain: a shape as deployed or as proposed (webpki, webpki-ocsp, suppressed; real Merkle Tree Certificates
+  mtc-standalone, mtc-landmark, for the stacks with the `mtc` feature; the size-only stand-ins
+  mtc-standalone-size, mtc-landmark-size, abridged); "plain" or absent: today's root → leaf.
 - chain_bytes: a padded, size-only root → leaf chain whose certificates sent weigh exactly this many bytes
   (the byte staircase's sweep); for cells whose chain is plain.
 
@@ -19,6 +20,7 @@ from pqbench.errors import BadInput
 
 PLAIN = "plain"  # today's root → leaf (the axis's default, None in a cell)
 STAPLING = "ocsp_stapling"  # the stack feature a stapled OCSP response needs, server and client
+MTC = "mtc"  # a real Merkle Tree Certificate: a client that verifies one, a server that sends any certificate
 
 
 def _shape(field: str, value) -> str | None:
@@ -37,10 +39,16 @@ def _chain_bytes(field: str, value) -> int:
 
 
 
-def _stapling(value, caps, role: str, values) -> str | None:
-    """A stapled OCSP response needs a server that staples it and a client that asks (status_request)."""
-    if chains.SHAPES[value].staple and STAPLING not in caps.features:
+def _stack_can(value, caps, role: str, values) -> str | None:
+    """A stapled OCSP response needs a server that staples it and a client that asks (status_request); a real
+    MTC a client that verifies it and a server that sends a certificate no X.509 library can check."""
+    shape = chains.SHAPES[value]
+    if shape.staple and STAPLING not in caps.features:
         return axis.missing(STAPLING, caps)
+    if shape.mtc and MTC not in caps.features:
+        does = "verify" if role == "client" else "send"
+        return (f"{caps.stack} cannot {does} a Merkle Tree Certificate (rustls can: `mtc` feature); "
+                f"{value}-size is its size-only stand-in")
     return None
 
 
@@ -63,7 +71,7 @@ def credential_key(values) -> tuple:
 
 axis.register(
     axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", protocols=proto.sends_chains,
-              check=_stapling, site=True, order=43,
+              check=_stack_can, site=True, order=43,
               help="the server's chain shape: plain (default: root -> leaf), webpki (leaf and intermediate sent, two "
                    "SCTs), webpki-ocsp, suppressed, or a size-only stand-in: mtc-standalone, mtc-landmark, abridged "
                    "(docs/chains.md)", records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),

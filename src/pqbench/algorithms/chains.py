@@ -8,9 +8,13 @@ the padded chains of its `chain_bytes` axis, made with our OpenSSL and taken apa
   that staple: the `ocsp_stapling` feature).
 - suppressed: the webpki leaf alone; the client already has the intermediate (in its trust file), as intermediate
   suppression proposes. A real chain, verified normally.
-- mtc-standalone, mtc-landmark, abridged: proposed shapes no stack speaks yet, as **size-only** stand-ins: a root
-  → leaf chain whose leaf is padded so that the server sends exactly the bytes the proposal would (sizes from the
-  algorithm's key and signature sizes and the drafts' structures: stand_in_bytes).
+- mtc-standalone, mtc-landmark: a real Merkle Tree Certificate (draft-ietf-plants-merkle-tree-certs-07) from
+  pqbench's MTC CA (pqbench.algorithms.mtc), sent alone; only a client that verifies MTCs can meet it (rustls,
+  with the `mtcs` crate: the `mtc` feature), and only a server that sends any certificate it is given.
+- mtc-standalone-size, mtc-landmark-size, abridged: the proposed shapes as **size-only** stand-ins, for every
+  other client: a root → leaf chain whose leaf is padded so that the server sends exactly the bytes the proposal
+  would (sizes from the algorithm's key and signature sizes and the drafts' structures: stand_in_bytes). Stores
+  from before the real MTCs named these mtc-standalone and mtc-landmark; they open renamed (store migration 15).
 
 A padded chain (chain_bytes N, or a stand-in) is root → leaf (the leaf's key of the cell's algorithm, which signs
 the handshake; the root Ed25519, the smallest signature, so that small sizes are reachable) with a non-critical extension of filler (an OID
@@ -30,18 +34,19 @@ import json
 import os
 import shutil
 import struct
-import tempfile
 import zlib
 from pathlib import Path
 
 from asn1crypto import core, ocsp
 
-from pqbench.algorithms import catalog
+from pqbench.algorithms import catalog, mtc
+from pqbench.algorithms.der import children, content, header, tlv
 from pqbench.algorithms.certs import (DEFAULT_SERVER_NAME, EXTENSIONS, Chain, _check_signer, _new_key, _openssl,
-                                      _prepare_out, make_chain)
+                                      _prepare_out, make_chain, sign)
 from pqbench.errors import BadInput, MeasurementFailed
 
 SCT_LIST_OID = "1.3.6.1.4.1.11129.2.4.2"  # RFC 6962 §3.3: embedded SCT list
+MTC_PROOF_ALGORITHM = bytes.fromhex("300a06082b06010505070643")  # id-alg-mtcProof, no parameters
 PAD_OID = "2.25.219656358152305736766829961545470305023"  # UUID arc: pqbench's filler extension (size-only)
 LOGS = 2  # SCTs per leaf (Chrome's policy asks two for certificates of up to 180 days)
 PROOF_HASH = 32  # SHA-256 node of a Merkle inclusion proof
@@ -58,14 +63,17 @@ class Shape:
     what: str
     size_only: bool = False  # a stand-in: padded to the proposal's bytes, not the proposal itself
     staple: bool = False  # needs OCSP stapling of the server and the client
+    mtc: str | None = None  # a real Merkle Tree Certificate of this kind (pqbench.algorithms.mtc.KINDS)
 
 
 SHAPES = {s.name: s for s in (
     Shape("webpki", "leaf + intermediate sent, two embedded SCTs"),
     Shape("webpki-ocsp", "leaf + intermediate sent, two embedded SCTs, stapled OCSP response", staple=True),
     Shape("suppressed", "webpki leaf alone: the client has the intermediate (intermediate suppression)"),
-    Shape("mtc-standalone", "Merkle Tree Certificate, standalone (size-only)", size_only=True),
-    Shape("mtc-landmark", "Merkle Tree Certificate, landmark-relative (size-only)", size_only=True),
+    Shape("mtc-standalone", "Merkle Tree Certificate, standalone: two cosignatures", mtc="standalone"),
+    Shape("mtc-landmark", "Merkle Tree Certificate, landmark-relative: no signature", mtc="landmark"),
+    Shape("mtc-standalone-size", "Merkle Tree Certificate, standalone (size-only)", size_only=True),
+    Shape("mtc-landmark-size", "Merkle Tree Certificate, landmark-relative (size-only)", size_only=True),
     Shape("abridged", "abridged webpki chain, draft-ietf-tls-cert-abridge (size-only)", size_only=True),
 )}
 
@@ -98,14 +106,14 @@ def stand_in_bytes(shape: str, sig: str, webpki: Chain) -> dict:
     webpki_parts = webpki.parts
     leaf = webpki_parts["certificates"][0]
     framing = leaf["framing"]
-    if shape == "mtc-standalone":
+    if shape == "mtc-standalone-size":
         # draft-ietf-plants-merkle-tree-certs: the subject key, an inclusion proof to a subtree and the
         # signatures of two cosigners over that subtree in place of the CA's signature
         proof = 12 * PROOF_HASH
         cert = framing + pk + 2 * s + proof
         return {"bytes": cert, "keys_and_signatures": pk + 3 * s + proof,
                 "formula": f"framing {framing} + pk {pk} + 2 cosignatures × {s} + 12 proof hashes × {PROOF_HASH}"}
-    if shape == "mtc-landmark":
+    if shape == "mtc-landmark-size":
         # landmark-relative: the client already trusts the landmark subtree's root; the proof alone vouches
         proof = 23 * PROOF_HASH
         cert = framing + pk + proof
@@ -130,39 +138,14 @@ def _bits(value) -> int:
     return len(value.contents) - 1
 
 
-def _tlv(data: bytes, i: int = 0) -> tuple[int, int, int]:
-    """(tag, where its content starts, where it ends) of the DER element at i."""
-    tag, n = data[i], data[i + 1]
-    if n < 0x80:
-        return tag, i + 2, i + 2 + n
-    k = n & 0x7F
-    length = int.from_bytes(data[i + 2:i + 2 + k], "big")
-    return tag, i + 2 + k, i + 2 + k + length
-
-
-def _children(data: bytes, start: int, end: int) -> list[bytes]:
-    """The raw elements between start and end."""
-    out = []
-    while start < end:
-        _, _, stop = _tlv(data, start)
-        out.append(data[start:stop])
-        start = stop
-    return out
-
-
-def _content(element: bytes) -> bytes:
-    _, start, end = _tlv(element)
-    return element[start:end]
-
-
 class _Cert:
     """A certificate's raw parts, read by DER alone: asn1crypto would parse (and fail on) the post-quantum keys
     it does not know."""
 
     def __init__(self, der: bytes):
-        _, start, end = _tlv(der)
-        self.tbs, self.sigalg, self.signature = _children(der, start, end)
-        fields = _children(self.tbs, *_tlv(self.tbs)[1:])
+        _, start, end = tlv(der)
+        self.tbs, self.sigalg, self.signature = children(der, start, end)
+        fields = children(self.tbs, *tlv(self.tbs)[1:])
         self.spki = fields[6 if fields[0][0] == 0xA0 else 5]
         self.extensions_field = fields[-1] if fields[-1][0] == 0xA3 else None
 
@@ -170,21 +153,21 @@ class _Cert:
         """(OID, the extension's value, the extension's raw bytes) of each extension."""
         if self.extensions_field is None:
             return []
-        seq = _content(self.extensions_field)
+        seq = content(self.extensions_field)
         out = []
-        for ext in _children(seq, *_tlv(seq)[1:]):
-            parts = _children(ext, *_tlv(ext)[1:])
-            out.append((core.ObjectIdentifier.load(parts[0]).dotted, _content(parts[-1]), ext))
+        for ext in children(seq, *tlv(seq)[1:]):
+            parts = children(ext, *tlv(ext)[1:])
+            out.append((core.ObjectIdentifier.load(parts[0]).dotted, content(parts[-1]), ext))
         return out
 
     @property
     def key_bytes(self) -> int:
         """The SubjectPublicKeyInfo's key: its BIT STRING without the unused-bits byte."""
-        return len(_content(_children(self.spki, *_tlv(self.spki)[1:])[1])) - 1
+        return len(content(children(self.spki, *tlv(self.spki)[1:])[1])) - 1
 
     @property
     def signature_bytes(self) -> int:
-        return len(_content(self.signature)) - 1
+        return len(content(self.signature)) - 1
 
 
 def sct_list(ext_value: bytes) -> list[dict]:
@@ -209,7 +192,10 @@ def cert_parts(der: bytes) -> dict:
     """One certificate's bytes by part; they add up to its DER."""
     cert = _Cert(der)
     pk, sig = cert.key_bytes, cert.signature_bytes
-    scts = sct_sigs = padding = 0
+    scts = sct_sigs = padding = proof = 0
+    if cert.sigalg == MTC_PROOF_ALGORITHM:  # a Merkle Tree Certificate: its MTCProof in place of a signature
+        proof, cosignatures = mtc.proof_sizes(content(cert.signature)[1:])
+        sig = sum(cosignatures)
     for oid, value, raw in cert.extensions():
         if oid == SCT_LIST_OID:
             scts = len(value)
@@ -217,7 +203,7 @@ def cert_parts(der: bytes) -> dict:
         elif oid == PAD_OID:
             padding = len(raw)
     return {"der": len(der), "public_key": pk, "signature": sig, "scts": scts, "sct_signatures": sct_sigs,
-            "padding": padding, "framing": len(der) - pk - sig - scts - padding}
+            "padding": padding, "mtc_proof": proof, "framing": len(der) - pk - sig - scts - padding - proof}
 
 
 def parts(chain: Chain) -> dict:
@@ -225,10 +211,11 @@ def parts(chain: Chain) -> dict:
     OCSP response (its signature apart) where the chain has one."""
     certs = [cert_parts(der) for der in pem_ders(chain.chain_file.read_text())]
     total = {k: sum(c[k] for c in certs) for k in ("der", "public_key", "signature", "scts", "sct_signatures",
-                                                  "padding", "framing")}
+                                                  "padding", "mtc_proof", "framing")}
     out = {"certificates": certs, "sent": total["der"], "public_keys": total["public_key"],
            "signatures": total["signature"], "scts": total["scts"], "sct_signatures": total["sct_signatures"],
-           "padding": total["padding"], "framing": total["framing"], "ocsp": 0, "ocsp_signature": 0}
+           "padding": total["padding"], "mtc_proof": total["mtc_proof"], "framing": total["framing"], "ocsp": 0,
+           "ocsp_signature": 0}
     ocsp_file = chain.directory / "ocsp.der"
     if ocsp_file.exists():
         raw = ocsp_file.read_bytes()
@@ -294,38 +281,11 @@ def _spki(der: bytes) -> bytes:
     return _Cert(der).spki
 
 
-def sign(key: Path, data: bytes) -> bytes:
-    """A signature over data with key (the key's own digest, or none for algorithms that sign messages)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "data").write_bytes(data)
-        return _openssl(["pkeyutl", "-sign", "-inkey", str(key), "-rawin", "-in", str(Path(tmp) / "data")],
-                        f"sign with {key.name}")
-
-
-def verify(public_pem: Path, data: bytes, signature: bytes) -> bool:
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "data").write_bytes(data)
-        (Path(tmp) / "sig").write_bytes(signature)
-        from pqbench.algorithms import openssl_build
-        r = openssl_build.run_openssl(["pkeyutl", "-verify", "-pubin", "-inkey", str(public_pem), "-rawin",
-                                       "-in", str(Path(tmp) / "data"), "-sigfile", str(Path(tmp) / "sig")],
-                                      check=False)
-        return r.returncode == 0
-
-
 def precert_signed_data(timestamp_ms: int, issuer_spki: bytes, tbs: bytes, extensions: bytes = b"") -> bytes:
     """What a log signs for an SCT of a precertificate (RFC 6962 §3.2): version v1, certificate_timestamp,
     the timestamp, precert_entry, the issuer key's SHA-256 and the TBS, and the SCT's extensions."""
     return (b"\x00\x00" + struct.pack(">Q", timestamp_ms) + b"\x00\x01" + hashlib.sha256(issuer_spki).digest()
             + len(tbs).to_bytes(3, "big") + tbs + struct.pack(">H", len(extensions)) + extensions)
-
-
-def _header(tag: int, n: int) -> bytes:
-    """A DER tag and length."""
-    if n < 0x80:
-        return bytes([tag, n])
-    size = n.to_bytes((n.bit_length() + 7) // 8, "big")
-    return bytes([tag, 0x80 | len(size)]) + size
 
 
 def strip_extension(der: bytes, oid: str) -> bytes:
@@ -336,9 +296,9 @@ def strip_extension(der: bytes, oid: str) -> bytes:
     if tail is None or not cert.tbs.endswith(tail):
         raise MeasurementFailed("the certificate has no extensions to strip")
     kept = b"".join(raw for o, _, raw in cert.extensions() if o != oid)
-    seq = _header(0x30, len(kept)) + kept
-    body = _content(cert.tbs)[:-len(tail)] + _header(0xA3, len(seq)) + seq
-    return _header(0x30, len(body)) + body
+    seq = header(0x30, len(kept)) + kept
+    body = content(cert.tbs)[:-len(tail)] + header(0xA3, len(seq)) + seq
+    return header(0x30, len(body)) + body
 
 
 def precert_tbs(der: bytes) -> bytes:
@@ -512,6 +472,8 @@ def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = Non
     if shape in ("webpki", "webpki-ocsp", "suppressed"):
         return make_webpki(sig, out, staple=shape == "webpki-ocsp", suppressed=shape == "suppressed",
                            server_name=server_name)
+    if shape and SHAPES[shape].mtc:
+        return make_mtc(sig, out, SHAPES[shape].mtc, server_name)
     if shape:
         parse_shape("chain", shape)
         reference = make_webpki(sig, out / "webpki-reference", server_name=server_name)
@@ -523,6 +485,14 @@ def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = Non
     if nbytes:
         return make_padded(sig, out, nbytes, ca_sig=STAND_IN_CA, server_name=server_name)
     return make_chain(sig, out, server_name=server_name)
+
+
+def make_mtc(sig: str, out: Path, kind: str, server_name: str = DEFAULT_SERVER_NAME) -> Chain:
+    """A real MTC of kind from a CA of its own (pqbench.algorithms.mtc), with its bytes by part."""
+    chain = mtc.make(sig, _prepare_out(out), kind, server_name)
+    chain.parts = {**parts(chain), "size_only": False, "mtc": chain.parts["mtc"]}
+    (chain.directory / "chain.json").write_text(json.dumps(chain.to_json(), indent=2) + "\n")
+    return chain
 
 
 def directory_name(sig: str, shape: str | None, nbytes: int | None, sized_as: str | None = None) -> str:

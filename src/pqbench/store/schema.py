@@ -185,6 +185,14 @@ IKE_PHASES_V14 = ("ike_sa_init_sent", "ike_sa_init_received", "intermediate_rece
                   "ike_auth_received")
 _V14 = "".join(f"ALTER TABLE samples ADD COLUMN {p}_ms DOUBLE;" for p in IKE_PHASES_V14)
 
+# Real Merkle Tree Certificates took the chain shapes' names mtc-standalone and mtc-landmark; the size-only
+# stand-ins those names meant before are now mtc-standalone-size and mtc-landmark-size (the column comes with the
+# chain axis: a store from before it gains it here, empty).
+_V15 = """
+ALTER TABLE cells ADD COLUMN IF NOT EXISTS chain VARCHAR;
+UPDATE cells SET chain = chain || '-size' WHERE chain IN ('mtc-standalone', 'mtc-landmark');
+"""
+
 MIGRATIONS = (
     (1, "runs, cells, crypto rounds, samples (the schema before numbered migrations)", _V1),
     (2, "stack, late-sample detector and wire timestamps", _V2),
@@ -200,6 +208,7 @@ MIGRATIONS = (
     (12, "client offers, server preference, certificate compression, HelloRetryRequests and early data", _V12),
     (13, "QUIC: a cell's transport, Retry and Initial size; a sample's transport and QUIC's own phase", _V13),
     (14, "IKEv2's phases", _V14),
+    (15, "the size-only MTC stand-ins renamed (mtc-…-size) as real Merkle Tree Certificates take their names", _V15),
 )
 LATEST = MIGRATIONS[-1][0]
 

@@ -26,10 +26,53 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, ServerConfig, SignatureScheme};
 
+mod mtc;
+
 const PROG: &str = "pqrustls";
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("mtc-verify") {
+        std::process::exit(mtc_verify(&args[1..]));
+    }
     pqtls_common::dispatch(PROG, capabilities, run_client, run_server)
+}
+
+/// pqrustls mtc-verify TRUSTFILE CERT.pem SERVERNAME [ROUNDS]: verifies one Merkle Tree Certificate as the client
+/// does, ROUNDS times (default 1); prints what was verified and the time per verification as JSON; exit 1 when
+/// it does not verify (with why).
+fn mtc_verify(args: &[String]) -> i32 {
+    let [trust, cert, name, rest @ ..] = args else { bad_usage(PROG, "mtc-verify", "TRUSTFILE CERT.pem SERVERNAME [ROUNDS]") };
+    let rounds: u32 = rest.first().map(|r| pqtls_common::parse_num(PROG, "ROUNDS", r, 1, 1_000_000)).unwrap_or(1);
+    let store = match mtc::load(trust) {
+        Ok(Some(store)) => store,
+        Ok(None) => bad_usage(PROG, "TRUSTFILE", &format!("{trust} names no Merkle Tree CA")),
+        Err(e) => bad_usage(PROG, "TRUSTFILE", &e),
+    };
+    let der = load_certs(cert, "CERT").remove(0);
+    let name = ServerName::try_from(name.clone()).unwrap_or_else(|e| bad_usage(PROG, "SERVERNAME", &e.to_string()));
+    let start = std::time::Instant::now();
+    let mut result = mtc::verify(&store, &der, &name, UnixTime::now());
+    for _ in 1..rounds {
+        result = mtc::verify(&store, &der, &name, UnixTime::now());
+    }
+    let per = start.elapsed().as_secs_f64() * 1e6 / f64::from(rounds);
+    match result {
+        Ok(v) => {
+            let kind = match v.kind { mtcs::VerificationKind::Standalone => "standalone", _ => "landmark" };
+            let cosigners: Vec<String> = v.satisfied_cosigners.iter().map(|c| c.to_dotted()).collect();
+            println!("{}", json::object(&[
+                ("verified", "true".into()), ("kind", json::quoted(kind)), ("ca", json::quoted(&v.ca_id.to_dotted())),
+                ("entry", v.entry_index.to_string()), ("subtree", format!("[{}, {}]", v.subtree.start, v.subtree.end)),
+                ("cosigners", json::list(&cosigners)), ("us_per_verification", format!("{per:.2}")),
+            ]));
+            0
+        }
+        Err(e) => {
+            println!("{}", json::object(&[("verified", "false".into()), ("error", json::quoted(&e))]));
+            1
+        }
+    }
 }
 
 fn all_groups() -> &'static [&'static dyn SupportedKxGroup] {
@@ -78,38 +121,57 @@ fn capabilities() {
             ("sigalg_codepoints", pqtls_common::codepoints_json(&verify, pqtls_common::SIGALGS)),
             ("client", json::object(&[("groups", json::list(&groups)), ("verify_sigalgs", json::list(&verify))])),
             ("server", json::object(&[("groups", json::list(&groups)), ("sign_sigalgs", json::list(&sign))])),
+            // the client verifies Merkle Tree Certificates (draft-ietf-plants-merkle-tree-certs-07) with this crate
+            ("mtc", json::quoted("mtcs")),
         ])
     );
 }
 
 // ---- client ---------------------------------------------------------------------------------
 
-/// WebPKI verification (with the cafile's roots) that also notes which scheme the server signed with.
-#[derive(Debug)]
+/// WebPKI verification (with the cafile's roots), or the `mtcs` crate's for a Merkle Tree Certificate when the
+/// cafile names an MTC CA, that also notes which scheme the server signed with.
 struct NotingVerifier {
-    inner: Arc<WebPkiServerVerifier>,
+    inner: Option<Arc<WebPkiServerVerifier>>,  // None: the cafile holds MTC CAs alone
+    mtc: Option<mtcs::TrustStore>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
     seen: Mutex<Option<SignatureScheme>>,
+}
+
+impl std::fmt::Debug for NotingVerifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotingVerifier").field("mtc", &self.mtc.is_some()).finish()
+    }
 }
 
 impl ServerCertVerifier for NotingVerifier {
     fn verify_server_cert(&self, end_entity: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>],
                           server_name: &ServerName<'_>, ocsp: &[u8], now: UnixTime) -> Result<ServerCertVerified, rustls::Error> {
-        self.inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+        match &self.mtc {
+            Some(store) if mtc::is_mtc(end_entity) => mtc::verify(store, end_entity, server_name, now)
+                .map(|_| ServerCertVerified::assertion())
+                .map_err(|e| rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+                    Arc::new(std::io::Error::other(format!("Merkle Tree Certificate: {e}"))))))),
+            _ => match &self.inner {
+                Some(inner) => inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now),
+                None => Err(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)),
+            },
+        }
     }
 
     fn verify_tls12_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct)
                               -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(&self, message: &[u8], cert: &CertificateDer<'_>, dss: &DigitallySignedStruct)
                               -> Result<HandshakeSignatureValid, rustls::Error> {
         *self.seen.lock().unwrap() = Some(dss.scheme);
-        self.inner.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
@@ -294,13 +356,21 @@ fn run_client(args: &[String]) -> i32 {
     let provider = Arc::new(provider_for(&o.groups));
     let mut roots = RootCertStore::empty();
     let Some(cafile) = o.cafile.as_deref() else { bad_usage(PROG, "--cafile", "required (rustls verifies the server)") };
+    let mtc = mtc::load(cafile).unwrap_or_else(|e| bad_usage(PROG, "--cafile", &e));
     for c in load_certs(cafile, "--cafile") {
+        // an MTC CA's certificate is no X.509 issuer: webpki has no use for it
+        if mtc.is_some() && mtcs::CaTrust::from_ca_certificate(&c).is_ok() {
+            continue;
+        }
         roots.add(c).unwrap_or_else(|e| bad_usage(PROG, "--cafile", &format!("{cafile}: {e}")));
     }
-    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .build()
-        .unwrap_or_else(|e| cannot(PROG, &format!("cannot set up certificate verification: {e}")));
-    let verifier = Arc::new(NotingVerifier { inner, seen: Mutex::new(None) });
+    let inner = (!roots.is_empty()).then(|| {
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .unwrap_or_else(|e| cannot(PROG, &format!("cannot set up certificate verification: {e}")))
+    });
+    let algorithms = provider.signature_verification_algorithms;
+    let verifier = Arc::new(NotingVerifier { inner, mtc, algorithms, seen: Mutex::new(None) });
     let mut config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap_or_else(|e| cannot(PROG, &format!("cannot set up TLS 1.3: {e}")))
