@@ -72,11 +72,14 @@ def test_a_client_that_cannot_verify_an_mtc_is_told_of_the_stand_in(built_stack)
 
 
 @pytest.mark.root
-def test_rustls_verifies_a_real_mtc_in_the_handshake(built_stack):
-    """The server sends the MTC alone; the handshake completes only because the client's verifier accepted it."""
-    r = run_pqbench("handshake", "--server", "rustls", "--client", "rustls", "--kex", "X25519MLKEM768", "--sig",
-                    "mldsa44", "--chain", "mtc-landmark", "--rtt", "5ms", "-n", "3", "--json")
+@pytest.mark.parametrize("server,chain", [("rustls", "mtc-landmark"), ("openssl", "mtc-standalone")])
+def test_rustls_verifies_a_real_mtc_in_the_handshake(built_stack, server, chain):
+    """nginx (the default server) and the rustls server send the MTC alone; the handshake completes only because
+    the client's verifier accepted it."""
+    r = run_pqbench("handshake", "--server", server, "--client", "rustls", "--kex", "X25519MLKEM768", "--sig",
+                    "mldsa44", "--chain", chain, "--rtt", "5ms", "-n", "3", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["summary"]["ok"] == 3 and out["config"]["chain"] == "mtc-landmark"
+    assert out["summary"]["ok"] == 3 and out["config"]["chain"] == chain
     assert out["chain"]["bytes_sent_by_server"] == out["chain"]["der_sizes"]["leaf"]  # the MTC alone
+    assert out["chain"]["mtc"]["kind"] == chain.removeprefix("mtc-")

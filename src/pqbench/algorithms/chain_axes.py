@@ -20,7 +20,8 @@ from pqbench.errors import BadInput
 
 PLAIN = "plain"  # today's root → leaf (the axis's default, None in a cell)
 STAPLING = "ocsp_stapling"  # the stack feature a stapled OCSP response needs, server and client
-MTC = "mtc"  # a real Merkle Tree Certificate: a client that verifies one, a server that sends any certificate
+# a real Merkle Tree Certificate needs a client that verifies one and a server that sends it
+MTC = {"client": "mtc_verify", "server": "mtc_serve"}
 
 
 def _shape(field: str, value) -> str | None:
@@ -45,9 +46,9 @@ def _stack_can(value, caps, role: str, values) -> str | None:
     shape = chains.SHAPES[value]
     if shape.staple and STAPLING not in caps.features:
         return axis.missing(STAPLING, caps)
-    if shape.mtc and MTC not in caps.features:
+    if shape.mtc and MTC[role] not in caps.features:
         does = "verify" if role == "client" else "send"
-        return (f"{caps.stack} cannot {does} a Merkle Tree Certificate (rustls can: `mtc` feature); "
+        return (f"{caps.stack} cannot {does} a Merkle Tree Certificate (the {MTC[role]} feature); "
                 f"{value}-size is its size-only stand-in")
     return None
 

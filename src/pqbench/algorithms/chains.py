@@ -9,8 +9,8 @@ the padded chains of its `chain_bytes` axis, made with our OpenSSL and taken apa
 - suppressed: the webpki leaf alone; the client already has the intermediate (in its trust file), as intermediate
   suppression proposes. A real chain, verified normally.
 - mtc-standalone, mtc-landmark: a real Merkle Tree Certificate (draft-ietf-plants-merkle-tree-certs-07) from
-  pqbench's MTC CA (pqbench.algorithms.mtc), sent alone; only a client that verifies MTCs can meet it (rustls,
-  with the `mtcs` crate: the `mtc` feature), and only a server that sends any certificate it is given.
+  pqbench's MTC CA (pqbench.algorithms.mtc), sent alone; only a client that verifies MTCs can meet it (the
+  mtc_verify feature: rustls, with the `mtcs` crate) and a server that sends it (mtc_serve: nginx, rustls).
 - mtc-standalone-size, mtc-landmark-size, abridged: the proposed shapes as **size-only** stand-ins, for every
   other client: a root → leaf chain whose leaf is padded so that the server sends exactly the bytes the proposal
   would (sizes from the algorithm's key and signature sizes and the drafts' structures: stand_in_bytes). Stores

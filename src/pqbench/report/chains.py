@@ -2,9 +2,9 @@
 each cell's distance to its ideal time.
 
   chain parts      per cell with a chain shape or a padded size: the bytes the server sent by part (public keys,
-                   certificate signatures, SCTs and their signatures, a stapled OCSP response, padding, X.509
-                   framing), the first flight, the round trips the staircase predicts and the headroom before the
-                   next, p50 with its CI; stand-ins say "size-only"
+                   certificate signatures, SCTs and their signatures, a stapled OCSP response, padding, an MTC's
+                   inclusion proof, X.509 framing), the first flight, the round trips the staircase predicts and
+                   the headroom before the next, p50 with its CI; stand-ins say "size-only"
   staircase        per condition (RTT, initcwnd, transport): the predicted steps, where the measured sweep steps,
                    and the figure of handshake time against the server's first-flight bytes with the predicted
                    staircase on top
@@ -81,17 +81,19 @@ def parts_table(a) -> Table | None:
                      f"{p.get('public_keys', 0):,}", f"{p.get('signatures', 0):,}",
                      f"{p.get('scts', 0):,} ({p.get('sct_signatures', 0):,})",
                      f"{p.get('ocsp', 0):,}" if p.get("ocsp") else "–", f"{p.get('padding', 0):,}",
-                     f"{p.get('framing', 0):,}",
+                     f"{p['mtc_proof']:,}" if p.get("mtc_proof") else "–", f"{p.get('framing', 0):,}",
                      f"{stand_in['keys_and_signatures']:,}" if stand_in else "–",
                      f"{flight:,}" if flight else "–", "–" if extra is None else str(extra),
                      _headroom(cond, flight) if extra is not None else "–", with_ci(c.pct[50])])
     return Table("chains-table", "Certificate chains: bytes by part, round trips and headroom",
                  ["signature", "chain", "condition", "sent B", "public keys", "signatures", "SCTs (their signatures)",
-                  "OCSP", "padding", "X.509 framing", "proposal's keys+sigs", "first flight B", "extra RTs (model)",
+                  "OCSP", "padding", "MTC proof", "X.509 framing", "proposal's keys+sigs", "first flight B", "extra RTs (model)",
                   "headroom B", "p50 ms [95 % CI]"], rows,
                  "Bytes counted from the DER the server sent (leaf first; the root is never sent); a stapled OCSP "
-                 "response is counted apart. 'size-only': a stand-in for a proposed shape no stack speaks yet, a "
-                 "root → leaf chain padded to the proposal's bytes and verified normally (docs/chains.md); its "
+                 "response is counted apart. A real Merkle Tree Certificate (mtc-standalone, mtc-landmark) is sent "
+                 "alone: its cosignatures under 'signatures', its inclusion proof under 'MTC proof'. 'size-only': a "
+                 "stand-in for a proposed shape, a root → leaf chain padded to the proposal's bytes and verified "
+                 "normally (docs/chains.md); its "
                  "'proposal's keys+sigs' counts the keys, signatures and proof hashes of the whole handshake, "
                  "CertificateVerify included, as published figures do. First flight: ServerHello … Finished as the "
                  "lower-bound model counts it from the cell's measured messages; extra RTs: round trips beyond one "

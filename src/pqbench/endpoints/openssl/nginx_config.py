@@ -58,6 +58,20 @@ class NginxConfig:
             lines += ["ssl_early_data on;", "ssl_conf_command Options -AntiReplay;"]
         return "".join(f"\n        {line}" for line in lines)
 
+    @staticmethod
+    def certificate(chain) -> str:
+        """A server block's certificate lines. A Merkle Tree Certificate (pqbench.algorithms.mtc) is one OpenSSL
+        cannot rate: it refuses to load it at security level 1 ("ca md too weak", its signature algorithm being
+        unknown). So the block loads the X.509 leaf of the same key, lowers that block's security level (its
+        TLS 1.2 cipher string, which TLS 1.3 does not use) and then puts the MTC in the key's place, as
+        ssl_conf_command runs after the certificates are loaded."""
+        lines = [f"ssl_certificate {chain.chain_file};", f"ssl_certificate_key {chain.leaf_key};"]
+        if chain.parts.get("mtc"):
+            lines = [f"ssl_certificate {chain.directory / 'x509' / 'leaf.crt'};", lines[1],
+                     "ssl_conf_command CipherString DEFAULT:@SECLEVEL=0;",
+                     f"ssl_conf_command Certificate {chain.chain_file};"]
+        return "".join(f"\n        {line}" for line in lines)
+
     # What the TCP nginx and nginx-h3 (pqbench.endpoints.openssl.nginx_h3) render differently.
     NAME = "nginx"  # the prefix of its files in the run directory
     HTTP_EXTRA = ("sendfile on;", "tcp_nodelay on;")
@@ -84,17 +98,14 @@ class NginxConfig:
         """The server blocks of a multi-origin page's further origins (pqbench.webpages.serve): each on its own
         address at the site's port, with its own chain."""
         return [f"""
-    server {{{"".join(f"{chr(10)}        {line}" for line in self.origin_listen(addr, site))}
-        ssl_certificate {chain.chain_file};
-        ssl_certificate_key {chain.leaf_key};{self.site_options(site)}
+    server {{{"".join(f"{chr(10)}        {line}" for line in self.origin_listen(addr, site))}{self.certificate(chain)}{self.site_options(site)}
         location / {{ root {self.run_dir / 'www'}; }}
     }}""" for addr, chain in (site.options or {}).get("origins", [])]
 
     def render(self) -> str:
         # /html/PAGE: the same page as a document a browser loads (as application/octet-stream it downloads it)
-        servers = "\n".join("\n    server {" + "".join(f"\n        {line}" for line in self.listen(s)) + f"""
-        ssl_certificate {s.chain.chain_file};
-        ssl_certificate_key {s.chain.leaf_key};{self.site_options(s)}
+        servers = "\n".join("\n    server {" + "".join(f"\n        {line}" for line in self.listen(s)) + f"""\
+{self.certificate(s.chain)}{self.site_options(s)}
         location / {{ root {self.run_dir / 'www'}; }}
         location /html/ {{ alias {self.run_dir / 'www'}/; default_type text/html; }}
     }}""" + "".join(self.origins(s)) for s in self.served())
