@@ -112,6 +112,30 @@ def test_the_stand_ins_reproduce_the_published_figures_and_say_size_only(webpki,
     assert "size-only" not in chains.label("mtc-landmark", None)  # the real one
 
 
+def _algorithms(cert) -> tuple[str, str]:
+    """(its key's algorithm, the algorithm it is signed with) as OpenSSL names them."""
+    text = run_openssl(["x509", "-in", str(cert), "-noout", "-text"]).stdout.decode()
+    key = next(l.split(":", 1)[1].strip() for l in text.splitlines() if "Public Key Algorithm:" in l)
+    signed = next(l.split(":", 1)[1].strip() for l in text.splitlines() if "Signature Algorithm:" in l)
+    return key, signed
+
+
+def test_a_mixed_hierarchy_has_the_algorithm_asked_for_at_each_level(built_stack, tmp_path):
+    """An RSA root over an ECDSA intermediate over an ML-DSA-44 leaf: each level's key, each certificate signed by
+    the level above, and the chain verifies."""
+    chain = chains.make("mldsa44", tmp_path / "mixed", "webpki", root_sig="rsa2048", intermediate_sig="ecdsap256")
+    inter = chain.directory / "intermediate1.crt"
+    assert _algorithms(chain.directory / "root.crt") == ("rsaEncryption", "sha256WithRSAEncryption")
+    assert _algorithms(inter) == ("id-ecPublicKey", "sha256WithRSAEncryption")
+    assert _algorithms(chain.leaf_cert) == ("ML-DSA-44", "ecdsa-with-SHA256")
+    r = run_openssl(["verify", "-CAfile", str(chain.root_cert), "-untrusted", str(inter), str(chain.leaf_cert)],
+                    check=False)
+    assert r.returncode == 0, r.stderr
+    plain = chains.make("mldsa44", tmp_path / "plain", root_sig="ecdsap256")  # a root → leaf chain's root too
+    assert _algorithms(plain.leaf_cert) == ("ML-DSA-44", "ecdsa-with-SHA256")
+    assert plain.parts["signatures"] < 100  # one ECDSA signature where an ML-DSA-44 one was 2,420 B
+
+
 BASE = """
 parallel = 1
 samples = 5
@@ -133,6 +157,9 @@ def test_the_chain_axes_cross_as_documented_and_keep_old_ids():
 @pytest.mark.parametrize("extra,field,words", [
     ('chain = ["mtc"]\n', "axes.chain[0]", "mtc-standalone-size"),
     ('chain_bytes = ["100"]\n', "axes.chain_bytes[0]", "outside"),
+    ('intermediate_sig = ["ecdsap256"]\n', "axes.intermediate_sig", "WebPKI-shaped"),
+    ('chain_bytes = ["5k"]\nroot_sig = ["ecdsap256"]\n', "axes.root_sig", "plain and WebPKI-shaped"),
+    ('root_sig = ["nope"]\n', "axes.root_sig[0]", "unknown signature"),
     ('chain = ["webpki"]\nchain_bytes = ["2k"]\n', "axes.chain_bytes", "plain"),
 ])
 def test_bad_chain_axes_name_the_field(extra, field, words):

@@ -5,6 +5,9 @@
   mtc-standalone-size, mtc-landmark-size, abridged); "plain" or absent: today's root → leaf.
 - chain_bytes: a padded, size-only root → leaf chain whose certificates sent weigh exactly this many bytes
   (the byte staircase's sweep); for cells whose chain is plain.
+- root_sig, intermediate_sig: the algorithm of the chain's root and of its intermediate, where it is not the
+  cell's sig (the leaf's): the mixed hierarchies CAs propose (an ECDSA or RSA root over ML-DSA, an SLH-DSA root).
+  root_sig for plain and WebPKI-shaped chains, intermediate_sig for WebPKI-shaped ones (they have one).
 
 Each value is a port of its own (the server serves each chain on its own port); a cell's credentials follow
 from (protocol, sig, credential_key(values)).
@@ -62,12 +65,39 @@ def _fits(value, caps, role: str, values) -> str | None:
 
 
 def credential_key(values) -> tuple:
-    """What of a cell's values picks its chain beyond (protocol, sig): () for today's chain, so every
-    credentials key made before these axes stays as it was."""
+    """What of a cell's values picks its chain beyond (protocol, sig), as chains.make's arguments after sig: ()
+    for today's chain, so every credentials key made before these axes stays as it was."""
     shape, nbytes, like = values.get("chain"), values.get("chain_bytes"), values.get("sized_as")
+    levels = (values.get("root_sig"), values.get("intermediate_sig"))
+    if any(levels):  # a mixed hierarchy
+        return (shape, nbytes, like, *levels)
     if like:  # a classical chain padded to a post-quantum one's bytes (pqbench.algorithms.sized_chain_axis)
         return (shape, nbytes, like)
     return (shape, nbytes) if shape or nbytes else ()
+
+
+def _level(field: str, value) -> str:
+    alg = catalog.find(value, "sig", field=field)
+    if alg.only_in or catalog.is_size_only(alg.name):
+        raise BadInput(field, f"{alg.name} signs no certificate here (allowed: a signature of `pqbench algorithms "
+                              "--kind sig` that OpenSSL signs with)")
+    return alg.name
+
+
+def _verifies(value, caps, role: str, values) -> str | None:
+    """A client must verify the signature this level puts on the certificate below it."""
+    if role != "client" or not caps.unsupported:
+        return None
+    return caps.unsupported(values.get("kex"), value, role)
+
+
+def _root_level(values) -> bool:
+    return values.get("chain") in (None, *chains.WEBPKI_SHAPES) and not values.get("chain_bytes") \
+        and not values.get("sized_as")
+
+
+def _level_label(level: str):
+    return lambda v, row, short: f"{level} {v}" if v else None
 
 
 axis.register(
@@ -83,4 +113,16 @@ axis.register(
               help="a padded, size-only chain of exactly this many bytes (e.g. 14k), for the byte staircase; with a "
                    "plain chain",
               label=lambda v, row, short: chains.label(None, v)),
+    axis.Axis("root_sig", _level, "signature names (the root's algorithm; default: the cell's sig)",
+              protocols=proto.sends_chains, check=_verifies, applies=_root_level,
+              needs_text="applies to plain and WebPKI-shaped chains (chain plain, webpki, webpki-ocsp, suppressed; "
+                         "not padded or sized)", site=True, order=46,
+              help="the chain root's signature algorithm where it differs from the leaf's (--sig): a mixed "
+                   "hierarchy, e.g. ecdsap256 over mldsa44", label=_level_label("root")),
+    axis.Axis("intermediate_sig", _level, "signature names (the intermediate's algorithm; default: the cell's sig)",
+              protocols=proto.sends_chains, check=_verifies,
+              applies=lambda values: values.get("chain") in chains.WEBPKI_SHAPES,
+              needs_text="applies to WebPKI-shaped chains (chain webpki, webpki-ocsp, suppressed)", site=True,
+              order=47, help="the intermediate's signature algorithm in a WebPKI-shaped chain, where it differs "
+                             "from the leaf's (--sig)", label=_level_label("intermediate")),
 )

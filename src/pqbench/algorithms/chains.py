@@ -348,17 +348,22 @@ def _ocsp_response(mk: _Maker, issuer: str, leaf: str, serial: int) -> None:
 
 
 def make_webpki(sig: str, out: Path, *, staple: bool = False, suppressed: bool = False,
-                server_name: str = DEFAULT_SERVER_NAME) -> Chain:
-    """root → intermediate → leaf of one algorithm; the leaf with an embedded list of two SCTs signed by log keys
-    of that algorithm; staple: an OCSP response for the leaf signed by the intermediate (ocsp.der); suppressed:
-    the server sends the leaf alone and the client's trust file holds the intermediate."""
+                server_name: str = DEFAULT_SERVER_NAME, root_sig: str | None = None,
+                intermediate_sig: str | None = None) -> Chain:
+    """root → intermediate → leaf of one algorithm, or of one per level (root_sig, intermediate_sig: a mixed
+    hierarchy); the leaf with an embedded list of two SCTs signed by log keys of the leaf's algorithm; staple: an
+    OCSP response for the leaf signed by the intermediate (ocsp.der); suppressed: the server sends the leaf alone
+    and the client's trust file holds the intermediate."""
     alg = catalog.find(sig, "sig", field="sig")
-    _check_signer(alg, "sig")
+    root = catalog.find(root_sig, "sig", field="root_sig") if root_sig else alg
+    middle = catalog.find(intermediate_sig, "sig", field="intermediate_sig") if intermediate_sig else alg
+    for a, field in ((alg, "sig"), (root, "root_sig"), (middle, "intermediate_sig")):
+        _check_signer(a, field)
     out = _prepare_out(out)
     mk = _Maker(out, server_name)
-    mk.root(alg)
-    mk.key("intermediate1", alg)
-    inter = mk.issue("intermediate1", f"/O=pqbench/CN=pqbench intermediate CA ({alg.name})", "ca", "root", _serial())
+    mk.root(root)
+    mk.key("intermediate1", middle)
+    inter = mk.issue("intermediate1", f"/O=pqbench/CN=pqbench intermediate CA ({middle.name})", "ca", "root", _serial())
     mk.key("leaf", alg)
     serial = _serial()
     subject = f"/O=pqbench/CN={server_name}"
@@ -378,7 +383,7 @@ def make_webpki(sig: str, out: Path, *, staple: bool = False, suppressed: bool =
     if suppressed:  # the client has the intermediate
         trust = out / "trust.pem"
         trust.write_text((out / "root.crt").read_text() + inter_pem)
-    return _finish(Chain(out, alg.name, alg.name, 0 if suppressed else 1, server_name, trust, out / "chain.pem",
+    return _finish(Chain(out, alg.name, middle.name, 0 if suppressed else 1, server_name, trust, out / "chain.pem",
                          out / "leaf.crt", out / "intermediates.pem", out / "leaf.key", {}))
 
 
@@ -463,15 +468,20 @@ def _finish(chain: Chain, size_only: bool = False) -> Chain:
     return chain
 
 
+WEBPKI_SHAPES = ("webpki", "webpki-ocsp", "suppressed")  # root → intermediate → leaf, each level its own
+
+
 def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = None, sized_as: str | None = None,
+         root_sig: str | None = None, intermediate_sig: str | None = None,
          server_name: str = DEFAULT_SERVER_NAME) -> Chain:
-    """The chain a cell's chain, chain_bytes and sized_as axes ask for (none: today's root → leaf)."""
+    """The chain a cell's chain, chain_bytes, sized_as, root_sig and intermediate_sig axes ask for (none: today's
+    root → leaf)."""
     out = Path(out)
     if sized_as:
         return make_sized_as(sig, out, sized_as, server_name)
-    if shape in ("webpki", "webpki-ocsp", "suppressed"):
+    if shape in WEBPKI_SHAPES:
         return make_webpki(sig, out, staple=shape == "webpki-ocsp", suppressed=shape == "suppressed",
-                           server_name=server_name)
+                           server_name=server_name, root_sig=root_sig, intermediate_sig=intermediate_sig)
     if shape and SHAPES[shape].mtc:
         return make_mtc(sig, out, SHAPES[shape].mtc, server_name)
     if shape:
@@ -484,7 +494,8 @@ def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = Non
         return chain
     if nbytes:
         return make_padded(sig, out, nbytes, ca_sig=STAND_IN_CA, server_name=server_name)
-    return make_chain(sig, out, server_name=server_name)
+    return _finish(make_chain(sig, out, ca_sig=root_sig, server_name=server_name)) if root_sig else \
+        make_chain(sig, out, server_name=server_name)
 
 
 def make_mtc(sig: str, out: Path, kind: str, server_name: str = DEFAULT_SERVER_NAME) -> Chain:
@@ -495,7 +506,9 @@ def make_mtc(sig: str, out: Path, kind: str, server_name: str = DEFAULT_SERVER_N
     return chain
 
 
-def directory_name(sig: str, shape: str | None, nbytes: int | None, sized_as: str | None = None) -> str:
+def directory_name(sig: str, shape: str | None, nbytes: int | None, sized_as: str | None = None,
+                   root_sig: str | None = None, intermediate_sig: str | None = None) -> str:
     """Where a run keeps the chain (under its certs/)."""
     return sig + (f"-{shape}" if shape else "") + (f"-{nbytes}B" if nbytes else "") + \
-        (f"-sized-{sized_as}" if sized_as else "")
+        (f"-sized-{sized_as}" if sized_as else "") + (f"-root-{root_sig}" if root_sig else "") + \
+        (f"-intermediate-{intermediate_sig}" if intermediate_sig else "")
