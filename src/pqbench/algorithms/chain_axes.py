@@ -76,7 +76,14 @@ def credential_key(values) -> tuple:
     return (shape, nbytes) if shape or nbytes else ()
 
 
-def _level(field: str, value) -> str:
+SAME = "same"  # a level of the leaf's algorithm (the default)
+
+
+def _level(field: str, value) -> str | None:
+    if value == SAME:
+        return None
+    if not isinstance(value, str):
+        raise BadInput(field, f"{value!r} is not a signature name (allowed: {SAME} or a signature of the catalog)")
     alg = catalog.find(value, "sig", field=field)
     if alg.only_in or catalog.is_size_only(alg.name):
         raise BadInput(field, f"{alg.name} signs no certificate here (allowed: a signature of `pqbench algorithms "
@@ -85,7 +92,10 @@ def _level(field: str, value) -> str:
 
 
 def _verifies(value, caps, role: str, values) -> str | None:
-    """A client must verify the signature this level puts on the certificate below it."""
+    """A client must verify the signature this level puts on the certificate below it; a level of the leaf's own
+    algorithm is the cell whose level is "same"."""
+    if value == values.get("sig"):
+        return f"{value} is the leaf's own algorithm: the cell with {SAME}"
     if role != "client" or not caps.unsupported:
         return None
     return caps.unsupported(values.get("kex"), value, role)
@@ -113,13 +123,14 @@ axis.register(
               help="a padded, size-only chain of exactly this many bytes (e.g. 14k), for the byte staircase; with a "
                    "plain chain",
               label=lambda v, row, short: chains.label(None, v)),
-    axis.Axis("root_sig", _level, "signature names (the root's algorithm; default: the cell's sig)",
+    axis.Axis("root_sig", _level, f"signature names (the root's algorithm; {SAME}: the leaf's, the default)",
               protocols=proto.sends_chains, check=_verifies, applies=_root_level,
               needs_text="applies to plain and WebPKI-shaped chains (chain plain, webpki, webpki-ocsp, suppressed; "
                          "not padded or sized)", site=True, order=46,
               help="the chain root's signature algorithm where it differs from the leaf's (--sig): a mixed "
                    "hierarchy, e.g. ecdsap256 over mldsa44", label=_level_label("root")),
-    axis.Axis("intermediate_sig", _level, "signature names (the intermediate's algorithm; default: the cell's sig)",
+    axis.Axis("intermediate_sig", _level,
+              f"signature names (the intermediate's algorithm; {SAME}: the leaf's, the default)",
               protocols=proto.sends_chains, check=_verifies,
               applies=lambda values: values.get("chain") in chains.WEBPKI_SHAPES,
               needs_text="applies to WebPKI-shaped chains (chain webpki, webpki-ocsp, suppressed)", site=True,
