@@ -8,6 +8,7 @@
  *           [--requests N] [--groups G1:G2] [--sigalgs S1:S2] [--cafile F] [--servername NAME]
  *           [--count N] [--warmup N] [--timeout-ms T] [--pad N] [--worker K] [--claim FILE] [--pause-ms MS]
  *           [--verify enforce|record] [--cert-compression none|zlib|brotli|zstd|all|ALG,ALG...]
+ *           [--cert CHAIN.pem --key KEY.pem]
  *           [--transport tcp|quic] [--initial-size 1200] [--resource ADDR,NAME,PATH ...] [--webpage NAME]
  *   pqtimer --clock-info     resolution and cost of the clock and of the message callback (JSON)
  *
@@ -35,6 +36,10 @@
  *
  * --cert-compression: the algorithms offered for the server's certificate (RFC 8879), in preference
  * order; none (the default) sends no compress_certificate extension.
+ *
+ * --cert, --key: mutual TLS; the client's certificate (then its chain) and key, sent when the server asks. The
+ * client signs its CertificateVerify between the server's Finished and its own, so that signing is in the
+ * handshake's last phase.
  *
  * --transport quic: the same TLS 1.3 handshake inside QUIC (OpenSSL's QUIC client, ALPN h3) on a UDP
  * socket; page modes fetch over HTTP/3. Modes resume, resume_page and early are refused (exit 3),
@@ -143,6 +148,8 @@ static void parse_options(int argc, char **argv, struct options *o) {
         else if (!strcmp(a, "--groups")) o->groups = v;
         else if (!strcmp(a, "--sigalgs")) o->sigalgs = v;
         else if (!strcmp(a, "--cafile")) o->cafile = v;
+        else if (!strcmp(a, "--cert")) o->cert = v;
+        else if (!strcmp(a, "--key")) o->key = v;
         else if (!strcmp(a, "--servername")) o->servername = v;
         else if (!strcmp(a, "--count")) o->count = parse_int(v, a, 1, 100000000);
         else if (!strcmp(a, "--warmup")) o->warmup = parse_int(v, a, 0, 1000000);
@@ -236,6 +243,12 @@ static SSL_CTX *make_ctx(struct options *o) {
             bad_usage("cannot load CA certificates from this file", "--cafile");
         SSL_CTX_set_verify(ctx, o->verify_record ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     }
+    if (!o->cert != !o->key)
+        bad_usage("--cert and --key go together", o->cert ? "--key" : "--cert");
+    if (o->cert && !SSL_CTX_use_certificate_chain_file(ctx, o->cert))
+        bad_usage("cannot load a certificate chain from this file", "--cert");
+    if (o->key && (!SSL_CTX_use_PrivateKey_file(ctx, o->key, SSL_FILETYPE_PEM) || !SSL_CTX_check_private_key(ctx)))
+        bad_usage("cannot load this key, or it is not the certificate's", "--key");
     if (o->pad && !SSL_CTX_add_custom_ext(ctx, PAD_EXTENSION_TYPE, SSL_EXT_CLIENT_HELLO, pad_add, NULL,
                                           &o->pad, NULL, NULL))
         return NULL;

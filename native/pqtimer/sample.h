@@ -17,6 +17,7 @@ enum transport { TRANSPORT_TCP, TRANSPORT_QUIC, TRANSPORT_COUNT };
 
 struct options {
     const char *host, *path, *groups, *sigalgs, *cafile, *servername, *claim;
+    const char *cert, *key;  /* the client's certificate chain and key (mutual TLS), or NULL */
     const char *webpage; /* --webpage: the page's name, a label (page.h loads it) */
     int port, requests, count, warmup, timeout_ms, pad, worker;
     int pause_ms; /* after each sample: a target's gentle pace */

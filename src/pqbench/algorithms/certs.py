@@ -34,6 +34,13 @@ extendedKeyUsage = serverAuth
 subjectAltName = DNS:{server_name}
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid:always
+
+[client]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid:always
 """
 
 
@@ -51,6 +58,10 @@ class Chain:
     leaf_key: Path
     der_sizes: dict  # name -> DER bytes per certificate
     parts: dict = dataclasses.field(default_factory=dict)  # bytes by part (pqbench.algorithms.chains.parts)
+    # mutual TLS: the client's certificate and key, and the CA the server verifies it with (None: no client auth)
+    client_cert: Path | None = None
+    client_key: Path | None = None
+    client_ca: Path | None = None
 
     @property
     def sent_bytes(self) -> int:
@@ -123,7 +134,9 @@ def der_size(cert: Path) -> int:
 
 
 def make_chain(sig: str, out: Path, *, ca_sig: str | None = None, intermediates: int = 0,
-               server_name: str = DEFAULT_SERVER_NAME) -> Chain:
+               server_name: str = DEFAULT_SERVER_NAME, leaf_section: str = "leaf") -> Chain:
+    """root → (intermediates →) leaf; leaf_section: the leaf's extensions (leaf: a server's, client: mutual
+    TLS's)."""
     leaf_alg = catalog.find(sig, "sig", field="--sig")
     ca_alg = catalog.find(ca_sig, "sig", field="--ca-sig") if ca_sig else leaf_alg
     if not 0 <= intermediates <= 8:
@@ -156,7 +169,7 @@ def make_chain(sig: str, out: Path, *, ca_sig: str | None = None, intermediates:
         issue(name, ca_alg, f"/O=pqbench/CN=pqbench intermediate CA {i} ({ca_alg.name})", "ca", parent)
         names.append(name)
         parent = name
-    issue("leaf", leaf_alg, f"/O=pqbench/CN={server_name}", "leaf", parent)
+    issue("leaf", leaf_alg, f"/O=pqbench/CN={server_name}", leaf_section, parent)
 
     upward = "".join((out / f"{n}.crt").read_text() for n in reversed(names))
     (out / "intermediates.pem").write_text(upward)

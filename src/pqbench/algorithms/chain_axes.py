@@ -8,6 +8,8 @@
 - root_sig, intermediate_sig: the algorithm of the chain's root and of its intermediate, where it is not the
   cell's sig (the leaf's): the mixed hierarchies CAs propose (an ECDSA or RSA root over ML-DSA, an SLH-DSA root).
   root_sig for plain and WebPKI-shaped chains, intermediate_sig for WebPKI-shaped ones (they have one).
+- client_sig: mutual TLS; the client sends a certificate of this algorithm (from a client CA of its own) and the
+  server verifies it.
 
 Each value is a port of its own (the server serves each chain on its own port); a cell's credentials follow
 from (protocol, sig, credential_key(values)).
@@ -68,8 +70,8 @@ def credential_key(values) -> tuple:
     """What of a cell's values picks its chain beyond (protocol, sig), as chains.make's arguments after sig: ()
     for today's chain, so every credentials key made before these axes stays as it was."""
     shape, nbytes, like = values.get("chain"), values.get("chain_bytes"), values.get("sized_as")
-    levels = (values.get("root_sig"), values.get("intermediate_sig"))
-    if any(levels):  # a mixed hierarchy
+    levels = (values.get("root_sig"), values.get("intermediate_sig"), values.get("client_sig"))
+    if any(levels):  # a mixed hierarchy, a client certificate
         return (shape, nbytes, like, *levels)
     if like:  # a classical chain padded to a post-quantum one's bytes (pqbench.algorithms.sized_chain_axis)
         return (shape, nbytes, like)
@@ -91,6 +93,10 @@ def _level(field: str, value) -> str | None:
     return alg.name
 
 
+def _client_sig(field: str, value) -> str | None:
+    return None if value == "none" else _level(field, value)
+
+
 def _verifies(value, caps, role: str, values) -> str | None:
     """A client must verify the signature this level puts on the certificate below it; a level of the leaf's own
     algorithm is the cell whose level is "same"."""
@@ -99,6 +105,20 @@ def _verifies(value, caps, role: str, values) -> str | None:
     if role != "client" or not caps.unsupported:
         return None
     return caps.unsupported(values.get("kex"), value, role)
+
+
+MTLS = {"client": "mtls_client", "server": "mtls_server"}  # sends a client certificate; asks for and verifies one
+
+
+def _mutual(value, caps, role: str, values) -> str | None:
+    """The client signs with the client certificate's key, the server verifies its signature; over TCP."""
+    if MTLS[role] not in caps.features:
+        return axis.missing(MTLS[role], caps)
+    if values.get("transport") == "quic":
+        return "mutual TLS is measured over TCP only (nginx-h3's client verification is not set up)"
+    if caps.unsupported:
+        return caps.unsupported(values.get("kex"), value, "server" if role == "client" else "client")
+    return None
 
 
 def _root_level(values) -> bool:
@@ -136,4 +156,9 @@ axis.register(
               needs_text="applies to WebPKI-shaped chains (chain webpki, webpki-ocsp, suppressed)", site=True,
               order=47, help="the intermediate's signature algorithm in a WebPKI-shaped chain, where it differs "
                              "from the leaf's (--sig)", label=_level_label("intermediate")),
+    axis.Axis("client_sig", _client_sig, "signature names (the client certificate's algorithm; none: no client "
+                                          "certificate, the default)", protocols=proto.sends_chains, check=_mutual,
+              site=True, order=48, help="mutual TLS: the client sends a certificate of this algorithm (e.g. mldsa44) "
+                                        "and the server verifies it",
+              label=lambda v, row, short: f"client cert {v}" if v else None),
 )

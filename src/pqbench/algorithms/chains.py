@@ -471,12 +471,25 @@ def _finish(chain: Chain, size_only: bool = False) -> Chain:
 WEBPKI_SHAPES = ("webpki", "webpki-ocsp", "suppressed")  # root → intermediate → leaf, each level its own
 
 
+CLIENT_NAME = "client.pqbench.test"  # the subject of a mutual-TLS client's certificate
+
+
 def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = None, sized_as: str | None = None,
-         root_sig: str | None = None, intermediate_sig: str | None = None,
+         root_sig: str | None = None, intermediate_sig: str | None = None, client_sig: str | None = None,
          server_name: str = DEFAULT_SERVER_NAME) -> Chain:
     """The chain a cell's chain, chain_bytes, sized_as, root_sig and intermediate_sig axes ask for (none: today's
-    root → leaf)."""
-    out = Path(out)
+    root → leaf); client_sig: with a client certificate of that algorithm for mutual TLS, from a client CA of its
+    own (in out/client), its bytes by part under parts["client"]."""
+    chain = _server_chain(sig, Path(out), shape, nbytes, sized_as, root_sig, intermediate_sig, server_name)
+    if client_sig:
+        client = make_chain(client_sig, Path(out) / "client", server_name=CLIENT_NAME, leaf_section="client")
+        chain.client_cert, chain.client_key, chain.client_ca = client.chain_file, client.leaf_key, client.root_cert
+        chain.parts = {**chain.parts, "client": parts(client)}
+        (chain.directory / "chain.json").write_text(json.dumps(chain.to_json(), indent=2) + "\n")
+    return chain
+
+
+def _server_chain(sig, out, shape, nbytes, sized_as, root_sig, intermediate_sig, server_name) -> Chain:
     if sized_as:
         return make_sized_as(sig, out, sized_as, server_name)
     if shape in WEBPKI_SHAPES:
@@ -507,8 +520,10 @@ def make_mtc(sig: str, out: Path, kind: str, server_name: str = DEFAULT_SERVER_N
 
 
 def directory_name(sig: str, shape: str | None, nbytes: int | None, sized_as: str | None = None,
-                   root_sig: str | None = None, intermediate_sig: str | None = None) -> str:
+                   root_sig: str | None = None, intermediate_sig: str | None = None,
+                   client_sig: str | None = None) -> str:
     """Where a run keeps the chain (under its certs/)."""
     return sig + (f"-{shape}" if shape else "") + (f"-{nbytes}B" if nbytes else "") + \
         (f"-sized-{sized_as}" if sized_as else "") + (f"-root-{root_sig}" if root_sig else "") + \
-        (f"-intermediate-{intermediate_sig}" if intermediate_sig else "")
+        (f"-intermediate-{intermediate_sig}" if intermediate_sig else "") + \
+        (f"-client-{client_sig}" if client_sig else "")

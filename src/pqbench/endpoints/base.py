@@ -105,6 +105,9 @@ class ClientJob:
     cert_compression: str = "none"
     transport: str = "tcp"  # pqbench.transport.TRANSPORTS; "quic": HTTP/3 over QUIC to a UDP port
     initial_size: int | None = None  # QUIC: the UDP payload of the client's Initial datagrams; None: its default
+    # mutual TLS: the client's certificate (PEM) and key, sent when the server asks
+    cert: str | None = None
+    key: str | None = None
     # Registered axes (pqbench.axis) that reach the client as an option of their own: name -> the cell's value.
     axes: dict = dataclasses.field(default_factory=dict)
     # More names than servername the client reaches without DNS: name -> address (a multi-origin page's origins,
@@ -125,6 +128,7 @@ class ClientJob:
         argv += ["--cert-compression", self.cert_compression] if self.cert_compression != "none" else []
         argv += ["--transport", self.transport] if self.transport != DEFAULT_TRANSPORT else []
         argv += ["--initial-size", str(self.initial_size)] if self.initial_size else []
+        argv += ["--cert", self.cert, "--key", self.key] if self.cert else []
         argv += axis.client_options(self.axes)
         return argv + (["--pad", str(self.pad)] if self.pad else [])
 

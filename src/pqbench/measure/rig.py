@@ -180,6 +180,8 @@ class Rig:
         """host: a target's address (default: the testbed's server side)."""
         if host is None and port in self.hosts:
             kw.setdefault("hosts", self.hosts[port])
+        if getattr(chain, "client_cert", None):  # mutual TLS
+            kw.update(cert=str(chain.client_cert), key=str(chain.client_key))
         return ClientJob(host=host or self.tb.server_addr, port=port, groups=[kex],
                          cafile=str(chain.root_cert) if chain.root_cert else None, servername=chain.server_name,
                          target=host is not None, **kw)

@@ -122,7 +122,9 @@ class Measured:
         return {"sig": c.sig, "bytes_sent_by_server": c.sent_bytes,
                 **({"der_sizes": c.der_sizes} if hasattr(c, "der_sizes") else {}),
                 **({"size_only": c.to_json()["size_only"]} if getattr(c, "size_only", False) else {}),
-                **({"mtc": c.parts["mtc"]} if (getattr(c, "parts", None) or {}).get("mtc") else {})}
+                **({"mtc": c.parts["mtc"]} if (getattr(c, "parts", None) or {}).get("mtc") else {}),
+                **({"bytes_sent_by_client": c.parts["client"]["sent"]}
+                   if (getattr(c, "parts", None) or {}).get("client") else {})}
 
 
 def cell_of(kex: str, sig: str, options: RunOptions, *, protocol: str = proto.DEFAULT, server: str | None = None,

@@ -349,7 +349,9 @@ fn load_certs(path: &str, field: &str) -> Vec<CertificateDer<'static>> {
 }
 
 fn run_client(args: &[String]) -> i32 {
-    let o: ClientOpts = client::parse(PROG, args, &[]);
+    // --cert, --key: mutual TLS (the client's certificate chain and key, sent when the server asks)
+    let o: ClientOpts = client::parse(PROG, args, &["--cert", "--key"]);
+    let own = |name: &str| o.extra.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
     if o.sigalgs.is_some() {
         bad_usage(PROG, "--sigalgs", "rustls offers all the schemes its provider verifies; it takes no list");
     }
@@ -371,12 +373,20 @@ fn run_client(args: &[String]) -> i32 {
     });
     let algorithms = provider.signature_verification_algorithms;
     let verifier = Arc::new(NotingVerifier { inner, mtc, algorithms, seen: Mutex::new(None) });
-    let mut config = ClientConfig::builder_with_provider(provider)
+    let config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .unwrap_or_else(|e| cannot(PROG, &format!("cannot set up TLS 1.3: {e}")))
         .dangerous()
-        .with_custom_certificate_verifier(verifier.clone())
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(verifier.clone());
+    let mut config = match (own("cert"), own("key")) {
+        (None, None) => config.with_no_client_auth(),
+        (Some(cert), Some(key)) => {
+            let key = PrivateKeyDer::from_pem_file(&key).unwrap_or_else(|e| bad_usage(PROG, "--key", &format!("{key}: {e}")));
+            config.with_client_auth_cert(load_certs(&cert, "--cert"), key)
+                .unwrap_or_else(|e| bad_usage(PROG, "--key", &format!("rustls cannot use this key with --cert: {e}")))
+        }
+        (cert, _) => bad_usage(PROG, if cert.is_some() { "--key" } else { "--cert" }, "--cert and --key go together"),
+    };
     config.resumption = rustls::client::Resumption::disabled();
     let name = o.servername.clone().unwrap_or_else(|| o.host.to_string());
     let name = ServerName::try_from(name).unwrap_or_else(|e| bad_usage(PROG, "--servername", &e.to_string()));

@@ -33,8 +33,9 @@ def capabilities() -> Capabilities:
                         modes=("handshake", "page", "requests", "resume", "resume_page", "early"),
                         transport_modes={"quic": pqtimer.QUIC_MODES},
                         # mtc_serve: nginx sends a Merkle Tree Certificate (nginx_config.certificate); pqtimer cannot
-                        # verify one
-                        features=("offer", "cert_compression", "retry", "http2", "origins", "pages", "mtc_serve"),
+                        # verify one. mtls_*: nginx asks for and verifies a client certificate, pqtimer sends one
+                        features=("offer", "cert_compression", "retry", "http2", "origins", "pages", "mtc_serve",
+                                  "mtls_server", "mtls_client"),
                         feature_notes={"initial_size": "OpenSSL 3.5's QUIC client sends 1200-byte datagrams, always",
                                        "h2_alpn": "pqtimer speaks HTTP/1.1 over TCP (no ALPN)",
                                        # the webpage axis's check reads it (pqtimer's pages: TCP only)

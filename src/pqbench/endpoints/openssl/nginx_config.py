@@ -64,12 +64,15 @@ class NginxConfig:
         cannot rate: it refuses to load it at security level 1 ("ca md too weak", its signature algorithm being
         unknown). So the block loads the X.509 leaf of the same key, lowers that block's security level (its
         TLS 1.2 cipher string, which TLS 1.3 does not use) and then puts the MTC in the key's place, as
-        ssl_conf_command runs after the certificates are loaded."""
+        ssl_conf_command runs after the certificates are loaded. A chain with a client CA asks every client for
+        its certificate (mutual TLS) and verifies it."""
         lines = [f"ssl_certificate {chain.chain_file};", f"ssl_certificate_key {chain.leaf_key};"]
         if chain.parts.get("mtc"):
             lines = [f"ssl_certificate {chain.directory / 'x509' / 'leaf.crt'};", lines[1],
                      "ssl_conf_command CipherString DEFAULT:@SECLEVEL=0;",
                      f"ssl_conf_command Certificate {chain.chain_file};"]
+        if getattr(chain, "client_ca", None):  # mutual TLS: ask for the client's certificate and verify it
+            lines += ["ssl_verify_client on;", f"ssl_client_certificate {chain.client_ca};"]
         return "".join(f"\n        {line}" for line in lines)
 
     # What the TCP nginx and nginx-h3 (pqbench.endpoints.openssl.nginx_h3) render differently.

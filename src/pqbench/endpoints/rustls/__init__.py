@@ -58,7 +58,8 @@ def capabilities() -> Capabilities:
                         versions=tlsrs.versions("rustls", "aws-lc-rs", "aws-lc-sys", "rustls-webpki"),
                         unsupported=unsupported,
                         # the client verifies Merkle Tree Certificates (the mtcs crate); the server sends any certificate
-                        features=("mtc_verify", "mtc_serve") if caps.get("mtc") else (),
+                        # and the client sends a certificate of its own when asked (mutual TLS)
+                        features=("mtls_client", *(("mtc_verify", "mtc_serve") if caps.get("mtc") else ())),
                         feature_notes={"offer": "pqrustls takes one group list and lets rustls choose its key shares",
                                        "cert_compression": "pqrustls is built without rustls's brotli/zlib features"})
 
