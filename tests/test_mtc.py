@@ -83,3 +83,31 @@ def test_rustls_verifies_a_real_mtc_in_the_handshake(built_stack, server, chain)
     assert out["summary"]["ok"] == 3 and out["config"]["chain"] == chain
     assert out["chain"]["bytes_sent_by_server"] == out["chain"]["der_sizes"]["leaf"]  # the MTC alone
     assert out["chain"]["mtc"]["kind"] == chain.removeprefix("mtc-")
+
+
+def _mth(leaves: list[bytes]) -> bytes:
+    """RFC 9162's Merkle Tree Hash of a list of leaf hashes, spelled out."""
+    import hashlib
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1 << ((len(leaves) - 1).bit_length() - 1)
+    return hashlib.sha256(b"\x01" + _mth(leaves[:k]) + _mth(leaves[k:])).digest()
+
+
+def test_the_log_hashes_its_null_padded_entries_as_rfc_9162_does():
+    """Subtree hashes of any range (not only powers of two) against the list spelled out, and each inclusion
+    proof leads from its entry to its subtree's hash."""
+    import hashlib
+    log = mtc.Log(40)
+    for i in (3, 17, 18, 39):
+        log.entries[i] = hashlib.sha256(bytes([i])).digest()
+    leaves = [log.entries.get(i, log.hash(i, i + 1)) for i in range(40)]
+    for start, end in ((0, 40), (0, 32), (32, 40), (16, 24), (5, 6), (0, 37)):
+        assert log.hash(start, end) == _mth(leaves[start:end]), (start, end)
+    for index, (start, end) in ((17, (16, 24)), (39, (32, 40)), (3, (0, 32))):
+        node, proof = leaves[index], log.inclusion_proof(index, start, end)
+        at, size = index - start, end - start
+        for sibling in proof:  # RFC 9162 §2.1.3.2, for a subtree of a power-of-two size
+            node = hashlib.sha256(b"\x01" + (sibling + node if at & 1 else node + sibling)).digest()
+            at >>= 1
+        assert node == log.hash(start, end) and len(proof) == (size - 1).bit_length()

@@ -37,8 +37,12 @@ def _parts(c) -> dict:
     return p or {}
 
 
+LEVELS = (("root_sig", "root"), ("intermediate_sig", "intermediate"), ("client_sig", "client cert"))
+
+
 def _chained(a) -> list:
-    return [c for c in a.cells if c.row.get("chain") or c.row.get("chain_bytes")]
+    return [c for c in a.cells if c.row.get("chain") or c.row.get("chain_bytes")
+            or any(c.row.get(k) for k, _ in LEVELS)]
 
 
 def _cond(c) -> staircase.Condition:
@@ -54,7 +58,9 @@ def _flight(c) -> int | None:
 
 
 def _shape(c) -> str:
-    return chains.label(c.row.get("chain"), c.row.get("chain_bytes")).removeprefix("chain ")
+    """The chain's shape, with the levels not of the leaf's algorithm and a mutual-TLS client's certificate."""
+    shape = (chains.label(c.row.get("chain"), c.row.get("chain_bytes")) or "root → leaf").removeprefix("chain ")
+    return " · ".join([shape, *(f"{word} {c.row[k]}" for k, word in LEVELS if c.row.get(k))])
 
 
 def _transport(c) -> str:
@@ -83,11 +89,13 @@ def parts_table(a) -> Table | None:
                      f"{p.get('ocsp', 0):,}" if p.get("ocsp") else "–", f"{p.get('padding', 0):,}",
                      f"{p['mtc_proof']:,}" if p.get("mtc_proof") else "–", f"{p.get('framing', 0):,}",
                      f"{stand_in['keys_and_signatures']:,}" if stand_in else "–",
+                     f"{p['client']['sent']:,}" if p.get("client") else "–",
                      f"{flight:,}" if flight else "–", "–" if extra is None else str(extra),
                      _headroom(cond, flight) if extra is not None else "–", with_ci(c.pct[50])])
     return Table("chains-table", "Certificate chains: bytes by part, round trips and headroom",
                  ["signature", "chain", "condition", "sent B", "public keys", "signatures", "SCTs (their signatures)",
-                  "OCSP", "padding", "MTC proof", "X.509 framing", "proposal's keys+sigs", "first flight B", "extra RTs (model)",
+                  "OCSP", "padding", "MTC proof", "X.509 framing", "proposal's keys+sigs", "client cert B",
+                  "first flight B", "extra RTs (model)",
                   "headroom B", "p50 ms [95 % CI]"], rows,
                  "Bytes counted from the DER the server sent (leaf first; the root is never sent); a stapled OCSP "
                  "response is counted apart. A real Merkle Tree Certificate (mtc-standalone, mtc-landmark) is sent "
@@ -95,7 +103,8 @@ def parts_table(a) -> Table | None:
                  "stand-in for a proposed shape, a root → leaf chain padded to the proposal's bytes and verified "
                  "normally (docs/chains.md); its "
                  "'proposal's keys+sigs' counts the keys, signatures and proof hashes of the whole handshake, "
-                 "CertificateVerify included, as published figures do. First flight: ServerHello … Finished as the "
+                 "CertificateVerify included, as published figures do. Client cert: the certificate a mutual-TLS "
+                 "client sent (client_sig). First flight: ServerHello … Finished as the "
                  "lower-bound model counts it from the cell's measured messages; extra RTs: round trips beyond one "
                  "that the staircase predicts for it; headroom: bytes that still fit before the next one.")
 
@@ -200,8 +209,7 @@ def distance_table(a) -> Table | None:
         g = _gap_parts(c)
         if g is None:
             continue
-        shape = _shape(c) if c.row.get("chain") or c.row.get("chain_bytes") else "root → leaf"
-        rows.append([a.label(c), shape, condition(c), with_ci(c.pct[50]), ms(g["ideal"]), ms(g["round_trips_ms"]),
+        rows.append([a.label(c), _shape(c), condition(c), with_ci(c.pct[50]), ms(g["ideal"]), ms(g["round_trips_ms"]),
                      ms(g["serialisation_ms"]), ms(g["crypto_ms"]), ms(g["predicted_flights_ms"]), ms(g["gap"]),
                      ms(g["unpredicted_flights_ms"]), ms(g["stack_cpu_ms"]), ms(g["scheduling_ms"])])
     if not rows:
