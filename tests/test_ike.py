@@ -94,6 +94,22 @@ def test_a_hybrid_is_ike_sa_init_s_classical_exchange_then_its_ml_kem_as_an_addi
     assert proposals.proposal("MLKEM768") == "aes256gcm16-prfsha384-mlkem768"  # alone: in IKE_SA_INIT
     assert proposals.key_exchanges("frodo640aes") is None and proposals.key_exchanges("ffdhe2048") is None
     assert proposals.negotiated("AES_GCM_16_256/PRF_HMAC_SHA2_384/ECP_384/KE1_ML_KEM_1024") == "SecP384r1MLKEM1024"
+    # two ML-KEMs: the additional_ke axis adds key exchanges after the cell's own
+    assert proposals.proposal("X25519MLKEM768", "MLKEM1024") == \
+        "aes256gcm16-prfsha384-x25519-ke1_mlkem768-ke2_mlkem1024"
+    assert proposals.negotiated("AES_GCM_16_256/PRF_HMAC_SHA2_384/CURVE_25519/KE1_ML_KEM_768/KE2_ML_KEM_1024") == \
+        "x25519+mlkem768+mlkem1024"
+
+
+@pytest.mark.parametrize("value,words", [("X25519", "an ML-KEM"), ("mlkem768+bogus", "unknown"),
+                                         ("+".join(["MLKEM768"] * 7), "more than IKEv2")])
+def test_additional_key_exchanges_are_ml_kems_within_rfc_9370_s_seven(value, words):
+    from pqbench.errors import BadInput
+    from pqbench.udp import ike
+    with pytest.raises(BadInput) as e:
+        ike._additional_ke("additional_ke", value)
+    assert words in e.value.detail, e.value.detail
+    assert ike._additional_ke("f", "mlkem768+MLKEM1024") == "MLKEM768+MLKEM1024" and ike._additional_ke("f", "none") is None
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +161,9 @@ def s2c_before_auth(s) -> int:
 def test_an_ml_kem_takes_one_more_round_trip_as_an_additional_exchange_and_the_client_agrees_with_the_wire(
         strongswan_built):
     classical, hybrid, alone = measure("X25519"), measure("X25519MLKEM768"), measure("MLKEM768")
-    for m, kex, extra in ((classical, "X25519", 0), (hybrid, "X25519MLKEM768", 1), (alone, "MLKEM768", 0)):
+    two = measure("X25519MLKEM768", additional_ke="MLKEM1024")  # two ML-KEMs: two IKE_INTERMEDIATE exchanges
+    for m, kex, extra in ((classical, "X25519", 0), (hybrid, "X25519MLKEM768", 1), (alone, "MLKEM768", 0),
+                          (two, "x25519+mlkem768+mlkem1024", 2)):
         assert {(s["group"], s["protocol"], s["transport"]) for s in m.samples} == {(kex, "ike", "udp")}
         for s in m.samples:
             t, ike = s["t_ns"], s["ike"]

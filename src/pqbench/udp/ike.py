@@ -9,8 +9,8 @@ alone, X25519MLKEM768 is x25519 then ML-KEM-768 as the first additional key exch
 `x25519-ke1_mlkem768`), MLKEM768 is ML-KEM-768 in IKE_SA_INIT itself. The server proves itself with a
 certificate chain of the catalog (its AUTH payload signed with the leaf's key).
 
-Its record (pqbench.protocol), its timeline (pqbench.sample) and its one axis of its own, `fragment_size`
-(pqbench.axis), are here; its stack is under pqbench.endpoints
+Its record (pqbench.protocol), its timeline (pqbench.sample) and its axes of its own, `fragment_size` and
+`additional_ke` (pqbench.axis), are here; its stack is under pqbench.endpoints
 (strongswan). An IKE cell runs over UDP (pqbench.transport).
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from pqbench import axis, sample, units
 from pqbench import protocol as proto
+from pqbench.algorithms import catalog
+from pqbench.errors import BadInput
 
 P = sample.IkePhase
 # The wire milestone a sample names itself (the datagram that completed the IKE_AUTH response, by the bytes the
@@ -46,7 +48,35 @@ def _fragment_size(field: str, value) -> int:
     return units.integer(field, value, minimum=FRAGMENT_SIZES[0], maximum=FRAGMENT_SIZES[1])
 
 
+MAX_ADDITIONAL = 7  # RFC 9370: Additional Key Exchange 1 to 7
+
+
+def _additional_ke(field: str, value) -> str | None:
+    """ML-KEMs (catalog names) joined by "+", each an additional key exchange after the cell's kex's; "none"."""
+    if value == "none":
+        return None
+    if not isinstance(value, str) or not value:
+        raise BadInput(field, f"{value!r} is not a list of ML-KEMs (allowed: none, or e.g. MLKEM768+MLKEM1024)")
+    names = [catalog.find(v, "kem", field=field).name for v in value.split("+")]
+    if any(not n.startswith("MLKEM") for n in names):
+        raise BadInput(field, f"{value!r}: an additional key exchange here is an ML-KEM (MLKEM512, MLKEM768, "
+                              "MLKEM1024)")
+    if len(names) > MAX_ADDITIONAL - 1:
+        raise BadInput(field, f"{len(names)} is more than IKEv2's {MAX_ADDITIONAL} additional key exchanges "
+                              "allow beside the cell's own")
+    return "+".join(names)
+
+
 axis.register(
+    # RFC 9370: each ML-KEM named here is one more IKE_INTERMEDIATE exchange (a round trip) after those of the
+    # cell's kex: X25519MLKEM768 with MLKEM1024 is x25519-ke1_mlkem768-ke2_mlkem1024, two ML-KEMs. Both ends
+    # propose it (the server on a port of its own).
+    axis.Axis("additional_ke", _additional_ke, "ML-KEMs joined by + (none: the cell's kex alone)", default=None,
+              protocols=lambda p: p is IKE, server_feature="additional_ke", client_feature="additional_ke",
+              client_option="--additional-ke", site=True, order=36,
+              help="IKEv2: further additional key exchanges after the cell's kex's own (RFC 9370), e.g. MLKEM1024 "
+                   "or MLKEM768+MLKEM1024: one IKE_INTERMEDIATE round trip each",
+              label=lambda v, row, short: f"+ {v}" if v else None),
     # RFC 7383: IKE_INTERMEDIATE and IKE_AUTH messages larger than this go in fragments, each its own datagram and
     # all lost if one is. Both ends are set alike (each fragments what it sends).
     axis.Axis("fragment_size", _fragment_size, f"a whole number of bytes, {FRAGMENT_SIZES[0]} to {FRAGMENT_SIZES[1]}",

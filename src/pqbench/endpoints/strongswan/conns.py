@@ -47,14 +47,16 @@ def shared(key: bytes) -> dict:
 
 def server_conn(addr: str, site: Site, groups: list[str]) -> dict:
     certs = [site.chain.leaf_cert.read_bytes()]
-    return {CONN: {"version": "2", "local_addrs": [addr], "proposals": [proposals.proposal(g) for g in groups],
+    more = site.options.get("additional_ke")
+    return {CONN: {"version": "2", "local_addrs": [addr], "proposals": [proposals.proposal(g, more) for g in groups],
                    "childless": "force", "mobike": "no", "fragmentation": "yes", "send_cert": "always",
                    "local": {"auth": "pubkey", "certs": certs, "id": site.chain.server_name},
                    "remote": {"auth": "psk", "id": CLIENT_ID}}}
 
 
-def client_conn(addr: str, port: int, kex: str, servername: str, root: bytes) -> dict:
-    return {CONN: {"version": "2", "remote_addrs": [addr], "remote_port": port, "proposals": [proposals.proposal(kex)],
+def client_conn(addr: str, port: int, kex: str, servername: str, root: bytes, additional: str | None = None) -> dict:
+    return {CONN: {"version": "2", "remote_addrs": [addr], "remote_port": port,
+                   "proposals": [proposals.proposal(kex, additional)],
                    "childless": "force", "mobike": "no", "fragmentation": "yes", "send_certreq": "yes",
                    "local": {"auth": "psk", "id": CLIENT_ID},
                    "remote": {"auth": "pubkey", "id": servername, "cacerts": [root]}}}

@@ -59,6 +59,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--mode", default="handshake", choices=["handshake"])
     ap.add_argument("--transport", default="udp", choices=["udp"])
     ap.add_argument("--fragment-size", type=int, help="charon's fragment_size (IKE fragmentation, RFC 7383)")
+    ap.add_argument("--additional-ke", help="ML-KEMs joined by +: further additional key exchanges (RFC 9370)")
     a = ap.parse_args(argv)
     if ":" in a.groups or proposals.key_exchanges(a.groups) is None:
         ap.error(f"--groups: {a.groups!r} is not one key exchange IKEv2 has (those: {', '.join(proposals.KEYWORDS)} "
@@ -75,7 +76,7 @@ def sample(a: argparse.Namespace, root: bytes, i: int, home: Path) -> dict:
         with charon.session() as vici:
             try:
                 vici.load_shared(shared(psk(a.cafile)))
-                vici.load_conn(client_conn(a.host, a.port, a.groups, a.servername, root))
+                vici.load_conn(client_conn(a.host, a.port, a.groups, a.servername, root, a.additional_ke))
             except Exception as e:  # noqa: BLE001  (a key file not there, charon refusing the connection)
                 raise RuntimeError(f"charon did not take the connection: {e}") from None
             start_ns, out["start_mono_ns"] = time.time_ns(), time.monotonic_ns()

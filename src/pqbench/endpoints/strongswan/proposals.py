@@ -30,10 +30,16 @@ def key_exchanges(kex: str) -> list[str] | None:
     return classical + [p for p in parts if p.startswith("mlkem")]
 
 
-def proposal(kex: str) -> str:
-    """The IKE proposal for kex (`aes256gcm16-prfsha384-x25519-ke1_mlkem768`); kex must have key_exchanges."""
-    first, *more = key_exchanges(kex)
+def proposal(kex: str, additional: str | None = None) -> str:
+    """The IKE proposal for kex (`aes256gcm16-prfsha384-x25519-ke1_mlkem768`), with further additional key
+    exchanges after kex's own (additional: catalog names joined by "+", pqbench.udp.ike's axis); kex must have
+    key_exchanges."""
+    first, *more = key_exchanges(kex) + [KEYWORDS[catalog.find(a, "kem").name] for a in split(additional)]
     return "-".join([CIPHER_PRF, first, *(f"ke{i}_{k}" for i, k in enumerate(more, 1))])
+
+
+def split(additional: str | None) -> list[str]:
+    return [a for a in (additional or "").split("+") if a]
 
 
 def negotiated(selected: str | None) -> str | None:
