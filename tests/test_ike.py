@@ -144,6 +144,21 @@ def test_the_fragment_size_is_ikev2_s_axis_and_bounded(strongswan_built, capfd):
     assert argv[argv.index("--fragment-size") + 1] == "1500" and argv[argv.index("--groups") + 1] == "X25519MLKEM768"
 
 
+def test_the_retransmission_timer_is_an_axis_written_into_both_charons(strongswan_built, tmp_path, capfd):
+    from pqbench.cli import main
+    from pqbench.endpoints.base import ClientJob
+    from pqbench.endpoints.strongswan import charon
+    assert main(["handshake", "--protocol", "ike", "--kex", "X25519", "--retransmit-timeout", "90s"]) == 2
+    assert "0.1s..60s" in capfd.readouterr().err
+    job = ClientJob(host="10.0.0.2", port=4433, groups=["X25519"], cafile="/x/root.pem", servername="s",
+                    transport="udp", axes={"retransmit_timeout": 500.0})
+    argv = endpoints.get("strongswan").client().argv(job, 1, 0, None)
+    assert argv[argv.index("--retransmit-timeout") + 1] == "0.5"
+    conf = charon.render_conf(tmp_path, 0, retransmit_timeout_s=0.5)
+    assert "retransmit_timeout = 0.5\n" in conf and "retransmit_base = 1.8\n" in conf
+    assert "retransmit_timeout = 4\n" in charon.render_conf(tmp_path, 0)  # strongSwan's own, written out
+
+
 def measure(kex, *, n=5, link=None, ok=True, **kw) -> single.Measured:
     m = single.measure(*single.one_cell(kex, "ecdsap256", n=n, protocol="ike", server="strongswan",
                                         client="strongswan", link=link or LinkSpec.symmetric(RTT), **kw))

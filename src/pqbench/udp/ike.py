@@ -9,8 +9,8 @@ alone, X25519MLKEM768 is x25519 then ML-KEM-768 as the first additional key exch
 `x25519-ke1_mlkem768`), MLKEM768 is ML-KEM-768 in IKE_SA_INIT itself. The server proves itself with a
 certificate chain of the catalog (its AUTH payload signed with the leaf's key).
 
-Its record (pqbench.protocol), its timeline (pqbench.sample) and its axes of its own, `fragment_size` and
-`additional_ke` (pqbench.axis), are here; its stack is under pqbench.endpoints
+Its record (pqbench.protocol), its timeline (pqbench.sample) and its axes of its own, `fragment_size`,
+`additional_ke` and `retransmit_timeout` (pqbench.axis), are here; its stack is under pqbench.endpoints
 (strongswan). An IKE cell runs over UDP (pqbench.transport).
 """
 
@@ -49,6 +49,14 @@ def _fragment_size(field: str, value) -> int:
 
 
 MAX_ADDITIONAL = 7  # RFC 9370: Additional Key Exchange 1 to 7
+RETRANSMIT_MS = (100.0, 60_000.0)  # the first retransmission's timeout a cell may set (strongSwan's default 4 s)
+
+
+def _retransmit_timeout(field: str, value) -> float:
+    ms = units.duration_ms(field, value, allow_zero=False, bare="s")
+    if not RETRANSMIT_MS[0] <= ms <= RETRANSMIT_MS[1]:
+        raise BadInput(field, f"{value!r} is outside 0.1s..60s")
+    return ms
 
 
 def _additional_ke(field: str, value) -> str | None:
@@ -77,6 +85,15 @@ axis.register(
               help="IKEv2: further additional key exchanges after the cell's kex's own (RFC 9370), e.g. MLKEM1024 "
                    "or MLKEM768+MLKEM1024: one IKE_INTERMEDIATE round trip each",
               label=lambda v, row, short: f"+ {v}" if v else None),
+    # strongSwan retransmits a request after this, then 1.8 times longer each time (5 tries): a lost datagram costs
+    # a timer, not a round trip. Both charons alike.
+    axis.Axis("retransmit_timeout", _retransmit_timeout, "a duration, 0.1s to 60s (bare numbers are seconds)",
+              default=None, sql="DOUBLE", protocols=lambda p: p is IKE, server_feature="retransmit_timeout",
+              client_feature="retransmit_timeout", client_option="--retransmit-timeout",
+              option_value=lambda ms: f"{ms / 1000:g}", site=True, order=37,
+              help="IKEv2: the first retransmission's timeout at both ends (strongSwan's retransmit_timeout, "
+                   "default 4s; each next 1.8 times longer)",
+              label=lambda v, row, short: f"IKE retransmit {v / 1000:g} s" if v else None),
     # RFC 7383: IKE_INTERMEDIATE and IKE_AUTH messages larger than this go in fragments, each its own datagram and
     # all lost if one is. Both ends are set alike (each fragments what it sends).
     axis.Axis("fragment_size", _fragment_size, f"a whole number of bytes, {FRAGMENT_SIZES[0]} to {FRAGMENT_SIZES[1]}",

@@ -50,7 +50,7 @@ def capabilities() -> Capabilities:
                         transport_modes={t: MODES for t in SPEAKS},
                         versions={"strongswan": prov.get("version"), "openssl": prov.get("openssl"),
                                   "proposal": f"{proposals.CIPHER_PRF}-<key exchanges>"},
-                        unsupported=unsupported, features=("fragment_size", "additional_ke"),
+                        unsupported=unsupported, features=("fragment_size", "additional_ke", "retransmit_timeout"),
                         feature_notes={"offer": "IKEv2 offers its proposal's key exchanges, one of each kind",
                                        "cert_compression": "IKEv2 has no certificate compression"})
 

@@ -60,6 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--transport", default="udp", choices=["udp"])
     ap.add_argument("--fragment-size", type=int, help="charon's fragment_size (IKE fragmentation, RFC 7383)")
     ap.add_argument("--additional-ke", help="ML-KEMs joined by +: further additional key exchanges (RFC 9370)")
+    ap.add_argument("--retransmit-timeout", type=float, help="seconds before charon's first retransmission")
     a = ap.parse_args(argv)
     if ":" in a.groups or proposals.key_exchanges(a.groups) is None:
         ap.error(f"--groups: {a.groups!r} is not one key exchange IKEv2 has (those: {', '.join(proposals.KEYWORDS)} "
@@ -68,7 +69,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def sample(a: argparse.Namespace, root: bytes, i: int, home: Path) -> dict:
-    charon = Charon(home / f"sample-{i}", port=0, fragment_size=a.fragment_size)
+    charon = Charon(home / f"sample-{i}", port=0, fragment_size=a.fragment_size,
+                    retransmit_timeout_s=a.retransmit_timeout)
     charon.start()
     out = {"worker": a.worker, "i": i, "mode": a.mode, "ok": False, "error_class": None, "error": None,
            "stack": STACK, "protocol": "ike", "transport": "udp"}

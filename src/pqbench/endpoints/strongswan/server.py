@@ -23,8 +23,10 @@ class StrongswanServer:
     def start(self, place: Place, serving: Serving) -> None:
         self.serving, self.addr = serving, place.addr
         for site in serving.sites:
+            timeout_ms = site.options.get("retransmit_timeout")
             c = self.charons[site.port] = Charon(serving.run_dir / f"charon-{site.port}", port=site.port,
-                                                 fragment_size=site.options.get("fragment_size"))
+                                                 fragment_size=site.options.get("fragment_size"),
+                                                 retransmit_timeout_s=timeout_ms / 1000 if timeout_ms else None)
             c.start(place.popen)
 
     def configure(self, site: Site) -> None:
