@@ -225,6 +225,10 @@ def test_a_middlebox_that_drops_ip_fragments_stops_an_ml_kem_in_ike_sa_init_but_
     # sent, never answered, sent again after strongSwan's first timer (4 s)
     assert (init["exchange"], init["datagrams_received"], init["retransmits"]) == ("IKE_SA_INIT", 0, 1), init
     assert init["bytes_sent"] / init["datagrams_sent"] > 1280 - 28, init  # over the path's MTU: IP fragments
+    # with a first timer of 0.5 s (the retransmit_timeout axis): sent again after 0.5 s and after 1.4 s (× 1.8)
+    quick = measure("MLKEM768", n=1, link=link, ok=False, timeout_ms=2000, retransmit_timeout=500.0).samples[0]
+    init = quick["ike"]["exchanges"][0]
+    assert quick["error_class"] == "timeout" and init["retransmits"] == 2, init
     hybrid = measure("X25519MLKEM768", n=2, link=link)
     for s in hybrid.samples:
         assert s["wire"]["drops_c2s"] == 0 and s["ike"]["intermediate_exchanges"] == 1, s["wire"]
