@@ -245,7 +245,8 @@ class _Maker:
 
     def leaf_section(self, name: str, more: str) -> str:
         """A section of its own: the leaf's extensions and more."""
-        return f"[{name}]\n" + EXTENSIONS.format(server_name=self.server_name).split("[leaf]\n")[1] + more
+        leaf = EXTENSIONS.format(server_name=self.server_name).split("[leaf]\n")[1].split("\n[")[0]
+        return f"[{name}]\n" + leaf.rstrip("\n") + "\n" + more
 
     def key(self, name: str, alg: catalog.Algorithm) -> Path:
         _new_key(alg, self.out / f"{name}.key")
