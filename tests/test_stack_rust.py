@@ -220,3 +220,17 @@ def test_the_algorithms_command_shows_per_stack_what_each_has_and_why_not(rust_b
     frodo = algs["p256_frodo640aes"]["stacks"]
     assert frodo["openssl"]["server"] and not frodo["rustls"]["server"] and not frodo["rustls"]["client"]
     assert "p256_frodo640aes" in frodo["rustls"]["reason"]
+
+
+@pytest.mark.root
+def test_rustls_names_its_finished_when_the_server_s_flight_spans_two_windows(rust_built):
+    """An ML-DSA-44 WebPKI chain (~17 kB first flight) over TCP's initial window of 10: the server waits a round trip
+    for the rest; rustls sends its ChangeCipherSpec alone after the first window, so its Finished is the sample's own
+    milestone (by the bytes sent before it), not the client's second flight: the wire agrees, three round trips."""
+    from conftest import run_pqbench
+    r = run_pqbench("handshake", "--client", "rustls", "--kex", "X25519MLKEM768", "--sig", "mldsa44", "--chain",
+                    "webpki", "--rtt", "10ms", "--initcwnd", "10", "-n", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["summary"]["ok"] == 3 and out["summary"]["p50_ms"] > 3 * 10, out["summary"]
+    assert abs(out["wire"]["median_diff_ms"]) < 1.0, out["wire"]  # one round trip off before

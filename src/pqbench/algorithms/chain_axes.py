@@ -1,7 +1,7 @@
 """The chain axes (pqbench.axis): what certificate chain a cell's server sends (pqbench.algorithms.chains).
 
 - chain: a shape as deployed or as proposed (webpki, webpki-ocsp, suppressed; real Merkle Tree Certificates
-  mtc-standalone, mtc-landmark, for the stacks with the `mtc` feature; the size-only stand-ins
+  mtc-standalone, mtc-landmark, for a server that sends one and a client that verifies one; the size-only stand-ins
   mtc-standalone-size, mtc-landmark-size, abridged); "plain" or absent: today's root → leaf.
 - chain_bytes: a padded, size-only root → leaf chain whose certificates sent weigh exactly this many bytes
   (the byte staircase's sweep); for cells whose chain is plain.
@@ -134,8 +134,8 @@ axis.register(
     axis.Axis("chain", _shape, f"chain shapes ({PLAIN}, {', '.join(chains.SHAPES)})", protocols=proto.sends_chains,
               check=_stack_can, site=True, order=43,
               help="the server's chain shape: plain (default: root -> leaf), webpki (leaf and intermediate sent, two "
-                   "SCTs), webpki-ocsp, suppressed, or a size-only stand-in: mtc-standalone, mtc-landmark, abridged "
-                   "(docs/chains.md)", records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),
+                   "SCTs), webpki-ocsp, suppressed, a real Merkle Tree Certificate: mtc-standalone, mtc-landmark, or "
+                   "a size-only stand-in: mtc-standalone-size, mtc-landmark-size, abridged (docs/chains.md)", records=(("chain_parts", "JSON"),), label=lambda v, row, short: chains.label(v, None)),
     axis.Axis("chain_bytes", _chain_bytes, "bytes (size-only padded chains)", sql="INTEGER", protocols=proto.sends_chains,
               check=_fits,
               applies=lambda values: values.get("chain") is None,

@@ -46,7 +46,6 @@ from pqbench.algorithms.certs import (DEFAULT_SERVER_NAME, EXTENSIONS, Chain, _c
 from pqbench.errors import BadInput, MeasurementFailed
 
 SCT_LIST_OID = "1.3.6.1.4.1.11129.2.4.2"  # RFC 6962 §3.3: embedded SCT list
-MTC_PROOF_ALGORITHM = bytes.fromhex("300a06082b06010505070643")  # id-alg-mtcProof, no parameters
 PAD_OID = "2.25.219656358152305736766829961545470305023"  # UUID arc: pqbench's filler extension (size-only)
 LOGS = 2  # SCTs per leaf (Chrome's policy asks two for certificates of up to 180 days)
 PROOF_HASH = 32  # SHA-256 node of a Merkle inclusion proof
@@ -193,7 +192,7 @@ def cert_parts(der: bytes) -> dict:
     cert = _Cert(der)
     pk, sig = cert.key_bytes, cert.signature_bytes
     scts = sct_sigs = padding = proof = 0
-    if cert.sigalg == MTC_PROOF_ALGORITHM:  # a Merkle Tree Certificate: its MTCProof in place of a signature
+    if cert.sigalg == mtc.PROOF_ALGORITHM:  # a Merkle Tree Certificate: its MTCProof in place of a signature
         proof, cosignatures = mtc.proof_sizes(content(cert.signature)[1:])
         sig = sum(cosignatures)
     for oid, value, raw in cert.extensions():

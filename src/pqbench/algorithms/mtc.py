@@ -24,14 +24,13 @@ HASH-HEX"). How a relying party gets those is left to it by the draft; this is p
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import datetime
 import hashlib
 import struct
 from pathlib import Path
 
-from asn1crypto import core
+from asn1crypto import core, pem
 
 from pqbench.algorithms import catalog, certs, der
 
@@ -92,12 +91,19 @@ def _name(ca_id: str) -> bytes:
     return _seq(_der(0x31, _seq(_oid(TRUST_ANCHOR_ID_ATTRIBUTE), _der(0x0D, relative_oid(ca_id)))))
 
 
+def _pem(der_bytes: bytes) -> str:
+    return pem.armor("CERTIFICATE", der_bytes).decode()
+
+
 def _time(t: datetime.datetime) -> bytes:
     return _der(0x17, t.strftime("%y%m%d%H%M%SZ").encode())
 
 
 def _children(element: bytes) -> list[bytes]:
     return der.children(element, *der.tlv(element)[1:])
+
+
+PROOF_ALGORITHM = _seq(_oid(MTC_PROOF_OID))  # an MTC's signature algorithm, as its DER says it
 
 
 # --- the log -----------------------------------------------------------------------------------------------
@@ -236,7 +242,7 @@ class Authority:
             fields.pop(0)
         _serial, _sigalg, _issuer, _validity, subject, spki, *rest = fields
         kept = [e for e in _children(_children(rest[-1])[0]) if _children(e)[0] != _oid(AKI_OID)]
-        proof_alg = _seq(_oid(MTC_PROOF_OID))
+        proof_alg = PROOF_ALGORITHM
         validity = _seq(_time(self.now - datetime.timedelta(hours=1)), _time(self.now + datetime.timedelta(days=7)))
         tbs = _seq(_der(0xA0, _int(2)), _int(LOG_NUMBER << 48 | index), proof_alg, _name(CA_ID), validity,
                    subject, spki, _der(0xA3, _seq(*kept)))
@@ -247,16 +253,14 @@ class Authority:
         if kind == "standalone":
             cosignatures = [(who_id, self._sign(who, subtree_message(who_id, subtree, subtree_hash)))
                             for who, who_id in (("ca", CA_ID), ("mirror", MIRROR_ID))]
-        der = _seq(tbs, proof_alg, _der(0x03, b"\x00" + mtc_proof(subtree, proof, cosignatures)))
-        return Issued(kind, der, index, subtree, len(proof), len(cosignatures))
+        cert = _seq(tbs, proof_alg, _der(0x03, b"\x00" + mtc_proof(subtree, proof, cosignatures)))
+        return Issued(kind, cert, index, subtree, len(proof), len(cosignatures))
 
     def trust(self) -> str:
         """The relying party's trust file: the CA certificate, the mirror it requires, the landmark subtree."""
-        pem = base64.encodebytes(self.ca_der).decode()
         return ("# a Merkle Tree CA (draft-ietf-plants-merkle-tree-certs-07) and what a relying party trusts of it\n"
-                f"-----BEGIN CERTIFICATE-----\n{pem}-----END CERTIFICATE-----\n"
-                f"mtc-cosigner {MIRROR_ID} {COSIGNER_OIDS[COSIGNER_SIG]} "
-                f"{self.spki['mirror'].hex()}\n"
+                + _pem(self.ca_der)
+                + f"mtc-cosigner {MIRROR_ID} {COSIGNER_OIDS[COSIGNER_SIG]} {self.spki['mirror'].hex()}\n"
                 f"mtc-subtree {CA_ID} {LOG_NUMBER} 0 {LANDMARK_SIZE} {self.log.hash(0, LANDMARK_SIZE).hex()}\n")
 
 
@@ -269,9 +273,8 @@ def make(sig: str, out: Path, kind: str, server_name: str = certs.DEFAULT_SERVER
     index = {"landmark": LANDMARK_SIZE - 3, "standalone": TREE_SIZE - 5}[kind]
     issued = ca.issue(certs._openssl(["x509", "-in", str(x509.leaf_cert), "-outform", "DER"], "read the leaf"),
                       kind, index)
-    pem = f"-----BEGIN CERTIFICATE-----\n{base64.encodebytes(issued.der).decode()}-----END CERTIFICATE-----\n"
     for name in ("leaf.crt", "chain.pem"):
-        (out / name).write_text(pem)
+        (out / name).write_text(_pem(issued.der))
     (out / "intermediates.pem").write_text("")
     (out / "leaf.key").write_bytes(x509.leaf_key.read_bytes())
     (out / "leaf.key").chmod(0o600)

@@ -63,6 +63,11 @@ def _shape(c) -> str:
     return " · ".join([shape, *(f"{word} {c.row[k]}" for k, word in LEVELS if c.row.get(k))])
 
 
+def _stacks(c) -> str:
+    """The server and client stacks of a cell (the first flight's framing is the server's own)."""
+    return f"{c.row.get('server') or c.row.get('stack') or '?'} → {c.row.get('client') or c.row.get('stack') or '?'}"
+
+
 def _transport(c) -> str:
     return transportmod.get(c.row.get("transport") or None).name
 
@@ -83,7 +88,7 @@ def parts_table(a) -> Table | None:
         cond = _cond(c)
         extra = staircase.extra_round_trips(cond, flight) if flight and cond.rtt_ms else None
         stand_in = p.get("stand_in") or {}
-        rows.append([str(c.row.get("sig")), _shape(c), condition(c), f"{p.get('sent', 0):,}",
+        rows.append([str(c.row.get("sig")), _shape(c), _stacks(c), condition(c), f"{p.get('sent', 0):,}",
                      f"{p.get('public_keys', 0):,}", f"{p.get('signatures', 0):,}",
                      f"{p.get('scts', 0):,} ({p.get('sct_signatures', 0):,})",
                      f"{p.get('ocsp', 0):,}" if p.get("ocsp") else "–", f"{p.get('padding', 0):,}",
@@ -93,7 +98,8 @@ def parts_table(a) -> Table | None:
                      f"{flight:,}" if flight else "–", "–" if extra is None else str(extra),
                      _headroom(cond, flight) if extra is not None else "–", with_ci(c.pct[50])])
     return Table("chains-table", "Certificate chains: bytes by part, round trips and headroom",
-                 ["signature", "chain", "condition", "sent B", "public keys", "signatures", "SCTs (their signatures)",
+                 ["signature", "chain", "server → client", "condition", "sent B", "public keys", "signatures",
+                  "SCTs (their signatures)",
                   "OCSP", "padding", "MTC proof", "X.509 framing", "proposal's keys+sigs", "client cert B",
                   "first flight B", "extra RTs (model)",
                   "headroom B", "p50 ms [95 % CI]"], rows,

@@ -179,6 +179,7 @@ struct Rustls {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
     verifier: Arc<NotingVerifier>,
+    mode: String,
 }
 
 struct Conn {
@@ -186,6 +187,7 @@ struct Conn {
     fd: RawFd,
     deadline: u64,
     inbuf: Vec<u8>,
+    written: u64,  // bytes sent on the socket so far
 }
 
 fn tls_failure(e: rustls::Error, during: &str) -> Failure {
@@ -202,7 +204,7 @@ impl Conn {
             let fd = self.fd;
             let mut w = FdWriter(fd);
             match self.tls.write_tls(&mut w) {
-                Ok(_) => {}
+                Ok(n) => self.written += n as u64,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     if !wait_fd(fd, libc::POLLOUT, self.deadline) {
                         return Err(Failure::new("timeout", format!("{during} did not complete within the timeout")));
@@ -298,7 +300,7 @@ impl Library for Rustls {
         *self.verifier.seen.lock().unwrap() = None;
         let tls = ClientConnection::new(self.config.clone(), self.name.clone())
             .map_err(|e| Failure::new("tls_error", format!("TLS handshake: {e}")))?;
-        let mut c = Conn { tls, fd, deadline, inbuf: Vec::with_capacity(32 * 1024) };
+        let mut c = Conn { tls, fd, deadline, inbuf: Vec::with_capacity(32 * 1024), written: 0 };
         const DURING: &str = "TLS handshake";
         ph.client_hello_sent = Some(pqtls_common::now_ns());
         c.flush(DURING)?;
@@ -322,13 +324,22 @@ impl Library for Rustls {
                 ph.server_finished_received = Some(t_record);
             }
         }
+        // The client's Finished leads what is written now. When the server's flight spans more than one
+        // congestion window, the ChangeCipherSpec has gone on its own after the first (nothing else to read
+        // then), so the Finished is not the client's second flight: the sample names it by the bytes before it.
+        let finished_offset = c.written;
         c.flush(DURING)?;
+        let mut extra = vec![];
+        if self.mode == "handshake" {
+            extra.push(("wire_milestone".to_string(),
+                        format!("{{\"dir\": \"c2s\", \"offset\": {finished_offset}, \"edge\": \"first\"}}")));
+        }
         let group = c.tls.negotiated_key_exchange_group().map(|g| {
             let code = u16::from(g.name());
             group_name(code).map(String::from).unwrap_or_else(|| format!("0x{code:04x}"))
         });
         let sigalg = self.verifier.seen.lock().unwrap().map(scheme_name);
-        Ok(Handshake { conn: c, group, sigalg, extra: vec![] })
+        Ok(Handshake { conn: c, group, sigalg, extra })
     }
 
     fn close(&mut self, conn: &mut Conn) {
@@ -393,7 +404,7 @@ fn run_client(args: &[String]) -> i32 {
     let config = Arc::new(config);
     // aws-lc initialises itself on first use (tens of ms): before the first sample's clock starts.
     let _ = ClientConnection::new(config.clone(), name.clone());
-    let mut lib = Rustls { config, name, verifier };
+    let mut lib = Rustls { config, name, verifier, mode: o.mode.clone() };
     client::run(PROG, &mut lib, &o)
 }
 
