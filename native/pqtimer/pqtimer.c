@@ -39,7 +39,8 @@
  *
  * --cert, --key: mutual TLS; the client's certificate (then its chain) and key, sent when the server asks. The
  * client signs its CertificateVerify between the server's Finished and its own, so that signing is in the
- * handshake's last phase.
+ * handshake's last phase. It sends its certificate compressed only with --cert-compression, compressed once
+ * before the first sample (as servers do theirs), never at each handshake.
  *
  * --transport quic: the same TLS 1.3 handshake inside QUIC (OpenSSL's QUIC client, ALPN h3) on a UDP
  * socket; page modes fetch over HTTP/3. Modes resume, resume_page and early are refused (exit 3),
@@ -257,8 +258,10 @@ static SSL_CTX *make_ctx(struct options *o) {
         SSL_CTX_sess_set_new_cb(ctx, keep_session);
     }
     if (!o->cert_comp_n) {
-        /* OpenSSL >= 3.2 built with zlib/brotli/zstd offers them all by default: not unless asked */
-        SSL_CTX_set_options(ctx, SSL_OP_NO_RX_CERTIFICATE_COMPRESSION);
+        /* OpenSSL >= 3.2 built with zlib/brotli/zstd offers them all by default: not unless asked. Nor does
+         * a mutual-TLS client compress its own certificate (a server's CertificateRequest says it can take
+         * one compressed, and OpenSSL would brotli it at every handshake: 10 ms for an ML-DSA-44 one) */
+        SSL_CTX_set_options(ctx, SSL_OP_NO_RX_CERTIFICATE_COMPRESSION | SSL_OP_NO_TX_CERTIFICATE_COMPRESSION);
     } else if (!SSL_CTX_set1_cert_comp_preference(ctx, o->cert_comp, (size_t)o->cert_comp_n)) {
         bad_usage("this OpenSSL was built without these compression algorithms", "--cert-compression");
     } else {
@@ -275,6 +278,10 @@ static SSL_CTX *make_ctx(struct options *o) {
                 bad_usage(msg, "--cert-compression");
             }
         }
+        /* once, with each algorithm asked for; a certificate that does not shrink (an ML-DSA key and signature
+         * hardly do) is sent as it is, not compressed again at every handshake */
+        if (o->cert && !SSL_CTX_compress_certs(ctx, 0))
+            SSL_CTX_set_options(ctx, SSL_OP_NO_TX_CERTIFICATE_COMPRESSION);
     }
     return ctx;
 }
