@@ -248,6 +248,20 @@ def is_size_only(name: str) -> bool:
     return name.lower().startswith(SIZE_ONLY_PREFIX)
 
 
+def certificate_signer(field: str, value, default: str) -> str | None:
+    """An axis's value naming a signature that makes real certificates (a chain level, the chain a cell is sized
+    as): its catalog name, or None for the axis's default word."""
+    if value == default:
+        return None
+    if not isinstance(value, str):
+        raise BadInput(field, f"{value!r} is not a signature name (allowed: {default} or a signature of the catalog)")
+    alg = find(value, "sig", field=field)
+    if alg.only_in or is_size_only(alg.name):
+        raise BadInput(field, f"{alg.name} makes no certificate here (allowed: {default} or a signature of "
+                              "`pqbench algorithms --kind sig` that OpenSSL signs certificates with)")
+    return alg.name
+
+
 @dataclasses.dataclass(frozen=True)
 class Availability:
     available: bool  # usable here: key exchange / certificates (and crypto benchmarks)

@@ -82,19 +82,11 @@ SAME = "same"  # a level of the leaf's algorithm (the default)
 
 
 def _level(field: str, value) -> str | None:
-    if value == SAME:
-        return None
-    if not isinstance(value, str):
-        raise BadInput(field, f"{value!r} is not a signature name (allowed: {SAME} or a signature of the catalog)")
-    alg = catalog.find(value, "sig", field=field)
-    if alg.only_in or catalog.is_size_only(alg.name):
-        raise BadInput(field, f"{alg.name} signs no certificate here (allowed: a signature of `pqbench algorithms "
-                              "--kind sig` that OpenSSL signs with)")
-    return alg.name
+    return catalog.certificate_signer(field, value, SAME)
 
 
 def _client_sig(field: str, value) -> str | None:
-    return None if value == "none" else _level(field, value)
+    return catalog.certificate_signer(field, value, "none")
 
 
 def _verifies(value, caps, role: str, values) -> str | None:

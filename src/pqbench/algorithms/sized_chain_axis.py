@@ -19,20 +19,12 @@ from __future__ import annotations
 from pqbench import axis
 from pqbench import protocol as proto
 from pqbench.algorithms import catalog
-from pqbench.errors import BadInput
 
 PLAIN = "plain"
 
 
 def parse(field: str, value) -> str | None:
-    if value == PLAIN:
-        return None
-    if not isinstance(value, str):
-        raise BadInput(field, f"{value!r} is not a signature name (allowed: {PLAIN} or a signature of the catalog)")
-    alg = catalog.find(value, "sig", field=field)
-    if alg.only_in:
-        raise BadInput(field, f"{alg.name} has no certificate to be sized as")
-    return alg.name
+    return catalog.certificate_signer(field, value, PLAIN)
 
 
 def _unpadded(values) -> bool:
