@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pqbench import axis
 from pqbench import protocol as proto
+from pqbench import transport as transportmod
 from pqbench import units
 from pqbench.algorithms import catalog, chains
 from pqbench.errors import BadInput
@@ -106,7 +107,7 @@ def _mutual(value, caps, role: str, values) -> str | None:
     """The client signs with the client certificate's key, the server verifies its signature; over TCP."""
     if MTLS[role] not in caps.features:
         return axis.missing(MTLS[role], caps)
-    if values.get("transport") == "quic":
+    if not transportmod.get(values.get("transport")).kernel_tcp:
         return "mutual TLS is measured over TCP only (nginx-h3's client verification is not set up)"
     if caps.unsupported:
         return caps.unsupported(values.get("kex"), value, "server" if role == "client" else "client")

@@ -82,8 +82,8 @@ axis.register(
     axis.Axis("additional_ke", _additional_ke, "ML-KEMs joined by + (none: the cell's kex alone)", default=None,
               protocols=lambda p: p is IKE, server_feature="additional_ke", client_feature="additional_ke",
               client_option="--additional-ke", site=True, order=36,
-              help="IKEv2: further additional key exchanges after the cell's kex's own (RFC 9370), e.g. MLKEM1024 "
-                   "or MLKEM768+MLKEM1024: one IKE_INTERMEDIATE round trip each",
+              help="IKEv2: further additional key exchanges after the cell's kex's own (RFC 9370), ML-KEMs joined "
+                   "by + (MLKEM1024, MLKEM768+MLKEM1024): one IKE_INTERMEDIATE round trip each",
               label=lambda v, row, short: f"+ {v}" if v else None),
     # strongSwan retransmits a request after this, then 1.8 times longer each time (5 tries): a lost datagram costs
     # a timer, not a round trip. Both charons alike.

@@ -67,7 +67,7 @@ class NginxConfig:
         ssl_conf_command runs after the certificates are loaded. A chain with a client CA asks every client for
         its certificate (mutual TLS) and verifies it."""
         lines = [f"ssl_certificate {chain.chain_file};", f"ssl_certificate_key {chain.leaf_key};"]
-        if chain.parts.get("mtc"):
+        if (getattr(chain, "parts", None) or {}).get("mtc"):
             lines = [f"ssl_certificate {chain.directory / 'x509' / 'leaf.crt'};", lines[1],
                      "ssl_conf_command CipherString DEFAULT:@SECLEVEL=0;",
                      f"ssl_conf_command Certificate {chain.chain_file};"]
