@@ -7,6 +7,11 @@ submits one task per cell in the run's order; a node measures no more cells at o
 `pqbench_node` resource). A cell whose worker dies is rescheduled by the engine on another node and stored
 once, when it finishes. At the end every node measures its floor and crypto again; Ctrl-C stops the cells
 on every node and closes their testbeds.
+
+A Ctrl-C must never land inside a call into the engine: its `sync()` then schedules a cancel that reads a
+variable not yet set, and the engine's loop prints that NameError's traceback (CI, a cluster run interrupted
+just after its first cell). The driver so takes Ctrl-C deferred (pqbench.interrupts) and acts on it between
+two calls, where its waits look anyway.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import shutil
 import time
 from pathlib import Path
 
-from pqbench import paths, store
+from pqbench import interrupts, paths, store
 from pqbench.cluster import node as nodemod
 from pqbench.cluster.security import engine
 from pqbench.errors import BadInput, MeasurementFailed, MissingCapability
@@ -39,42 +44,47 @@ class Cluster:
         if self.address.startswith("tls://") and self.security is None:
             raise BadInput("--cluster", f"{self.address} speaks TLS: give --tls-ca-file, --tls-cert and --tls-key")
         distributed = engine()
-        try:
-            self.client = distributed.Client(self.address, security=self.security, timeout=CONNECT_TIMEOUT_S,
-                                             set_as_default=False)
-        except (OSError, TimeoutError) as e:
-            raise MissingCapability(f"no Dask scheduler answers at {self.address} ({e})",
-                                    "start one (`dask scheduler`) and give its address, e.g. tcp://10.0.0.1:8786") from None
+        with interrupts.deferred() as interrupt:  # a Ctrl-C while connecting ends the command once the engine answered
+            try:
+                self.client = distributed.Client(self.address, security=self.security, timeout=CONNECT_TIMEOUT_S,
+                                                 set_as_default=False)
+            except (OSError, TimeoutError) as e:
+                raise MissingCapability(f"no Dask scheduler answers at {self.address} ({e})", "start one (`dask "
+                                        "scheduler`) and give its address, e.g. tcp://10.0.0.1:8786") from None
+            if interrupt.arrived:
+                self.client.close()  # no __exit__ follows an __enter__ that raises
         return self
 
     def __exit__(self, *exc) -> None:
-        self.client.close()
+        with interrupts.deferred():
+            self.client.close()
 
     def measure_all(self, con, run_id: str, spec, todo: list, progress, keep_files: bool = True) -> str:
         if not todo:
             return "done"
-        workers = pqbench_workers(self.client)
-        if not workers:
-            raise MissingCapability(f"the scheduler at {self.address} has no pqbench worker",
-                                    f"start `pqbench worker {self.address}` (as root) on each measuring node")
-        ctx = self._context(run_id, spec, todo, keep_files)
-        store.update_run(con, run_id, provenance={**store.provenance(con, run_id),
-                                                  "cluster": {"scheduler": self.address, "driver": ctx.versions["host"]}})
-        progress.say(f"cluster {self.address}: {len(workers)} node(s): {', '.join(sorted(workers.values()))}")
-        run = _ClusterRun(self.client, con, run_id, ctx.attempt, progress)
-        try:
-            shipped = run.ship(ctx)
-            run.open(shipped, workers)
-            run.measure(ctx, shipped, todo)
-            run.close(measure_end=True)
-        except BaseException:
-            run.stop()
-            raise
-        finally:
-            if not keep_files:
-                shutil.rmtree(Path(ctx.driver_dir), ignore_errors=True)  # the nodes' copies went with their lanes
-                with contextlib.suppress(OSError):
-                    Path(ctx.driver_dir).parent.rmdir()  # the run's folder, when no node of this machine keeps one
+        with interrupts.deferred() as interrupt:  # taken between engine calls (the module's docstring says why)
+            workers = pqbench_workers(self.client)
+            if not workers:
+                raise MissingCapability(f"the scheduler at {self.address} has no pqbench worker",
+                                        f"start `pqbench worker {self.address}` (as root) on each measuring node")
+            ctx = self._context(run_id, spec, todo, keep_files)
+            store.update_run(con, run_id, provenance={**store.provenance(con, run_id), "cluster": {
+                "scheduler": self.address, "driver": ctx.versions["host"]}})
+            progress.say(f"cluster {self.address}: {len(workers)} node(s): {', '.join(sorted(workers.values()))}")
+            run = _ClusterRun(self.client, con, run_id, ctx.attempt, progress, interrupt)
+            try:
+                shipped = run.ship(ctx)
+                run.open(shipped, workers)
+                run.measure(ctx, shipped, todo)
+                run.close(measure_end=True)
+            except BaseException:
+                run.stop()
+                raise
+            finally:
+                if not keep_files:
+                    shutil.rmtree(Path(ctx.driver_dir), ignore_errors=True)  # the nodes' copies went with their lanes
+                    with contextlib.suppress(OSError):
+                        Path(ctx.driver_dir).parent.rmdir()  # the run's folder, when no node of this machine keeps one
         return "done"
 
     def _context(self, run_id: str, spec, todo: list, keep_files: bool) -> nodemod.RunContext:
@@ -89,8 +99,10 @@ class Cluster:
 class _ClusterRun:
     """One run's tasks on the cluster, and the node segments they report."""
 
-    def __init__(self, client, con, run_id: str, attempt: str, progress):
+    def __init__(self, client, con, run_id: str, attempt: str, progress, interrupt: interrupts.Pending):
         self.client, self.con, self.run_id, self.attempt, self.progress = client, con, run_id, attempt, progress
+        self.interrupt = interrupt
+        self.stopping = False  # once stop() began, a second Ctrl-C waits for its cleaning (raised at the end)
         self.futures: dict = {}
         self.segments: dict[str, dict] = {}  # segment -> its start report, of the nodes that opened the run
         self.closed: set[str] = set()
@@ -167,9 +179,16 @@ class _ClusterRun:
                 time.sleep(POLL_S)
                 self._connected()
 
+    def _interrupted(self) -> None:
+        """A Ctrl-C noted since the last look ends the run here, between two engine calls."""
+        if self.interrupt.arrived and not self.stopping:
+            self.interrupt.drop()
+            raise KeyboardInterrupt
+
     def _gone(self) -> None:
         """The scheduler is gone (the engine gave up reconnecting and closed the client): an error, not a wait
-        for tasks nobody will report on."""
+        for tasks nobody will report on. Every wait looks here, so a Ctrl-C is taken here too."""
+        self._interrupted()
         if self.client.status in ("closing", "closed"):
             raise MeasurementFailed(f"the cluster's scheduler went away (no answer for {CONNECT_TIMEOUT_S} s); "
                                     "its unfinished cells were not measured")
@@ -199,10 +218,18 @@ class _ClusterRun:
         their end are marked lost (their worker died)."""
         closes = [self._submit(nodemod.close_task, self.attempt, measure_end, key=f"close-{name}", workers=[addr],
                                allow_other_workers=False) for addr, name in pqbench_workers(self.client).items()]
+        deadline = time.monotonic() + CLOSE_TIMEOUT_S
+        while not all(f.done() for f in closes) and time.monotonic() < deadline:
+            self._interrupted()  # (not _gone: a scheduler lost now leaves the segments that did not report lost)
+            time.sleep(POLL_S)
         for f in closes:
+            if not f.done() or f.cancelled():  # a node that died meanwhile, or still at it: marked lost below
+                self.progress.say("warning: a node did not close the run" +
+                                  ("" if f.done() else f" in {CLOSE_TIMEOUT_S} s"))
+                continue
             try:
-                report = f.result(timeout=CLOSE_TIMEOUT_S)
-            except Exception as e:  # a node that died meanwhile: marked lost below
+                report = f.result()
+            except Exception as e:
                 self.progress.say(f"warning: a node did not close the run: {e}")
                 continue
             if not report:
@@ -223,6 +250,7 @@ class _ClusterRun:
 
     def stop(self) -> None:
         """Ctrl-C or a failure: the queued cells are cancelled, the running ones stopped, every node's lanes closed."""
+        self.stopping = True
         if self.client.status in ("closing", "closed"):
             self.progress.say("warning: the scheduler is gone; each node stops its cells as its worker loses it")
             return
