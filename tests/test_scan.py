@@ -153,6 +153,36 @@ def test_a_probe_the_server_did_not_answer_is_tried_again_and_never_becomes_anot
         assert "after 2 tries" in got and result["preference"]["inconclusive"]
 
 
+class SilentOnX25519(FlakyServer):
+    """The tie server whose every answer to X25519 offered alone is lost (the acceptance probe and its retry)."""
+
+    def one(self, groups, via=None, transport="tcp"):
+        if groups == "X25519":
+            return {"ok": False, "error_class": "timeout", "error": "no answer in 5000 ms"}
+        return super().one(groups, via, transport)
+
+
+def test_a_group_whose_acceptance_is_undecided_leaves_the_order_and_the_verdict_inconclusive():
+    """A slower machine's scan of the tie server named the order X25519MLKEM768 > SecP256r1MLKEM768 > …, X25519
+    missing, its acceptance probe unanswered: the order among the groups it accepted is not the server's order, and
+    the server's first choice may be the undecided group (here it ties with the hybrid)."""
+    prober = SilentOnX25519(0)
+    found = tls.probe_groups(prober, ["X25519", "X25519MLKEM768", "mlkem512"])
+    assert list(found["accepted"]) == ["X25519MLKEM768"] and list(found["errors"]) == ["X25519"]
+    pref = tls.server_preference(prober, list(found["accepted"]), list(found["rejected"]),
+                                 [*found["errors"], *found["untried"]])
+    assert pref["order"] is None and not pref["complete"] and pref["undecided"] == ["X25519"], pref
+    assert pref["tiers"] == [["X25519MLKEM768"]]  # what was found stays, labelled
+    result = {"protocol": "tls", "groups": {"accepted": list(found["accepted"]), "rejected": found["rejected"],
+                                            "errors": found["errors"]}, "preference": pref}
+    ready = scan_mod.readiness(result)
+    assert ready["pq_key_exchange"].startswith("inconclusive: whether the server accepts X25519 is undecided"), ready
+    assert ready["hybrid_mlkem_preferred"] is None
+    # with every acceptance decided, the same server's order is complete
+    decided = tls.server_preference(FlakyServer(0), ["X25519", "X25519MLKEM768"], ["mlkem512"], [])
+    assert decided["complete"] and "undecided" not in decided
+
+
 def test_malformed_targets_are_bad_input_naming_the_field(tmp_path):
     for bad in ("example.org:99999", "https://example.org:443", "host:", "ssh://h:x"):
         r = run_pqbench("scan", bad, "--db", tmp_path / "s.duckdb")
@@ -313,6 +343,9 @@ def test_scan_command_end_to_end(tls_bed, tmp_path):
     # on failure, what the acceptance probes found (a slower run's order lacked X25519: accepted, rejected or
     # undecided there, unknown)
     found = {k: results[0].get("groups", {}).get(k) for k in ("accepted", "rejected", "errors", "untried", "retried")}
+    if found["errors"] or found["untried"]:  # a probe unanswered even when tried again: said, never another order
+        assert results[0]["preference"]["order"] is None and results[0]["preference"]["inconclusive"], found
+        pytest.xfail(f"this machine left acceptance probes unanswered: {found['errors']}")
     assert results[0]["preference"]["order"] == TLS_ORDER, (results[0]["preference"], found)
     assert results[1]["failure"]["class"] == "refused"
     con = store.connect(db, read_only=True)

@@ -58,7 +58,8 @@ def _tls_readiness(result: dict) -> dict:
     accepted = result["groups"]["accepted"]
     hybrids = [g for g in accepted if pq.is_hybrid_mlkem(g)]
     pref = result.get("preference", {})
-    tiers = pref.get("tiers") or []
+    # with a group's acceptance undecided, the first tier may not be the server's first choice: no verdict on it
+    tiers = [] if pref.get("undecided") else pref.get("tiers") or []
     if not hybrids:
         preferred = False
     elif not tiers or (pref.get("method") is None):

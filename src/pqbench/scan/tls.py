@@ -223,7 +223,20 @@ def _decoy(rejected: list[str]) -> str | None:
     return min(rejected, key=lambda g: (catalog.find(g, "kem").pk, rejected.index(g)))
 
 
-def server_preference(prober: TlsProber, accepted: list[str], rejected: list[str]) -> dict:
+def server_preference(prober: TlsProber, accepted: list[str], rejected: list[str],
+                      undecided: list[str] = ()) -> dict:
+    """undecided: groups whose acceptance no probe decided (no answer, or not tried): the order found among the
+    accepted ones is not the server's order, whatever it holds (a slower machine's scan named an order without
+    X25519, which the server prefers)."""
+    found = _server_preference(prober, accepted, rejected)
+    if not undecided:
+        return found
+    return found | {"order": None, "complete": False, "undecided": list(undecided),
+                    "inconclusive": f"whether the server accepts {', '.join(undecided)} is undecided (no answer): "
+                                    "the tiers rank only the groups it accepted"}
+
+
+def _server_preference(prober: TlsProber, accepted: list[str], rejected: list[str]) -> dict:
     decoy = _decoy(rejected)
     if len(accepted) < 2:
         return {"method": "single group", "decoy": None, "tiers": [accepted] if accepted else [], "complete": True,
@@ -336,7 +349,8 @@ def scan(address: Address, place: Place, *, n: int = 10, timeout_s: float = 5.0,
                     if c in classes), "tls_error")
         result["failure"] = failure.failure(cls, "no TLS 1.3 handshake completed with any group offered")
         return result
-    result["preference"] = server_preference(prober, accepted, list(found["rejected"]))
+    result["preference"] = server_preference(prober, accepted, list(found["rejected"]),
+                                             [*found["errors"], *found["untried"]])
     result["hrr"] = hrr_per_share(prober, accepted)
     result["certificate"] = certificate(found["accepted"][accepted[0]])
     tiers = result["preference"].get("tiers") or []
