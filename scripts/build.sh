@@ -231,7 +231,7 @@ do_conf() {
 
 # The other stacks' builds, each in a file of its own.
 # shellcheck source=build-rust.sh
-source "$ROOT/scripts/build-rust.sh"   # do_tlsrs: rustls and s2n-tls (native/tlsrs)
+source "$ROOT/scripts/build-rust.sh"   # do_tlsrs: rustls and s2n-tls (native/tlsrs); do_tlsboring: BoringSSL
 # shellcheck source=build-go.sh
 source "$ROOT/scripts/build-go.sh"     # do_gotls: Go 1.27's crypto/tls (native/tlsgo); go_build_module
 # shellcheck source=build-ssh.sh
@@ -258,9 +258,9 @@ do_firefox() {
     step firefox "$version (Debian's archive)"
 }
 
-STEPS=(apt openssl liboqs liboqs-catalog venv native conf tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3 strongswan chromium firefox apt_test)
+STEPS=(apt openssl liboqs liboqs-catalog venv native conf tlsrs tlsboring gotls quicgo dtlsgo openssh sshgo nginx-h3 strongswan chromium firefox apt_test)
 declare -A STEP_GROUPS=([core]="apt venv_start openssl liboqs venv_wait native conf"
-                   [stacks]="liboqs-catalog tlsrs gotls quicgo dtlsgo openssh sshgo nginx-h3 strongswan"
+                   [stacks]="liboqs-catalog tlsrs tlsboring gotls quicgo dtlsgo openssh sshgo nginx-h3 strongswan"
                    [test]="apt_test chromium firefox")
 STEP_GROUPS[all]="${STEP_GROUPS[core]} ${STEP_GROUPS[stacks]} ${STEP_GROUPS[test]}"
 steps=()

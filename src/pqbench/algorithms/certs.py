@@ -62,6 +62,9 @@ class Chain:
     client_cert: Path | None = None
     client_key: Path | None = None
     client_ca: Path | None = None
+    # trust anchor negotiation (pqbench.algorithms.chains.ANCHOR_IDS): this chain's root's trust anchor ID and the
+    # fallback chain a server sends every other client ({} : none); paths as Paths, so a cluster relocates them
+    trust_anchors: dict = dataclasses.field(default_factory=dict)
 
     @property
     def sent_bytes(self) -> int:
@@ -69,9 +72,17 @@ class Chain:
         return sum(v for k, v in self.der_sizes.items() if k != "root")
 
     def to_json(self) -> dict:
-        d = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(self).items()}
+        d = _jsonable(dataclasses.asdict(self))
         d["sent_bytes"] = self.sent_bytes
         return d
+
+
+def _jsonable(obj):
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    return obj
 
 
 def _openssl(args: list[str], what: str, input: bytes | None = None) -> bytes:

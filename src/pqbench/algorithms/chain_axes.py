@@ -72,8 +72,9 @@ def credential_key(values) -> tuple:
     for today's chain, so every credentials key made before these axes stays as it was."""
     shape, nbytes, like = values.get("chain"), values.get("chain_bytes"), values.get("sized_as")
     levels = (values.get("root_sig"), values.get("intermediate_sig"), values.get("client_sig"))
-    if any(levels):  # a mixed hierarchy, a client certificate
-        return (shape, nbytes, like, *levels)
+    anchored = values.get("trust_anchors") is not None  # a fallback chain beside (pqbench.algorithms.trust_anchors)
+    if any(levels) or anchored:  # a mixed hierarchy, a client certificate, trust anchor negotiation
+        return (shape, nbytes, like, *levels) + ((True,) if anchored else ())
     if like:  # a classical chain padded to a post-quantum one's bytes (pqbench.algorithms.sized_chain_axis)
         return (shape, nbytes, like)
     return (shape, nbytes) if shape or nbytes else ()

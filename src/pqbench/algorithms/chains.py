@@ -472,21 +472,45 @@ WEBPKI_SHAPES = ("webpki", "webpki-ocsp", "suppressed")  # root → intermediate
 
 
 CLIENT_NAME = "client.pqbench.test"  # the subject of a mutual-TLS client's certificate
+# Trust anchor negotiation (draft-ietf-tls-trust-anchor-ids-06): a server keeps the cell's chain for the clients
+# that name its root's trust anchor ID, and a classical chain from a root every client has for all others (as a
+# CA's new post-quantum root meets clients that do not have it yet). IDs under RFC 5612's documentation arc (the
+# draft's examples): the cell's root, the fallback's root, and one no server here has.
+ANCHOR_IDS = {"chain": "32473.11", "fallback": "32473.12", "unknown": "32473.99"}
+FALLBACK_SIG = "ecdsap256"
 
 
 def make(sig: str, out: Path, shape: str | None = None, nbytes: int | None = None, sized_as: str | None = None,
          root_sig: str | None = None, intermediate_sig: str | None = None, client_sig: str | None = None,
-         server_name: str = DEFAULT_SERVER_NAME) -> Chain:
+         anchors: bool = False, server_name: str = DEFAULT_SERVER_NAME) -> Chain:
     """The chain a cell's chain, chain_bytes, sized_as, root_sig and intermediate_sig axes ask for (none: today's
     root → leaf); client_sig: with a client certificate of that algorithm for mutual TLS, from a client CA of its
-    own (in out/client), its bytes by part under parts["client"]."""
+    own (in out/client), its bytes by part under parts["client"]; anchors: with trust anchor IDs and a fallback
+    chain (out/fallback, its bytes by part under parts["fallback"])."""
     chain = _server_chain(sig, Path(out), shape, nbytes, sized_as, root_sig, intermediate_sig, server_name)
     if client_sig:
         client = make_chain(client_sig, Path(out) / "client", server_name=CLIENT_NAME, leaf_section="client")
         chain.client_cert, chain.client_key, chain.client_ca = client.chain_file, client.leaf_key, client.root_cert
         chain.parts = {**chain.parts, "client": parts(client)}
+    if anchors:
+        _with_fallback(chain, Path(out), shape, server_name)
+    if client_sig or anchors:
         (chain.directory / "chain.json").write_text(json.dumps(chain.to_json(), indent=2) + "\n")
     return chain
+
+
+def _with_fallback(chain: Chain, out: Path, shape: str | None, server_name: str) -> None:
+    """The chain's trust anchor ID, and a FALLBACK_SIG chain of the same shape (WebPKI or root → leaf) from a root
+    of its own; a trust file with both roots (a client that has both)."""
+    fallback = make_webpki(FALLBACK_SIG, out / "fallback", server_name=server_name) if shape in WEBPKI_SHAPES \
+        else make_chain(FALLBACK_SIG, out / "fallback", server_name=server_name)
+    both = out / "trust-both.pem"
+    both.write_text(Path(chain.root_cert).read_text() + Path(fallback.root_cert).read_text())
+    chain.trust_anchors = {"id": ANCHOR_IDS["chain"], "unknown": ANCHOR_IDS["unknown"], "trust_both": both,
+                           "fallback": {"id": ANCHOR_IDS["fallback"], "sig": FALLBACK_SIG, "chain": fallback.chain_file,
+                                        "key": fallback.leaf_key, "root": fallback.root_cert,
+                                        "sent_bytes": fallback.sent_bytes}}
+    chain.parts = {**(chain.parts or parts(chain)), "fallback": parts(fallback)}
 
 
 def _server_chain(sig, out, shape, nbytes, sized_as, root_sig, intermediate_sig, server_name) -> Chain:
@@ -521,9 +545,9 @@ def make_mtc(sig: str, out: Path, kind: str, server_name: str = DEFAULT_SERVER_N
 
 def directory_name(sig: str, shape: str | None, nbytes: int | None, sized_as: str | None = None,
                    root_sig: str | None = None, intermediate_sig: str | None = None,
-                   client_sig: str | None = None) -> str:
+                   client_sig: str | None = None, anchors: bool = False) -> str:
     """Where a run keeps the chain (under its certs/)."""
     return sig + (f"-{shape}" if shape else "") + (f"-{nbytes}B" if nbytes else "") + \
         (f"-sized-{sized_as}" if sized_as else "") + (f"-root-{root_sig}" if root_sig else "") + \
         (f"-intermediate-{intermediate_sig}" if intermediate_sig else "") + \
-        (f"-client-{client_sig}" if client_sig else "")
+        (f"-client-{client_sig}" if client_sig else "") + ("-anchors" if anchors else "")

@@ -108,6 +108,9 @@ class ClientJob:
     # mutual TLS: the client's certificate (PEM) and key, sent when the server asks
     cert: str | None = None
     key: str | None = None
+    # trust anchor negotiation (pqbench.algorithms.trust_anchors): the case, and the chain's IDs and files
+    trust_anchors: str | None = None
+    anchors: dict = dataclasses.field(default_factory=dict)
     # Registered axes (pqbench.axis) that reach the client as an option of their own: name -> the cell's value.
     axes: dict = dataclasses.field(default_factory=dict)
     # More names than servername the client reaches without DNS: name -> address (a multi-origin page's origins,

@@ -37,6 +37,8 @@ _LIBOQS_CATALOG = Build(("liboqs-catalog",), "liboqs with every algorithm of the
 
 _RUST = Build(("tlsrs",), "rustls + s2n-tls", "about 3 min", "cargo",
               "install Rust (rustup, or Debian: apt-get install cargo)")
+_BORING = Build(("tlsboring",), "BoringSSL (the boring-sys crate's vendored source)", "about 5 min", "cargo",
+                _RUST.fix)
 _GO_TLS = Build(("gotls",), "Go 1.27's crypto/tls", "about 1 min", "go",
                 "install any Go >= 1.21 to fetch Go 1.27 (Debian: apt-get install golang-go)")
 _GO_SSH = Build(("sshgo",), "Go's SSH server and timing client", "about 1 min", "go", _GO_TLS.fix)
@@ -51,8 +53,8 @@ _CHROMIUM = Build(("chromium",), "Chromium and NSS's certutil (Debian's archive)
 _FIREFOX = Build(("firefox",), "Firefox ESR and NSS's certutil (Debian's archive)", "about 1 min", "apt-get",
                  "run as root, or: apt-get install firefox-esr libnss3-tools")
 # The stacks whose parts `make` does not build; openssl (nginx + pqtimer) is the core.
-BUILDS = {"rustls": _RUST, "s2n": _RUST, "gotls": _GO_TLS, "gossh": _GO_SSH, "openssh": _OPENSSH, "quicgo": _QUIC_GO,
-          "dtlsgo": _DTLS_GO, "strongswan": _STRONGSWAN, "chromium": _CHROMIUM, "firefox": _FIREFOX}
+BUILDS = {"rustls": _RUST, "s2n": _RUST, "boringssl": _BORING, "gotls": _GO_TLS, "gossh": _GO_SSH, "openssh": _OPENSSH,
+          "quicgo": _QUIC_GO, "dtlsgo": _DTLS_GO, "strongswan": _STRONGSWAN, "chromium": _CHROMIUM, "firefox": _FIREFOX}
 # What a stack's QUIC server needs beyond its TCP build, by stack: built when a run first has QUIC sites.
 # openssl: nginx with HTTP/3 (Debian's nginx-light has none), compiled from trixie's nginx source.
 _NGINX_H3 = Build(("nginx-h3",), "nginx 1.26 with HTTP/3 on our OpenSSL (Debian trixie's nginx source)",

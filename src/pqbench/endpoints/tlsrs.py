@@ -1,6 +1,6 @@
-"""What the two Rust TLS stacks (`rustls`, `s2n`) share on the Python side: their binaries (built by
-scripts/build-rust.sh from native/tlsrs into build/tlsrs/bin), the capabilities each binary reports
-(`--capabilities`, JSON), the server process and the timing client's command line.
+"""What the Rust TLS stacks (`rustls`, `s2n`, `boringssl`) share on the Python side: their binaries (built by
+scripts/build-rust.sh from a Cargo workspace under native/ into build/<its step>/bin), the capabilities each
+binary reports (`--capabilities`, JSON), the server process and the timing client's command line.
 
 The binaries mirror pqtimer: `PROG client` takes pqtimer's options and prints pqtimer's sample, `PROG
 server --addr A --site PORT,CHAIN,KEY ... --groups G:G --page NAME=BYTES ...` serves one port per
@@ -22,15 +22,17 @@ from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group
 from pqbench.endpoints.ready import Starting, listening
 from pqbench.errors import MeasurementFailed, MissingCapability
 
-FIX = "run `make` (scripts/build-rust.sh builds native/tlsrs)"
+FIX = "run `make stacks` (scripts/build-rust.sh builds the Rust stacks)"
+# Each binary's build step: its folder under build/, and the workspace under native/ it is built from.
+STEPS = {"pqrustls": "tlsrs", "pqs2n": "tlsrs", "pqboring": "tlsboring"}
 
 
-def home() -> Path:
-    return paths.BUILD / "tlsrs"
+def home(name: str = "pqrustls") -> Path:
+    return paths.BUILD / STEPS[name]
 
 
 def binary(name: str) -> Path:
-    return home() / "bin" / name
+    return home(name) / "bin" / name
 
 
 def require(name: str) -> Path:
@@ -58,15 +60,15 @@ def _capabilities(b: Path, stamp: tuple) -> dict:
     return json.loads(out.stdout)
 
 
-def provenance() -> dict:
+def provenance(name: str = "pqrustls") -> dict:
     try:
-        return json.loads((home() / "PROVENANCE.json").read_text())
+        return json.loads((home(name) / "PROVENANCE.json").read_text())
     except (OSError, ValueError):
         return {}
 
 
-def versions(*crates: str) -> dict:
-    v = provenance().get("versions") or {}
+def versions(*crates: str, binary_name: str = "pqrustls") -> dict:
+    v = provenance(binary_name).get("versions") or {}
     return {c: v.get(c) for c in crates}
 
 
@@ -136,13 +138,22 @@ class NativeServer:
         groups = group_names(self.caps(), serving.groups)
         argv = [str(b), "server", "--addr", place.addr, "--groups", ":".join(groups), "--run-dir", str(serving.run_dir)]
         for site in serving.sites:
-            argv += ["--site", f"{site.port},{site.chain.chain_file},{site.chain.leaf_key}"]
+            chain, key = self.site_files(site)
+            argv += ["--site", f"{site.port},{chain},{key}"]
         for name, size in serving.pages.items():
             argv += ["--page", f"{name}={size}"]
         argv += self.extra_server_args(serving)
         self.log = serving.run_dir / f"{self.binary_name}-server.log"
         with open(self.log, "ab") as log, interrupts.deferred():  # a Ctrl-C as it starts: raised once stop() finds it
             self.proc = place.popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, process_group=0)
+
+    def site_files(self, site) -> tuple:
+        """The chain and key a site's port serves by default."""
+        return site.chain.chain_file, site.chain.leaf_key
+
+    def probe_cafile(self, site) -> str:
+        """The trust file of the readiness handshake to a site (a client without options gets the default chain)."""
+        return str(site.chain.root_cert)
 
     def extra_server_args(self, serving: Serving) -> list[str]:
         return []
@@ -157,7 +168,7 @@ class NativeServer:
         up.wait([s.port for s in self.serving.sites], listening(client_place, self.place.addr), "listen on")
         up.serves(self.serving.sites, lambda site: probe(client_place, [
             str(binary(self.binary_name)), "client", "--host", self.place.addr, "--port", str(site.port),
-            "--cafile", str(site.chain.root_cert), "--servername", site.chain.server_name,
+            "--cafile", self.probe_cafile(site), "--servername", site.chain.server_name,
             "--count", "1", "--timeout-ms", "5000", *self.probe_args()]), "a TLS handshake")
 
     def stop(self) -> None:

@@ -10,6 +10,7 @@ import pqbench.transport  # noqa: F401  transport, quic_retry, initial_size
 import pqbench.algorithms.chain_axes  # noqa: F401  chain, chain_bytes
 import pqbench.endpoints.http_version  # noqa: F401  http
 import pqbench.algorithms.sized_chain_axis  # noqa: F401  sized_as
+import pqbench.algorithms.trust_anchors  # noqa: F401  trust_anchors
 import pqbench.webpages.axis  # noqa: F401  webpage
 import pqbench.udp.dtls  # noqa: F401  cookie (and the DTLS protocol)
 import pqbench.udp.ike  # noqa: F401  fragment_size (and the IKEv2 protocol)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from pqbench import endpoints
+from pqbench import axis, endpoints
 from pqbench import protocol as proto
 from pqbench.algorithms import catalog
 from pqbench.measure import wire
@@ -151,14 +151,16 @@ class Rig:
                          for kex in serving.groups if endpoints.get(client).protocol == protocol
                          and site.transport == transport
                          and not endpoints.unsupported(name, client, kex, site.chain.sig, "handshake",
-                                                       {"transport": transport})), None)
+                                                       {**site.options, "transport": transport})), None)
             if pick is None:
                 continue
             client, kex, site = pick
             self.tb.reconfigure(LinkSpec())
             scratch = Path(serving.run_dir) / "warm-up"
             scratch.mkdir(parents=True, exist_ok=True)
-            job = self.job(site.port, kex, site.chain, mode="handshake", path="/1k", transport=transport)
+            # as the site's cells connect (a trust anchor site's default chain is a fallback their root does not sign)
+            job = self.job(site.port, kex, site.chain, **{**axis.job_fields(site.options), "mode": "handshake",
+                                                          "path": "/1k", "transport": transport})
             sampler.run(self.clients[client], job, min(WARM_MAX, WARM_PER_WORKER * serving.workers), WARM_PARALLEL,
                         self.place("client"), scratch)
         self.tb.reconfigure(self.link)
@@ -182,6 +184,8 @@ class Rig:
             kw.setdefault("hosts", self.hosts[port])
         if getattr(chain, "client_cert", None):  # mutual TLS
             kw.update(cert=str(chain.client_cert), key=str(chain.client_key))
+        if getattr(chain, "trust_anchors", None):  # trust anchor negotiation: the IDs and files the case chooses from
+            kw.update(anchors=chain.trust_anchors)
         return ClientJob(host=host or self.tb.server_addr, port=port, groups=[kex],
                          cafile=str(chain.root_cert) if chain.root_cert else None, servername=chain.server_name,
                          target=host is not None, **kw)

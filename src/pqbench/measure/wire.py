@@ -184,8 +184,36 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
             flow = candidates.pop(best)
             s["wire"] = quic_summary(flow, s, rtt_ns) if over.datagram else \
                 summary(flow, sample_milestone(s, flow) or milestone)
+            first = _first_flow(s, by_port.get((over.ip_proto, (s.get("first_attempt") or {}).get("local_port"))), t)
+            if first is not None:
+                s["wire"] = with_first_connection(s["wire"], first, flow)
             joined += 1
     return joined
+
+
+def _first_flow(s: dict, candidates: list | None, t: int) -> dict | None:
+    """The connection of a sample's failed first attempt (a trust anchor recovery's), which opened at its start."""
+    if not candidates:
+        return None
+    best = min(range(len(candidates)), key=lambda j: abs(candidates[j]["open_ns"] - t))
+    return candidates.pop(best) if abs(candidates[best]["open_ns"] - t) <= MATCH_WINDOW_NS else None
+
+
+ADDED = ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c", "retrans_c2s", "retrans_s2c", "drops_c2s",
+         "drops_s2c", "flights")
+
+
+def with_first_connection(second: dict, first: dict, second_flow: dict) -> dict:
+    """A sample of two connections (the first failed, the second completed): its wire time from the first's SYN
+    to the second's milestone, what crossed on both; the second's own timeline (flights_ms) as it was."""
+    start1 = first.get("syn_ns") or first.get("open_ns")
+    start2 = second_flow.get("syn_ns") or second_flow.get("open_ns")
+    gap = (start2 - start1) / 1e6
+    one = summary(first, Milestone("c2s", 1, "first"))
+    out = {**second, "connections": 2, "first_connection_ms": round(gap, 4),
+           **{k: (second.get(k) or 0) + (one.get(k) or 0) for k in ADDED}}
+    out["ms"] = second["ms"] + gap if second.get("ms") is not None else None
+    return out
 
 
 def client_ms(s: dict, metric: str) -> float | None:

@@ -5,6 +5,8 @@ each cell's distance to its ideal time.
                    certificate signatures, SCTs and their signatures, a stapled OCSP response, padding, an MTC's
                    inclusion proof, X.509 framing), the first flight, the round trips the staircase predicts and
                    the headroom before the next, p50 with its CI; stand-ins say "size-only"
+  trust anchors    per trust anchor negotiation cell (pqbench.algorithms.trust_anchors): the chain its case got,
+                   bytes both ways, the connections it took, p50 against the case that matched
   staircase        per condition (RTT, initcwnd, transport): the predicted steps, where the measured sweep steps,
                    and the figure of handshake time against the server's first-flight bytes with the predicted
                    staircase on top
@@ -21,7 +23,7 @@ import json
 from matplotlib.figure import Figure
 
 from pqbench import transport as transportmod
-from pqbench.algorithms import chains
+from pqbench.algorithms import chains, trust_anchors
 from pqbench.analysis import model, staircase
 from pqbench.report.tables import Table, condition, ms, with_ci
 from pqbench.report.sections import Section, register
@@ -276,8 +278,42 @@ CAPTIONS = {
 }
 
 
+def anchors_table(a) -> Table | None:
+    """Trust anchor negotiation (pqbench.algorithms.trust_anchors): per case, which chain crossed, the bytes both
+    ways and the connections it took, against the case that matched under the same condition."""
+    cells = [c for c in a.cells if c.row.get("trust_anchors") and c.ok]
+    if not cells:
+        return None
+    key = lambda c: (c.row.get("rtt_ms") or 0, c.row.get("initcwnd") or 0, str(c.row.get("sig")), _shape(c),  # noqa: E731
+                     _stacks(c))
+    matched = {key(c): c for c in cells if c.row["trust_anchors"] == "match"}
+    rows = []
+    for c in sorted(cells, key=lambda c: (key(c), trust_anchors.VALUES.index(c.row["trust_anchors"]))):
+        case, p, ref = c.row["trust_anchors"], _parts(c), matched.get(key(c))
+        own = case in ("match", "retry")
+        sent = p.get("sent") if own else (p.get("fallback") or {}).get("sent")
+        rtt = c.row.get("rtt_ms") or 0
+        vs = "–" if ref is None or ref is c else \
+            f"{c.p50 - ref.p50:+.1f}" + (f" ({(c.p50 - ref.p50) / rtt:+.1f} RTT)" if rtt else "")
+        rows.append([str(c.row.get("sig")), _shape(c), _stacks(c), condition(c), case,
+                     f"the cell's ({c.row.get('sig')})" if own else f"fallback ({chains.FALLBACK_SIG})",
+                     f"{sent:,}" if sent else "–", "2" if case == "retry" else "1",
+                     f"{c.wire['bytes_c2s']:,.0f}" if c.wire.get("bytes_c2s") else "–",
+                     f"{c.wire['bytes_s2c']:,.0f}" if c.wire.get("bytes_s2c") else "–", with_ci(c.pct[50]), vs])
+    return Table("anchors-table", "Trust anchor negotiation: the chain each case got, its bytes and connections",
+                 ["signature", "chain", "server → client", "condition", "case", "chain sent", "chain B",
+                  "connections", "client → server B", "server → client B", "p50 ms [95 % CI]", "vs match ms"], rows,
+                 "draft-ietf-tls-trust-anchor-ids-06 as BoringSSL implements it: the server holds the cell's chain, "
+                 "sent when the client's trust_anchors names its root, and a classical fallback chain from another "
+                 "root. match: the client names the cell's root; fallback: it names a root the server lacks and has "
+                 "the fallback's; retry: it names a root the server lacks, has only the cell's, fails on the fallback "
+                 "chain and connects again naming the ID the server listed in its EncryptedExtensions (bytes and "
+                 "time of both connections); unsent: no extension, the fallback's root at hand. Bytes per handshake "
+                 "from the client's TCP_INFO (median).")
+
+
 def tables(a) -> list[Table]:
-    return [t for t in (parts_table(a), staircase_table(a), distance_table(a)) if t is not None]
+    return [t for t in (parts_table(a), anchors_table(a), staircase_table(a), distance_table(a)) if t is not None]
 
 
 register(Section("chains", 20, lambda con, run_id, a: tables(a), lambda con, run_id: FIGURES, figure_order=60,

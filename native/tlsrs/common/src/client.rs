@@ -137,6 +137,14 @@ pub trait Library {
     fn handshake(&mut self, fd: RawFd, deadline: u64, ph: &mut Phases) -> Result<Handshake<Self::Conn>, Failure>;
     /// A polite close (close_notify), not waited for.
     fn close(&mut self, _conn: &mut Self::Conn) {}
+    /// After a failed handshake: Some(fields) to connect again and repeat the handshake within the same sample
+    /// (a trust anchor negotiation's recovery is a new connection: draft-ietf-tls-trust-anchor-ids §5.6), the
+    /// fields describing the failed attempt; None ends the sample with the failure.
+    fn again(&mut self, _failure: &Failure) -> Option<Vec<(String, String)>> {
+        None
+    }
+    /// The sample has ended (what a library keeps per sample is forgotten).
+    fn sample_done(&mut self) {}
 }
 
 struct Sample {
@@ -192,7 +200,7 @@ fn measure_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
         cpu_wait_ns: None,
         extra: vec![],
     };
-    let sock = match net::tcp_connect(o.host, o.port, deadline) {
+    let mut sock = match net::tcp_connect(o.host, o.port, deadline) {
         Ok(sock) => sock,
         Err(f) => {
             s.ok_fail = Some(f);
@@ -200,14 +208,45 @@ fn measure_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
         }
     };
     s.tcp_connected = Some(now_ns());
+    let mut handshake = lib.handshake(sock.0, deadline, &mut s.phases);
+    let mut first_tcp = None;  // the failed first connection's counts, added to the sample's (both crossed)
+    let again = match &handshake {
+        Err(f) => lib.again(f).map(|fields| (f.clone(), fields)),
+        Ok(_) => None,
+    };
+    if let Some((f, fields)) = again {
+        // the sample goes on from its start: its phases are the second connection's, the first one's are said
+        let mut first = String::new();
+        json::string(&mut first, &f.msg);
+        let first = json::object(&[("error_class", json::quoted(f.class)), ("error", first),
+                                   ("local_port", net::local_port(sock.0).map_or("null".into(), |p| p.to_string())),
+                                   ("tcp_connected_ns", s.tcp_connected.map_or("null".into(), |t| (t - start).to_string())),
+                                   ("ended_ns", (now_ns() - start).to_string())]);
+        s.extra.push(("first_attempt".to_string(), first));
+        s.extra.extend(fields.into_iter().map(|(k, v)| (format!("{k}_first"), v)));
+        first_tcp = net::tcp_counts(sock.0);
+        drop(sock);
+        s.phases = Phases::default();
+        sock = match net::tcp_connect(o.host, o.port, deadline) {
+            Ok(sock) => sock,
+            Err(f) => {
+                s.ok_fail = Some(f);
+                lib.sample_done();
+                return s;
+            }
+        };
+        s.tcp_connected = Some(now_ns());
+        handshake = lib.handshake(sock.0, deadline, &mut s.phases);
+    }
+    lib.sample_done();
     let fd = sock.0;
-    match lib.handshake(fd, deadline, &mut s.phases) {
+    match handshake {
         Ok(mut hs) => {
             s.handshake_done = Some(now_ns());
-            s.tcp_handshake = net::tcp_counts(fd);
+            s.tcp_handshake = net::tcp_counts(fd).map(|c| first_tcp.map_or(c, |f| c.plus(f)));
             s.group = hs.group.take();
             s.sigalg = hs.sigalg.take();
-            s.extra = std::mem::take(&mut hs.extra);
+            s.extra.append(&mut hs.extra);
             let host = o.servername.clone().unwrap_or_else(|| o.host.to_string());
             for i in 0..o.requests {
                 if let Err(f) = http::get(&mut hs.conn, &o.path, &host, i == 0, &mut s.http) {
@@ -218,7 +257,7 @@ fn measure_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
             if s.http.requests > 0 && s.ok_fail.is_none() {
                 s.last_byte = Some(now_ns());
             }
-            s.tcp_end = net::tcp_counts(fd);
+            s.tcp_end = net::tcp_counts(fd).map(|c| first_tcp.map_or(c, |f| c.plus(f)));
             lib.close(&mut hs.conn);
         }
         Err(f) => {

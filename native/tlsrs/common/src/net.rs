@@ -133,6 +133,21 @@ pub fn tcp_counts(fd: RawFd) -> Option<TcpCounts> {
     })
 }
 
+impl TcpCounts {
+    /// Two connections' counts as one sample's (a trust anchor recovery's failed first connection and the second):
+    /// what crossed adds up; the path's state (RTT, window) is the second's.
+    pub fn plus(self, first: TcpCounts) -> TcpCounts {
+        TcpCounts {
+            bytes_sent: self.bytes_sent + first.bytes_sent,
+            bytes_received: self.bytes_received + first.bytes_received,
+            segs_out: self.segs_out + first.segs_out,
+            segs_in: self.segs_in + first.segs_in,
+            total_retrans: self.total_retrans + first.total_retrans,
+            ..self
+        }
+    }
+}
+
 pub fn tcp_json(c: &Option<TcpCounts>) -> String {
     match c {
         None => "null".into(),
