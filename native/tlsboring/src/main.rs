@@ -31,6 +31,8 @@ use pqtls_common::http::{self, TlsIo};
 use pqtls_common::net::{io_failure, wait_fd};
 use pqtls_common::{bad_usage, cannot, group_code, group_name, json, server, sigalg_name, Failure, GROUPS};
 
+mod dtls;
+
 const PROG: &str = "pqboring";
 
 /// The groups BoringSSL has for TLS 1.3, by code point (SSL_GROUP_* in its ssl.h).
@@ -386,14 +388,15 @@ impl Library for Boring {
     }
 }
 
-fn client_ctx(o: &ClientOpts) -> *mut ffi::SSL_CTX {
+/// A client context of method (TLS or DTLS) at exactly version (1.3).
+fn client_ctx(o: &ClientOpts, method: *const ffi::SSL_METHOD, version: u16) -> *mut ffi::SSL_CTX {
     unsafe {
-        let ctx = ffi::SSL_CTX_new(ffi::TLS_method());
+        let ctx = ffi::SSL_CTX_new(method);
         if ctx.is_null() {
             cannot(PROG, &format!("SSL_CTX_new: {}", err_text()));
         }
-        check(ffi::SSL_CTX_set_min_proto_version(ctx, ffi::TLS1_3_VERSION as u16), "TLS 1.3");
-        check(ffi::SSL_CTX_set_max_proto_version(ctx, ffi::TLS1_3_VERSION as u16), "TLS 1.3");
+        check(ffi::SSL_CTX_set_min_proto_version(ctx, version), "version 1.3");
+        check(ffi::SSL_CTX_set_max_proto_version(ctx, version), "version 1.3");
         let codes: Vec<u16> = o.groups.iter().map(|g| group_code(g).filter(|c| BORING_GROUPS.contains(c))
             .unwrap_or_else(|| bad_usage(PROG, "--groups", &format!("BoringSSL has no TLS group {g}")))).collect();
         check(ffi::SSL_CTX_set1_group_ids(ctx, codes.as_ptr(), codes.len()), "--groups");
@@ -415,7 +418,17 @@ fn client_ctx(o: &ClientOpts) -> *mut ffi::SSL_CTX {
 }
 
 fn run_client(args: &[String]) -> i32 {
-    let o = client::parse(PROG, args, &["--trust-anchors", "--trusted-anchors"]);
+    let o = client::parse(PROG, args, &["--trust-anchors", "--trusted-anchors", "--transport", "--mtu"]);
+    match o.extra("transport") {
+        None | Some("tcp") => {}
+        Some("udp") => {
+            if o.extra("trust-anchors").is_some() {
+                bad_usage(PROG, "--trust-anchors", "measured over TCP only");
+            }
+            return dtls::run_client(&o);
+        }
+        Some(t) => bad_usage(PROG, "--transport", &format!("'{t}': allowed tcp, udp (DTLS 1.3)")),
+    }
     if o.sigalgs.is_some() {
         bad_usage(PROG, "--sigalgs", "pqboring verifies every scheme it has (see --capabilities)");
     }
@@ -426,7 +439,8 @@ fn run_client(args: &[String]) -> i32 {
     }
     let servername = o.servername.as_ref().map(|s| CString::new(s.as_str())
         .unwrap_or_else(|_| bad_usage(PROG, "--servername", "contains a NUL byte")));
-    let mut lib = Boring { ctx: client_ctx(&o), servername, verify: o.cafile.is_some(), requested, trusted, recovering: None };
+    let ctx = client_ctx(&o, unsafe { ffi::TLS_method() }, ffi::TLS1_3_VERSION as u16);
+    let mut lib = Boring { ctx, servername, verify: o.cafile.is_some(), requested, trusted, recovering: None };
     client::run(PROG, &mut lib, &o)
 }
 
@@ -569,10 +583,11 @@ unsafe impl Send for Ctx {}
 unsafe impl Sync for Ctx {}
 
 /// A site's context: its --anchor chains first (each sent only on a match), its --site chain last (the fallback).
-fn server_ctx(o: &server::ServerOpts, site: &server::SiteOpts) -> Ctx {
+fn server_ctx(o: &server::ServerOpts, site: &server::SiteOpts, method: *const ffi::SSL_METHOD, version: u16) -> Ctx {
     unsafe {
-        let ctx = ffi::SSL_CTX_new(ffi::TLS_method());
-        check(ffi::SSL_CTX_set_min_proto_version(ctx, ffi::TLS1_3_VERSION as u16), "TLS 1.3");
+        let ctx = ffi::SSL_CTX_new(method);
+        check(ffi::SSL_CTX_set_min_proto_version(ctx, version), "version 1.3");
+        check(ffi::SSL_CTX_set_max_proto_version(ctx, version), "version 1.3");
         let codes: Vec<u16> = o.groups.iter().map(|g| group_code(g).filter(|c| BORING_GROUPS.contains(c))
             .unwrap_or_else(|| bad_usage(PROG, "--groups", &format!("BoringSSL has no TLS group {g}")))).collect();
         check(ffi::SSL_CTX_set1_group_ids(ctx, codes.as_ptr(), codes.len()), "--groups");
@@ -632,8 +647,14 @@ fn debug() -> bool {
 }
 
 fn run_server(args: &[String]) -> ! {
-    let o = server::parse(PROG, args, &["--anchor"]);
-    let ctxs: Vec<Ctx> = o.sites.iter().map(|s| server_ctx(&o, s)).collect();
+    let o = server::parse(PROG, args, &["--anchor", "--transport"]);
+    match o.extra("transport") {
+        None | Some("tcp") => {}
+        Some("udp") => dtls::run_server(&o),
+        Some(t) => bad_usage(PROG, "--transport", &format!("'{t}': allowed tcp, udp (DTLS 1.3)")),
+    }
+    let tls = unsafe { ffi::TLS_method() };
+    let ctxs: Vec<Ctx> = o.sites.iter().map(|s| server_ctx(&o, s, tls, ffi::TLS1_3_VERSION as u16)).collect();
     let ctxs = std::sync::Arc::new(ctxs);
     server::serve(PROG, &o, move |idx, stream: TcpStream, pages| unsafe {
         let ssl = ffi::SSL_new(ctxs[idx].0);

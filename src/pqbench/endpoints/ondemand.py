@@ -54,7 +54,8 @@ _FIREFOX = Build(("firefox",), "Firefox ESR and NSS's certutil (Debian's archive
                  "run as root, or: apt-get install firefox-esr libnss3-tools")
 # The stacks whose parts `make` does not build; openssl (nginx + pqtimer) is the core.
 BUILDS = {"rustls": _RUST, "s2n": _RUST, "boringssl": _BORING, "gotls": _GO_TLS, "gossh": _GO_SSH, "openssh": _OPENSSH,
-          "quicgo": _QUIC_GO, "dtlsgo": _DTLS_GO, "strongswan": _STRONGSWAN, "chromium": _CHROMIUM, "firefox": _FIREFOX}
+          "quicgo": _QUIC_GO, "dtlsgo": _DTLS_GO, "dtlsboring": _BORING, "strongswan": _STRONGSWAN,
+          "chromium": _CHROMIUM, "firefox": _FIREFOX}
 # What a stack's QUIC server needs beyond its TCP build, by stack: built when a run first has QUIC sites.
 # openssl: nginx with HTTP/3 (Debian's nginx-light has none), compiled from trixie's nginx source.
 _NGINX_H3 = Build(("nginx-h3",), "nginx 1.26 with HTTP/3 on our OpenSSL (Debian trixie's nginx source)",

@@ -24,7 +24,7 @@ from pqbench.errors import MeasurementFailed, MissingCapability
 
 FIX = "run `make stacks` (scripts/build-rust.sh builds the Rust stacks)"
 # Each binary's build step: its folder under build/, and the workspace under native/ it is built from.
-STEPS = {"pqrustls": "tlsrs", "pqs2n": "tlsrs", "pqboring": "tlsboring"}
+STEPS = {"pqrustls": "tlsrs", "pqs2n": "tlsrs", "pqboring": "tlsboring"}  # pqboring: the boringssl and dtlsboring stacks
 
 
 def home(name: str = "pqrustls") -> Path:

@@ -40,10 +40,18 @@ def _cookie(field: str, value) -> bool:
     return value
 
 
+def _server_sends_cookie(value, caps, role: str, values) -> str | None:
+    """The cookie exchange needs a server that can send one (the cookie feature); without it, a server that never
+    sends one (BoringSSL's stateful DTLS 1.3 server) serves the cells without."""
+    if role == "server" and value is not False and "cookie" not in caps.features:
+        return axis.missing("cookie", caps)
+    return None
+
+
 axis.register(
     # RFC 9147 §5.1: the server's stateless address check. On by default in every DTLS server measured here.
     axis.Axis("cookie", _cookie, "true or false", default=None, sql="BOOLEAN", protocols=lambda p: p is DTLS,
-              default_for=lambda p: True if p is DTLS else None, server_feature="cookie", site=True, order=34,
+              default_for=lambda p: True if p is DTLS else None, check=_server_sends_cookie, site=True, order=34,
               help="DTLS: the server answers a first ClientHello with a HelloRetryRequest carrying a cookie (the "
                    "default; the client sends its ClientHello twice), or not (false)",
               label=lambda v, row, short: "no cookie" if v is False else None),

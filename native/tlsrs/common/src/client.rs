@@ -166,7 +166,7 @@ struct Sample {
 
 /// This thread's total wait for a CPU so far (ns), from the kernel's schedstat ("run wait slices"),
 /// read outside every timestamp: what the detector calls the client's own wait.
-fn cpu_wait_total_ns() -> Option<u64> {
+pub fn cpu_wait_total_ns() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     text.split_whitespace().nth(1)?.parse().ok()
 }
@@ -365,9 +365,22 @@ impl Claims {
 /// The worker: warm-up samples (not printed), then samples claimed from the counter (or 0..count).
 /// Exit code as pqtimer's: 0 all succeeded, 1 some failed.
 pub fn run<L: Library>(prog: &str, lib: &mut L, o: &ClientOpts) -> i32 {
+    each_sample(prog, o, |index| {
+        let s = run_sample(lib, o);
+        if let Some(i) = index {
+            print_sample(o, i, &s);
+        }
+        s.ok_fail.is_none()
+    })
+}
+
+/// The sample loop of any client (run's, and a datagram client's that prints its own samples): `sample(None)`
+/// for each warm-up sample, `sample(Some(index))` for each one to print, true when it succeeded. Exit code as
+/// pqtimer's.
+pub fn each_sample(prog: &str, o: &ClientOpts, mut sample: impl FnMut(Option<u64>) -> bool) -> i32 {
     let claims = o.claim.as_deref().map(|p| Claims::open(prog, p));
     for _ in 0..o.warmup {
-        let _ = run_sample(lib, o);
+        sample(None);
     }
     let mut failures = 0;
     let mut own = 0u64;
@@ -382,9 +395,7 @@ pub fn run<L: Library>(prog: &str, lib: &mut L, o: &ClientOpts) -> i32 {
         if i >= o.count {
             break;
         }
-        let s = run_sample(lib, o);
-        failures += s.ok_fail.is_some() as u32;
-        print_sample(o, i, &s);
+        failures += !sample(Some(i)) as u32;
         std::thread::sleep(std::time::Duration::from_millis(o.pause_ms));
     }
     (failures > 0) as i32

@@ -1,0 +1,78 @@
+"""BoringSSL's DTLS 1.3 (the dtlsboring stack: pqboring --transport udp) beside pion/dtls: each pair of the two
+negotiates X25519MLKEM768 and X25519 with ECDSA (and BoringSSL with itself ML-DSA-44 and ML-KEM-1024), the clients
+agree with the wire, its stateful server takes one round trip and sends no cookie (a cell that asks for one is
+skipped naming it), and a lost datagram costs BoringSSL's 400 ms timer."""
+
+import pytest
+
+from pqbench import endpoints
+from pqbench.endpoints import ondemand
+from pqbench.measure import single
+from pqbench.testbed import LinkSpec
+
+RTT = 31.1
+
+
+@pytest.fixture(scope="module")
+def stacks_built(built_stack):
+    ondemand.ensure(["dtlsgo", "dtlsboring"])  # built on first use, as a command naming them would
+    return True
+
+
+def measure(server, client, kex, sig="ecdsap256", *, n=5, link=None, ok=True) -> single.Measured:
+    m = single.measure(*single.one_cell(kex, sig, n=n, protocol="dtls", server=server, client=client, cookie=False,
+                                        link=link or LinkSpec.symmetric(RTT)))
+    assert not ok or all(s["ok"] for s in m.samples), [s.get("error") for s in m.samples if not s["ok"]][:3]
+    return m
+
+
+@pytest.mark.root
+@pytest.mark.solo  # per-sample times against the RTT
+@pytest.mark.parametrize("server,client,kex,sig", [
+    ("dtlsboring", "dtlsboring", "X25519MLKEM768", "ecdsap256"), ("dtlsboring", "dtlsboring", "MLKEM1024", "mldsa44"),
+    ("dtlsgo", "dtlsboring", "X25519MLKEM768", "ecdsap256"), ("dtlsboring", "dtlsgo", "X25519", "ecdsap256")])
+def test_each_pair_negotiates_in_one_round_trip_and_the_client_agrees_with_the_wire(stacks_built, server, client, kex,
+                                                                                      sig):
+    m = measure(server, client, kex, sig, n=8)
+    sigalg = "mldsa44" if sig == "mldsa44" else "ecdsa_secp256r1_sha256"
+    assert {(s["group"], s["sigalg"], s["transport"]) for s in m.samples} == {(kex, sigalg, "udp")}
+    for s in m.samples:
+        t = s["t_ns"]
+        assert 0 < t["client_hello_sent"] < t["server_hello_received"] <= t["handshake_done"], t
+        assert s["dtls"]["client_hellos"] == 1 and not s["hrr"] and not s["dtls"]["cookie"], s["dtls"]
+        # one round trip on the wire from the first datagram to the client's Finished (the CPU's share only adds)
+        assert s["wire"]["ms"] >= RTT, s["wire"]
+    assert sorted(s["wire"]["ms"] for s in m.samples)[4] < 2 * RTT
+    agree = m.record["wire"]
+    assert agree["n"] == 8 and abs(agree["median_diff_ms"]) < 0.25, agree
+
+
+@pytest.mark.root
+@pytest.mark.solo  # a clean handshake's median against the RTT
+def test_a_lost_datagram_costs_boringssl_s_timer(stacks_built):
+    """10 % seeded loss each way: a sample the link took a datagram from and that came late waited for BoringSSL's
+    first retransmission timer (400 ms, RFC 9147's suggestion for real-time protocols), and its client says so."""
+    m = measure("dtlsboring", "dtlsboring", "X25519MLKEM768", n=20, ok=False,
+                link=LinkSpec.symmetric(RTT, loss=0.10, seed=48))
+    ok = [s for s in m.samples if s["ok"]]
+    clean = sorted(s["wire"]["ms"] for s in ok if not (s["wire"]["drops_c2s"] or s["wire"]["drops_s2c"]))
+    base = clean[len(clean) // 2]
+    late = [s for s in ok if s["wire"]["ms"] > base + RTT / 2]
+    assert late, "the seeded loss delayed no handshake"
+    for s in late:
+        assert s["wire"]["drops_c2s"] or s["wire"]["drops_s2c"], s["wire"]
+        assert s["wire"]["ms"] >= base + 350, (base, s["wire"]["ms"])  # a timer, not a round trip
+    # the client's own count: a late sample whose client lost a datagram it sent waited for its timer
+    assert any(s["dtls"]["timer_expiries"] >= 1 for s in late), [s["dtls"] for s in late]
+    assert RTT <= base < 2 * RTT
+
+
+def test_a_cell_with_the_cookie_exchange_is_refused_naming_it(stacks_built):
+    why = endpoints.unsupported("dtlsboring", "dtlsboring", "X25519MLKEM768", "ecdsap256", "handshake",
+                                {"cookie": True, "transport": "udp"})
+    assert why and "dtlsboring server" in why and "cookie" in why, why
+    assert endpoints.unsupported("dtlsboring", "dtlsboring", "X25519MLKEM768", "ecdsap256", "handshake",
+                                 {"cookie": False, "transport": "udp"}) is None
+    # pion sends one, and can leave it out
+    assert endpoints.unsupported("dtlsgo", "dtlsboring", "X25519MLKEM768", "ecdsap256", "handshake",
+                                 {"cookie": True, "transport": "udp"}) is None
