@@ -40,7 +40,7 @@ from pathlib import Path
 from asn1crypto import core, ocsp
 
 from pqbench.algorithms import catalog, mtc
-from pqbench.algorithms.der import children, content, header, tlv
+from pqbench.algorithms.der import content, elements, header
 from pqbench.algorithms.certs import (DEFAULT_SERVER_NAME, EXTENSIONS, Chain, _check_signer, _new_key, _openssl,
                                       _prepare_out, make_chain, sign)
 from pqbench.errors import BadInput, MeasurementFailed
@@ -142,9 +142,8 @@ class _Cert:
     it does not know."""
 
     def __init__(self, der: bytes):
-        _, start, end = tlv(der)
-        self.tbs, self.sigalg, self.signature = children(der, start, end)
-        fields = children(self.tbs, *tlv(self.tbs)[1:])
+        self.tbs, self.sigalg, self.signature = elements(der)
+        fields = elements(self.tbs)
         self.spki = fields[6 if fields[0][0] == 0xA0 else 5]
         self.extensions_field = fields[-1] if fields[-1][0] == 0xA3 else None
 
@@ -154,15 +153,15 @@ class _Cert:
             return []
         seq = content(self.extensions_field)
         out = []
-        for ext in children(seq, *tlv(seq)[1:]):
-            parts = children(ext, *tlv(ext)[1:])
+        for ext in elements(seq):
+            parts = elements(ext)
             out.append((core.ObjectIdentifier.load(parts[0]).dotted, content(parts[-1]), ext))
         return out
 
     @property
     def key_bytes(self) -> int:
         """The SubjectPublicKeyInfo's key: its BIT STRING without the unused-bits byte."""
-        return len(content(children(self.spki, *tlv(self.spki)[1:])[1])) - 1
+        return len(content(elements(self.spki)[1])) - 1
 
     @property
     def signature_bytes(self) -> int:

@@ -24,6 +24,11 @@ def children(data: bytes, start: int, end: int) -> list[bytes]:
     return out
 
 
+def elements(element: bytes) -> list[bytes]:
+    """The raw elements inside a constructed element (a SEQUENCE's fields)."""
+    return children(element, *tlv(element)[1:])
+
+
 def content(element: bytes) -> bytes:
     _, start, end = tlv(element)
     return element[start:end]

@@ -99,10 +99,6 @@ def _time(t: datetime.datetime) -> bytes:
     return _der(0x17, t.strftime("%y%m%d%H%M%SZ").encode())
 
 
-def _children(element: bytes) -> list[bytes]:
-    return der.children(element, *der.tlv(element)[1:])
-
-
 PROOF_ALGORITHM = _seq(_oid(MTC_PROOF_OID))  # an MTC's signature algorithm, as its DER says it
 
 
@@ -115,10 +111,10 @@ def _node(left: bytes, right: bytes) -> bytes:
 def entry_hash(tbs: bytes, entry_extensions: bytes = b"") -> bytes:
     """The leaf hash of a certificate's log entry (§7.2): the TBSCertificateLogEntry is the TBSCertificate
     without its serial and signature algorithm, with the subject key's hash in place of the key."""
-    fields = _children(tbs)
+    fields = der.elements(tbs)
     version = fields.pop(0) if fields[0][0] == 0xA0 else b""
     _serial, _sigalg, issuer, validity, subject, spki, *rest = fields
-    key_algorithm = _children(spki)[0]
+    key_algorithm = der.elements(spki)[0]
     entry = (version + issuer + validity + subject + key_algorithm + _der(0x04, hashlib.sha256(spki).digest())
              + b"".join(rest))
     return hashlib.sha256(b"\x00" + struct.pack(">H", len(entry_extensions)) + entry_extensions
@@ -129,7 +125,7 @@ class Log:
     """An issuance log of TREE_SIZE entries: null entries but for those issued (index → leaf hash)."""
 
     def __init__(self, size: int = TREE_SIZE):
-        self.size, self.entries = size, {}
+        self.entries = {}
         self._null = [hashlib.sha256(b"\x00" + NULL_ENTRY).digest()]  # a null subtree of 2**k entries
         while len(self._null) <= size.bit_length():
             self._null.append(_node(self._null[-1], self._null[-1]))
@@ -237,11 +233,11 @@ class Authority:
         subtree = (0, LANDMARK_SIZE) if kind == "landmark" else (LANDMARK_SIZE, TREE_SIZE)
         if not subtree[0] <= index < subtree[1]:
             raise ValueError(f"entry {index} is outside the {kind} subtree {subtree}")
-        fields = _children(_children(leaf_der)[0])
+        fields = der.elements(der.elements(leaf_der)[0])
         if fields[0][0] == 0xA0:
             fields.pop(0)
         _serial, _sigalg, _issuer, _validity, subject, spki, *rest = fields
-        kept = [e for e in _children(_children(rest[-1])[0]) if _children(e)[0] != _oid(AKI_OID)]
+        kept = [e for e in der.elements(der.elements(rest[-1])[0]) if der.elements(e)[0] != _oid(AKI_OID)]
         proof_alg = PROOF_ALGORITHM
         validity = _seq(_time(self.now - datetime.timedelta(hours=1)), _time(self.now + datetime.timedelta(days=7)))
         tbs = _seq(_der(0xA0, _int(2)), _int(LOG_NUMBER << 48 | index), proof_alg, _name(CA_ID), validity,
@@ -279,7 +275,6 @@ def make(sig: str, out: Path, kind: str, server_name: str = certs.DEFAULT_SERVER
     (out / "leaf.key").write_bytes(x509.leaf_key.read_bytes())
     (out / "leaf.key").chmod(0o600)
     (out / "trust.pem").write_text(ca.trust())
-    (out / "mtc-ca.der").write_bytes(ca.ca_der)
     return certs.Chain(out, catalog.find(sig, "sig").name, COSIGNER_SIG, 0, server_name, out / "trust.pem",
                        out / "chain.pem", out / "leaf.crt", out / "intermediates.pem", out / "leaf.key",
                        {"leaf": len(issued.der)},

@@ -1,5 +1,5 @@
-"""The `openssl` stack's readiness probe: one real TLS handshake by pqtimer (rustls's client for a Merkle Tree
-Certificate) against a site."""
+"""The `openssl` stack's readiness probe: one real TLS handshake against a site by pqtimer, or, for a chain pqtimer
+cannot verify, by a client stack that can."""
 
 from __future__ import annotations
 
@@ -9,12 +9,20 @@ from pqbench.endpoints.openssl.pqtimer import Pqtimer
 
 def tls_handshake(place: Place, addr: str, site: Site, group: str) -> str | None:
     """None when one handshake with `group` against site succeeds from place, else why not. A site that sends a
-    Merkle Tree Certificate is probed by the client that verifies one (rustls's): pqtimer cannot."""
-    if (getattr(site.chain, "parts", None) or {}).get("mtc"):
-        from pqbench.endpoints.rustls import RustlsClient
-        client = RustlsClient()
-    else:
-        client = Pqtimer()
+    Merkle Tree Certificate is probed by a client stack with the mtc_verify feature: pqtimer cannot verify one."""
+    client = _mtc_client() if (getattr(site.chain, "parts", None) or {}).get("mtc") else Pqtimer()
     job = ClientJob(host=addr, port=site.port, groups=[group], cafile=str(site.chain.root_cert),
                     servername=site.chain.server_name, timeout_ms=5000)
     return probe(place, client.argv(job, 1, 0, claims=None), env=client.env())
+
+
+def _mtc_client():
+    from pqbench import endpoints
+    from pqbench.algorithms.chain_axes import MTC
+    from pqbench.errors import MissingCapability
+    for name in endpoints.names():
+        stack = endpoints.get(name)
+        if stack.protocol == "tls" and MTC["client"] in stack.capabilities().features:
+            return stack.client()
+    raise MissingCapability("no client stack here verifies a Merkle Tree Certificate to probe the server with",
+                            "build the rustls stack (`make stacks`)")
