@@ -19,9 +19,9 @@ def stacks_built(built_stack):
     return True
 
 
-def measure(server, client, kex, sig="ecdsap256", *, n=5, link=None, ok=True) -> single.Measured:
+def measure(server, client, kex, sig="ecdsap256", *, n=5, link=None, ok=True, **kw) -> single.Measured:
     m = single.measure(*single.one_cell(kex, sig, n=n, protocol="dtls", server=server, client=client, cookie=False,
-                                        link=link or LinkSpec.symmetric(RTT)))
+                                        link=link or LinkSpec.symmetric(RTT), **kw))
     assert not ok or all(s["ok"] for s in m.samples), [s.get("error") for s in m.samples if not s["ok"]][:3]
     return m
 
@@ -76,3 +76,20 @@ def test_a_cell_with_the_cookie_exchange_is_refused_naming_it(stacks_built):
     # pion sends one, and can leave it out
     assert endpoints.unsupported("dtlsgo", "dtlsboring", "X25519MLKEM768", "ecdsap256", "handshake",
                                  {"cookie": True, "transport": "udp"}) is None
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("server,client", [("dtlsboring", "dtlsboring"), ("dtlsgo", "dtlsboring"),
+                                           ("dtlsboring", "dtlsgo")])
+def test_the_mtu_axis_sets_each_side_s_datagrams(stacks_built, server, client):
+    """dtls_mtu at both ends: an X25519MLKEM768 ClientHello (about 1.45 kB) takes two datagrams of 1200 bytes and one
+    of 1500; the server's flight, an ML-DSA-44 chain from BoringSSL (ECDSA from pion), fewer datagrams at 1500."""
+    sig = "mldsa44" if server == "dtlsboring" and client == "dtlsboring" else "ecdsap256"
+    small, large = (measure(server, client, "X25519MLKEM768", sig, n=3, dtls_mtu=m) for m in (1200, 1500))
+    for m, mtu, hello in ((small, 1200, 2), (large, 1500, 1)):
+        for s in m.samples:
+            assert (s["dtls"]["mtu"], s["dtls"]["client_hello_datagrams"]) == (mtu, hello), s["dtls"]
+    per = lambda m: sorted(s["wire"]["datagrams_s2c"] for s in m.samples)[1]  # noqa: E731
+    assert per(large) <= per(small), (per(large), per(small))
+    if sig == "mldsa44":  # 7.8 kB from the server: at least one datagram fewer
+        assert per(large) < per(small), (per(large), per(small))

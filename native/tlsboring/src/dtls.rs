@@ -2,7 +2,8 @@
 //! the sample is the dtlsgo client's: phases from the client's own datagrams, what crossed, the wire milestone).
 //!
 //!   pqboring client --transport udp ARGS [--mtu BYTES]
-//!   pqboring server --transport udp ARGS       a UDP port per site, stateful: BoringSSL's DTLS 1.3 server sends
+//!   pqboring server --transport udp ARGS [--site-mtu PORT,BYTES ...]
+//!                                              a UDP port per site, stateful: BoringSSL's DTLS 1.3 server sends
 //!                                              no cookie (its HelloRetryRequest asks only for another key share)
 //!
 //! Both sides read and write their datagrams through a BIO of ours that stamps each one (CLOCK_MONOTONIC_RAW) and
@@ -387,7 +388,7 @@ fn drive(p: &mut Peer) -> bool {
     }
 }
 
-fn serve_site(ctx: *mut ffi::SSL_CTX, sock: UdpSocket) -> ! {
+fn serve_site(ctx: *mut ffi::SSL_CTX, sock: UdpSocket, mtu: u32) -> ! {
     let fd = sock.as_raw_fd();
     let mut peers: HashMap<(u32, u16), Peer> = HashMap::new();
     let mut buf = vec![0u8; 65536];
@@ -401,6 +402,7 @@ fn serve_site(ctx: *mut ffi::SSL_CTX, sock: UdpSocket) -> ! {
             let p = peers.entry(key).or_insert_with(|| unsafe {
                 let ssl = ffi::SSL_new(ctx);
                 ffi::SSL_set_accept_state(ssl);
+                ffi::SSL_set_mtu(ssl, mtu);
                 let to = libc::sockaddr_in { sin_family: libc::AF_INET as u16, sin_port: from.port().to_be(),
                                              sin_addr: libc::in_addr { s_addr: u32::from(*from.ip()).to_be() },
                                              sin_zero: [0; 8] };
@@ -429,9 +431,19 @@ fn serve_site(ctx: *mut ffi::SSL_CTX, sock: UdpSocket) -> ! {
     }
 }
 
+/// Each site's MTU: --site-mtu PORT,BYTES, else DEFAULT_MTU.
+fn site_mtu(o: &server::ServerOpts, port: u16) -> u32 {
+    o.extra.iter().filter(|(k, _)| k == "site-mtu").find_map(|(_, v)| {
+        let (p, n) = v.split_once(',').unwrap_or_else(|| pqtls_common::bad_usage(PROG, "--site-mtu", "expected PORT,BYTES"));
+        (pqtls_common::parse_num(PROG, "--site-mtu", p, 1u16, 65535) == port)
+            .then(|| pqtls_common::parse_num(PROG, "--site-mtu", n, 256u32, 65507))
+    }).unwrap_or(DEFAULT_MTU)
+}
+
 pub fn run_server(o: &server::ServerOpts) -> ! {
     let mut threads = vec![];
     for site in &o.sites {
+        let mtu = site_mtu(o, site.port);
         let ctx = crate::server_ctx(o, site, unsafe { ffi::DTLS_method() }, ffi::DTLS1_3_VERSION as u16).0;
         let sock = UdpSocket::bind(SocketAddrV4::new(o.addr, site.port))
             .unwrap_or_else(|e| pqtls_common::cannot(PROG, &format!("cannot bind UDP {}:{}: {e}", o.addr, site.port)));
@@ -439,7 +451,7 @@ pub fn run_server(o: &server::ServerOpts) -> ! {
         let ctx = crate::Ctx(ctx);
         threads.push(std::thread::spawn(move || {
             let ctx = ctx;
-            serve_site(ctx.0, sock)
+            serve_site(ctx.0, sock, mtu)
         }));
     }
     eprintln!("{PROG}: DTLS on {} UDP port(s) {:?}", o.addr, o.sites.iter().map(|s| s.port).collect::<Vec<_>>());

@@ -647,7 +647,7 @@ fn debug() -> bool {
 }
 
 fn run_server(args: &[String]) -> ! {
-    let o = server::parse(PROG, args, &["--anchor", "--transport"]);
+    let o = server::parse(PROG, args, &["--anchor", "--transport", "--site-mtu"]);
     match o.extra("transport") {
         None | Some("tcp") => {}
         Some("udp") => dtls::run_server(&o),

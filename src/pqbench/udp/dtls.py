@@ -10,7 +10,7 @@ algorithms as TLS does.
 
 from __future__ import annotations
 
-from pqbench import axis, sample
+from pqbench import axis, sample, units
 from pqbench import protocol as proto
 from pqbench.errors import BadInput
 
@@ -48,7 +48,22 @@ def _server_sends_cookie(value, caps, role: str, values) -> str | None:
     return None
 
 
+MTUS = (256, 65507)  # the UDP payload a DTLS stack may be told to fill: a datagram of IPv4's largest payload at most
+DEFAULT_MTU = 1200  # pion's and pqboring's own (either stack, when the cell does not set it)
+
+
+def _mtu(field: str, value) -> int:
+    return units.integer(field, value, minimum=MTUS[0], maximum=MTUS[1])
+
+
 axis.register(
+    # RFC 9147 §4.4: a DTLS stack fragments its handshake messages to its PMTU estimate, set here at both ends
+    axis.Axis("dtls_mtu", _mtu, f"a whole number of bytes, {MTUS[0]} to {MTUS[1]}", default=None, sql="INTEGER",
+              protocols=lambda p: p is DTLS, server_feature="dtls_mtu", client_feature="dtls_mtu",
+              client_option="--mtu", site=True, order=35,
+              help=f"DTLS: the largest UDP payload each side's datagrams carry (its handshake messages fragmented to "
+                   f"fit; both stacks' default is {DEFAULT_MTU})",
+              label=lambda v, row, short: f"DTLS datagrams ≤ {v} B" if v else None),
     # RFC 9147 §5.1: the server's stateless address check. On by default in every DTLS server measured here.
     axis.Axis("cookie", _cookie, "true or false", default=None, sql="BOOLEAN", protocols=lambda p: p is DTLS,
               default_for=lambda p: True if p is DTLS else None, check=_server_sends_cookie, site=True, order=34,

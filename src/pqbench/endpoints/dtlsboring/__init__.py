@@ -27,6 +27,7 @@ def capabilities() -> Capabilities:
     tls = boringssl.capabilities()
     return Capabilities(stack="dtlsboring", protocol="dtls", transports=("udp",), modes=MODES,
                         transport_modes={"udp": MODES}, versions=tls.versions, unsupported=boringssl.unsupported,
+                        features=("dtls_mtu",),
                         feature_notes={"cookie": "BoringSSL's DTLS 1.3 server is stateful: its HelloRetryRequest "
                                                  "never carries a cookie (cookie = false)",
                                        "offer": "pqboring offers one group list and lets BoringSSL choose its key "
@@ -45,7 +46,9 @@ class DtlsBoringServer(tlsrs.NativeServer):
     binary_name = BINARY
 
     def extra_server_args(self, serving) -> list[str]:
-        return ["--transport", "udp"]
+        mtus = [a for s in serving.sites if s.options.get("dtls_mtu")
+                for a in ("--site-mtu", f"{s.port},{s.options['dtls_mtu']}")]
+        return ["--transport", "udp", *mtus]
 
     def ready(self, client_place: Place) -> None:
         """Every site completes one DTLS handshake with this stack's client, tried until the server has bound its

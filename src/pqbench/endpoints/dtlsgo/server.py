@@ -21,7 +21,8 @@ class DtlsGoServer(ConfiguredServer):
     def config(self, run_dir: Path) -> dict:
         return {"addr": self.addr, "log": str(self.log_path), "groups": self.groups,
                 "sites": [{"port": s.port, "chain": str(s.chain.chain_file), "key": str(s.chain.leaf_key),
-                           "cookie": s.options.get("cookie") is not False} for s in self.serving.sites]}
+                           "cookie": s.options.get("cookie") is not False, "mtu": s.options.get("dtls_mtu") or 0}
+                          for s in self.serving.sites]}
 
     def probe(self, place: Place, site: Site, group: str) -> str | None:
         return handshake(place, self.addr, site, group, PROBE_TIMEOUT_MS)
