@@ -93,3 +93,29 @@ def test_the_mtu_axis_sets_each_side_s_datagrams(stacks_built, server, client):
     assert per(large) <= per(small), (per(large), per(small))
     if sig == "mldsa44":  # 7.8 kB from the server: at least one datagram fewer
         assert per(large) < per(small), (per(large), per(small))
+
+
+@pytest.mark.root
+def test_a_classical_key_share_before_the_hybrid_costs_a_hello_retry(stacks_built):
+    """The key-share strategy through the offer axis: the hybrid listed first with only an X25519 share makes
+    BoringSSL's server (which follows the client's order) ask for the hybrid's share: a second ClientHello, its
+    ML-KEM share in it, one more round trip on the wire; the hybrid's share in the first ClientHello needs none."""
+    retry = measure("dtlsboring", "dtlsboring", "X25519MLKEM768", n=3, offer="X25519 / X25519MLKEM768:X25519")
+    direct = measure("dtlsboring", "dtlsboring", "X25519MLKEM768", n=3, offer="X25519MLKEM768 / X25519MLKEM768:X25519")
+    for s in retry.samples:
+        assert s["group"] == "X25519MLKEM768" and s["hrr"] and s["dtls"]["client_hellos"] == 2, s["dtls"]
+        assert s["wire"]["ms"] >= 2 * RTT, s["wire"]  # the retry's round trip (the CPU's share only adds)
+    for s in direct.samples:
+        assert s["group"] == "X25519MLKEM768" and not s["hrr"] and s["dtls"]["client_hellos"] == 1, s["dtls"]
+    assert min(s["dtls"]["bytes_sent"] for s in retry.samples) > max(s["dtls"]["bytes_sent"] for s in direct.samples)
+
+
+@pytest.mark.root
+def test_the_server_s_own_order_overrides_the_client_s(stacks_built):
+    """server_groups in OpenSSL's tuple syntax as BoringSSL's server preference: a client that prefers X25519 (and
+    shares it) gets X25519 from a server that follows it, and a retry for the hybrid from one that puts it first."""
+    offer = "X25519 / X25519:X25519MLKEM768"
+    follows = measure("dtlsboring", "dtlsboring", "X25519MLKEM768", n=2, offer=offer)
+    leads = measure("dtlsboring", "dtlsboring", "X25519MLKEM768", n=2, offer=offer, server_groups="X25519MLKEM768/X25519")
+    assert {(s["group"], s["hrr"]) for s in follows.samples} == {("X25519", False)}
+    assert {(s["group"], s["hrr"]) for s in leads.samples} == {("X25519MLKEM768", True)}

@@ -215,6 +215,7 @@ fn opt_json(v: Option<String>) -> String {
 
 struct Client {
     ctx: *mut ffi::SSL_CTX,
+    shares: Vec<u16>,
     addr: SocketAddrV4,
     servername: Option<std::ffi::CString>,
     mtu: u32,
@@ -244,6 +245,10 @@ impl Client {
         let result = unsafe {
             ffi::SSL_set_connect_state(ssl);
             ffi::SSL_set_mtu(ssl, self.mtu);
+            if let Err(f) = crate::set_key_shares(ssl, &self.shares) {
+                ffi::SSL_free(ssl);
+                return (false, sample_json(o, index.unwrap_or(0), &Some(f), &[("start", Some(start))], start, None, &[]));
+            }
             if let Some(name) = &self.servername {
                 ffi::SSL_set_tlsext_host_name(ssl, name.as_ptr());
                 if o.cafile.is_some() {
@@ -340,7 +345,7 @@ pub fn run_client(o: &ClientOpts) -> i32 {
     }
     let mtu = o.extra("mtu").map_or(DEFAULT_MTU, |v| pqtls_common::parse_num(PROG, "--mtu", v, 256u32, 65507));
     let servername = o.servername.as_ref().map(|s| std::ffi::CString::new(s.as_str()).unwrap_or_default());
-    let c = Client { ctx: dtls_ctx(o), addr: SocketAddrV4::new(o.host, o.port), servername, mtu };
+    let c = Client { ctx: dtls_ctx(o), shares: crate::client_groups(&o.groups).1, addr: SocketAddrV4::new(o.host, o.port), servername, mtu };
     client::each_sample(PROG, o, |index| {
         let (ok, line) = c.sample(o, index);
         if index.is_some() {

@@ -147,6 +147,44 @@ fn drive(ssl: *mut ffi::SSL, fd: RawFd, deadline: u64, during: &str, mut op: imp
     }
 }
 
+// ---- groups ------------------------------------------------------------------------------------
+
+/// A group name (any spelling pqbench or a library uses) as BoringSSL's code point; exit 2 naming field.
+fn boring_group(name: &str, field: &str) -> u16 {
+    group_code(name).filter(|c| BORING_GROUPS.contains(c))
+        .unwrap_or_else(|| bad_usage(PROG, field, &format!("BoringSSL has no TLS group {name}")))
+}
+
+/// A client's --groups in OpenSSL's notation: every group in supported_groups order, and those marked '*' as the
+/// ones that get a key share (none marked: BoringSSL's choice, a share for the first).
+fn client_groups(names: &[String]) -> (Vec<u16>, Vec<u16>) {
+    let groups = names.iter().map(|g| boring_group(g.trim_start_matches('*'), "--groups")).collect();
+    let shares = names.iter().filter(|g| g.starts_with('*')).map(|g| boring_group(&g[1..], "--groups")).collect();
+    (groups, shares)
+}
+
+/// A server's preference order in OpenSSL's tuple syntax (A/B: A strictly first; A:B within a tuple: alike, the
+/// client's order and key shares decide) as BoringSSL's groups and equal-preference flags.
+fn server_preference(spec: &str, field: &str) -> (Vec<u16>, Vec<u32>) {
+    let (mut groups, mut flags) = (vec![], vec![]);
+    for tuple in spec.split('/') {
+        let names: Vec<&str> = tuple.split(':').filter(|n| !n.is_empty()).collect();
+        for (k, n) in names.iter().enumerate() {
+            groups.push(boring_group(n, field));
+            flags.push(if k + 1 < names.len() { ffi::SSL_GROUP_FLAG_EQUAL_PREFERENCE_WITH_NEXT as u32 } else { 0 });
+        }
+    }
+    (groups, flags)
+}
+
+/// The key shares a connection sends, where --groups marks them.
+unsafe fn set_key_shares(ssl: *mut ffi::SSL, shares: &[u16]) -> Result<(), Failure> {
+    if !shares.is_empty() && ffi::SSL_set1_client_key_shares(ssl, shares.as_ptr(), shares.len()) != 1 {
+        return Err(Failure::new("tls_error", format!("key shares: {}", err_text())));
+    }
+    Ok(())
+}
+
 // ---- trust anchor IDs --------------------------------------------------------------------------
 
 /// A trust anchor ID's binary representation (§4: the relative OID's DER contents) from its dotted text.
@@ -264,6 +302,8 @@ struct Boring {
     trusted: Vec<Vec<u8>>,
     /// Set for the connection that recovers: the one ID it requests, and what the failed attempt heard.
     recovering: Option<(Vec<u8>, Heard)>,
+    /// The groups that get a key share (empty: BoringSSL's choice).
+    shares: Vec<u16>,
 }
 
 struct Conn {
@@ -327,6 +367,7 @@ impl Library for Boring {
         unsafe {
             ffi::SSL_set_connect_state(ssl);
             ffi::SSL_set_fd(ssl, fd);
+            set_key_shares(ssl, &self.shares)?;
             if let Some(name) = &self.servername {
                 ffi::SSL_set_tlsext_host_name(ssl, name.as_ptr());
                 if self.verify {
@@ -397,8 +438,7 @@ fn client_ctx(o: &ClientOpts, method: *const ffi::SSL_METHOD, version: u16) -> *
         }
         check(ffi::SSL_CTX_set_min_proto_version(ctx, version), "version 1.3");
         check(ffi::SSL_CTX_set_max_proto_version(ctx, version), "version 1.3");
-        let codes: Vec<u16> = o.groups.iter().map(|g| group_code(g).filter(|c| BORING_GROUPS.contains(c))
-            .unwrap_or_else(|| bad_usage(PROG, "--groups", &format!("BoringSSL has no TLS group {g}")))).collect();
+        let (codes, _) = client_groups(&o.groups);
         check(ffi::SSL_CTX_set1_group_ids(ctx, codes.as_ptr(), codes.len()), "--groups");
         check(ffi::SSL_CTX_set_verify_algorithm_prefs(ctx, SIGALGS.as_ptr(), SIGALGS.len()), "signature schemes");
         ffi::SSL_CTX_set_msg_callback(ctx, Some(on_message));
@@ -440,7 +480,8 @@ fn run_client(args: &[String]) -> i32 {
     let servername = o.servername.as_ref().map(|s| CString::new(s.as_str())
         .unwrap_or_else(|_| bad_usage(PROG, "--servername", "contains a NUL byte")));
     let ctx = client_ctx(&o, unsafe { ffi::TLS_method() }, ffi::TLS1_3_VERSION as u16);
-    let mut lib = Boring { ctx, servername, verify: o.cafile.is_some(), requested, trusted, recovering: None };
+    let shares = client_groups(&o.groups).1;
+    let mut lib = Boring { ctx, servername, shares, verify: o.cafile.is_some(), requested, trusted, recovering: None };
     client::run(PROG, &mut lib, &o)
 }
 
@@ -588,9 +629,22 @@ fn server_ctx(o: &server::ServerOpts, site: &server::SiteOpts, method: *const ff
         let ctx = ffi::SSL_CTX_new(method);
         check(ffi::SSL_CTX_set_min_proto_version(ctx, version), "version 1.3");
         check(ffi::SSL_CTX_set_max_proto_version(ctx, version), "version 1.3");
-        let codes: Vec<u16> = o.groups.iter().map(|g| group_code(g).filter(|c| BORING_GROUPS.contains(c))
-            .unwrap_or_else(|| bad_usage(PROG, "--groups", &format!("BoringSSL has no TLS group {g}")))).collect();
-        check(ffi::SSL_CTX_set1_group_ids(ctx, codes.as_ptr(), codes.len()), "--groups");
+        let own = o.extra.iter().filter(|(k, _)| k == "site-groups").find_map(|(_, v)| {
+            let (port, spec) = v.split_once(',').unwrap_or_else(|| bad_usage(PROG, "--site-groups", "expected PORT,GROUPS"));
+            (pqtls_common::parse_num(PROG, "--site-groups", port, 1u16, 65535) == site.port).then_some(spec)
+        });
+        match own {
+            Some(spec) => {  // the site's own order, the server's preference first
+                let (codes, flags) = server_preference(spec, "--site-groups");
+                check(ffi::SSL_CTX_set1_group_ids_with_flags(ctx, codes.as_ptr(), flags.as_ptr(), codes.len()),
+                      "--site-groups");
+                ffi::SSL_CTX_set_options(ctx, ffi::SSL_OP_CIPHER_SERVER_PREFERENCE as u32);
+            }
+            None => {
+                let codes: Vec<u16> = o.groups.iter().map(|g| boring_group(g, "--groups")).collect();
+                check(ffi::SSL_CTX_set1_group_ids(ctx, codes.as_ptr(), codes.len()), "--groups");
+            }
+        }
         for (k, v) in &o.extra {
             if k != "anchor" {
                 continue;
@@ -647,7 +701,7 @@ fn debug() -> bool {
 }
 
 fn run_server(args: &[String]) -> ! {
-    let o = server::parse(PROG, args, &["--anchor", "--transport", "--site-mtu"]);
+    let o = server::parse(PROG, args, &["--anchor", "--transport", "--site-mtu", "--site-groups"]);
     match o.extra("transport") {
         None | Some("tcp") => {}
         Some("udp") => dtls::run_server(&o),

@@ -135,9 +135,10 @@ class ClientJob:
         argv += axis.client_options(self.axes)
         return argv + (["--pad", str(self.pad)] if self.pad else [])
 
-    def handshakes_over_udp(self, client: str, protocol: str) -> None:
+    def handshakes_over_udp(self, client: str, protocol: str, offers: bool = False) -> None:
         """Raises MissingCapability when the job asks more of a client that times handshakes of one protocol over
-        UDP alone (dtlsgo, strongswan): another transport or mode, padding, an offer or compression."""
+        UDP alone (dtlsgo, strongswan): another transport or mode, padding, an offer (unless it takes offers) or
+        compression."""
         from pqbench import protocol as proto
         from pqbench.errors import MissingCapability
         p = proto.get(protocol)
@@ -149,13 +150,14 @@ class ClientJob:
         if self.pad:
             raise MissingCapability(f"--pad: the {client} client cannot pad what it sends",
                                     "measure padding with the openssl client over TCP")
-        self.plain_offer(client)
+        self.plain_offer(client, offers)
 
-    def plain_offer(self, client: str) -> None:
+    def plain_offer(self, client: str, offers: bool = False) -> None:
         """Raises MissingCapability when the job asks what only pqtimer's offer and compression options
-        express (a client stack that has neither calls it before building its command line)."""
+        express (a client stack that has neither calls it before building its command line; offers: it chooses its
+        key shares, so only compression is refused)."""
         from pqbench.errors import MissingCapability
-        if self.offer is not None:
+        if self.offer is not None and not offers:
             from pqbench.endpoints.offer import parse_offer
             if not parse_offer(self.offer).single:
                 raise MissingCapability(f"--offer: the {client} client cannot choose its key shares and groups",

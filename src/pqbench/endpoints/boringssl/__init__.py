@@ -19,6 +19,8 @@ import functools
 from pqbench.algorithms import trust_anchors
 from pqbench.endpoints import tlsrs
 from pqbench.endpoints.base import Capabilities, ClientJob, Stack
+from pqbench.endpoints.offer import parse_offer
+from pqbench.errors import MissingCapability
 
 __all__ = ["STACK"]
 
@@ -54,9 +56,9 @@ def capabilities() -> Capabilities:
                         modes=tuple(caps.get("modes") or ("handshake", "page", "requests")),
                         versions={"boringssl": _library()},
                         unsupported=unsupported,
-                        features=tuple(trust_anchors.FEATURES.values()) if caps.get("trust_anchors") else (),
-                        feature_notes={"offer": "pqboring offers one group list and lets BoringSSL choose its key "
-                                                "shares"})
+                        # offer: the client chooses its key shares among its groups, the server takes a per-site
+                        # preference order (OpenSSL's tuples as BoringSSL's equal-preference flags)
+                        features=("offer", *(trust_anchors.FEATURES.values() if caps.get("trust_anchors") else ())))
 
 
 class BoringServer(tlsrs.NativeServer):
@@ -73,20 +75,29 @@ class BoringServer(tlsrs.NativeServer):
         return str(fallback["root"]) if fallback else super().probe_cafile(site)
 
     def extra_server_args(self, serving) -> list[str]:
-        return [a for site in serving.sites if site.options.get("trust_anchors")
-                for a in ("--anchor", f"{site.port},{site.chain.trust_anchors['id']},{site.chain.chain_file},"
-                                      f"{site.chain.leaf_key}")]
+        anchors = [a for site in serving.sites if site.options.get("trust_anchors")
+                   for a in ("--anchor", f"{site.port},{site.chain.trust_anchors['id']},{site.chain.chain_file},"
+                                         f"{site.chain.leaf_key}")]
+        orders = [a for site in serving.sites if site.server_groups
+                  for a in ("--site-groups", f"{site.port},{site.server_groups}")]
+        return anchors + orders
 
 
 class BoringClient(tlsrs.NativeClient):
     name = BINARY
 
     def argv(self, job: ClientJob, count: int, worker: int, claims) -> list[str]:
-        if not job.trust_anchors:
-            return super().argv(job, count, worker, claims)
-        plan = trust_anchors.client_plan(job.trust_anchors, job.anchors, job.cafile)
-        argv = super().argv(dataclasses.replace(job, cafile=plan.cafile), count, worker, claims)
-        if plan.requested is not None:
+        if job.pad:
+            raise MissingCapability(f"--pad: {self.name} cannot pad its ClientHello (only pqtimer can)",
+                                    "measure ClientHello padding with the openssl client")
+        job.plain_offer(self.name, offers=True)  # no certificate compression here
+        plan = trust_anchors.client_plan(job.trust_anchors, job.anchors, job.cafile) if job.trust_anchors else None
+        # an offer: its groups in OpenSSL's notation, key shares marked (pqboring reads every spelling pqbench uses)
+        groups = [parse_offer(job.offer).openssl()] if job.offer else \
+            tlsrs.group_names(tlsrs.capabilities(self.name), job.groups)
+        job = dataclasses.replace(job, cafile=plan.cafile) if plan else job
+        argv = [str(tlsrs.require(self.name)), "client", *job.tls_client_options(groups, count, worker, claims)]
+        if plan and plan.requested is not None:
             argv += ["--trust-anchors", ",".join(plan.requested)]
             argv += ["--trusted-anchors", ",".join(plan.trusted)] if plan.trusted else []
         return argv

@@ -27,28 +27,22 @@ def capabilities() -> Capabilities:
     tls = boringssl.capabilities()
     return Capabilities(stack="dtlsboring", protocol="dtls", transports=("udp",), modes=MODES,
                         transport_modes={"udp": MODES}, versions=tls.versions, unsupported=boringssl.unsupported,
-                        features=("dtls_mtu",),
+                        features=("dtls_mtu", "offer"),
                         feature_notes={"cookie": "BoringSSL's DTLS 1.3 server is stateful: its HelloRetryRequest "
-                                                 "never carries a cookie (cookie = false)",
-                                       "offer": "pqboring offers one group list and lets BoringSSL choose its key "
-                                                "shares"})
+                                                 "never carries a cookie (cookie = false)"})
 
 
-class DtlsBoringClient(tlsrs.NativeClient):
-    name = BINARY
-
+class DtlsBoringClient(boringssl.BoringClient):
     def argv(self, job: ClientJob, count: int, worker: int, claims) -> list[str]:
-        job.handshakes_over_udp("dtlsboring", "dtls")
+        job.handshakes_over_udp("dtlsboring", "dtls", offers=True)
         return super().argv(job, count, worker, claims)  # --transport udp among pqtimer's options
 
 
-class DtlsBoringServer(tlsrs.NativeServer):
-    binary_name = BINARY
-
+class DtlsBoringServer(boringssl.BoringServer):
     def extra_server_args(self, serving) -> list[str]:
         mtus = [a for s in serving.sites if s.options.get("dtls_mtu")
                 for a in ("--site-mtu", f"{s.port},{s.options['dtls_mtu']}")]
-        return ["--transport", "udp", *mtus]
+        return [*super().extra_server_args(serving), "--transport", "udp", *mtus]
 
     def ready(self, client_place: Place) -> None:
         """Every site completes one DTLS handshake with this stack's client, tried until the server has bound its
