@@ -253,7 +253,7 @@ axis.register(
     axis.Axis("offer", lambda field, v: parse_offer(v, field).notation(), "offers", check=_offer_check,
               protocols=_shares_keys,
               help="the client's groups and key shares: X25519MLKEM768+X25519 (two shares), X25519 / X25519MLKEM768 "
-                   "(a share for X25519, the hybrid listed without one); openssl client only",
+                   "(a share for X25519, the hybrid listed without one); the openssl and boringssl clients (DTLS: dtlsboring)",
               to_job=lambda v: {"offer": v}, order=40, label=lambda v, row, short: f"offer {v}"),
     # the server's preference order (None: every group of the run, one tuple)
     axis.Axis("server_groups", lambda field, v: parse_server_groups(v, field).openssl(), "preference orders",
