@@ -15,7 +15,7 @@ pqbench.experiment.axes:
   its value is set, and any check beyond (check);
 - how it reaches them: the timing client's option (client_option, option_value) through the ClientJob, and the
   server's site (site: a port per value, the value in Site.options);
-- how it reaches the path: TCP's per-route knobs (to_tcp);
+- how it reaches the path: TCP's per-route knobs (to_tcp), the link itself (to_link);
 - its label in progress lines and the report (label, with its place among the other parts: order).
 
 Spec, Cell, cell ids, store columns, condition labels, capability checks and client arguments are derived from
@@ -51,6 +51,7 @@ class Axis:
     admits: Callable[[Any, str], str | None] | None = None
     path: bool = False  # a knob of the emulated path: a spec whose servers are targets (a real path) refuses it
     to_tcp: Callable[[Any], dict] | None = None  # how it reaches TCP's per-route knobs (TcpKnobs keyword arguments)
+    to_link: Callable[[Any, Any], Any] | None = None  # (value, LinkSpec) -> the cell's LinkSpec with it (the path's)
     server_feature: str | None = None  # Capabilities.features entry the server stack needs when the value is set
     client_feature: str | None = None  # … the client stack
     # (value, Capabilities, role, the cell's values) -> why the stack in role cannot, or None
@@ -223,6 +224,14 @@ def job_fields(values: Mapping) -> dict:
         elif a.client_option and a.name in values:
             options[a.name] = values[a.name]
     return {**out, "axes": options} if options else out
+
+
+def on_link(values: Mapping, link):
+    """The cell's LinkSpec with what its set values put on the path (Axis.to_link)."""
+    for a in registered():
+        if a.to_link and values.get(a.name) is not None:
+            link = a.to_link(values[a.name], link)
+    return link
 
 
 def tcp_fields(values: Mapping) -> dict:

@@ -146,12 +146,12 @@ class Cell:
         extra = {"queue_packets": s.queue} if s.queue else {}
         link = LinkSpec.symmetric(s.rtt_ms, jitter_ms=s.jitter_ms, loss=loss, rate_mbit=s.rate_mbit,
                                   mtu=self.mtu, seed=seed, **extra)
-        if not (s.trace_up or s.trace_down or s.aqm):
-            return link
-        aqm = Aqm.parse(s.aqm) if s.aqm else Aqm()
-        return link.replace(
-            client_to_server=dataclasses.replace(link.client_to_server, aqm=aqm, trace=s.trace_up),
-            server_to_client=dataclasses.replace(link.server_to_client, aqm=aqm, trace=s.trace_down))
+        if s.trace_up or s.trace_down or s.aqm:
+            aqm = Aqm.parse(s.aqm) if s.aqm else Aqm()
+            link = link.replace(
+                client_to_server=dataclasses.replace(link.client_to_server, aqm=aqm, trace=s.trace_up),
+                server_to_client=dataclasses.replace(link.server_to_client, aqm=aqm, trace=s.trace_down))
+        return axis.on_link(self.values(), link)  # a middlebox … (the seed stays the link's: pairs share losses)
 
     def tcp(self) -> TcpKnobs:
         """TCP's per-route knobs, from the axes that are (Axis.to_tcp)."""

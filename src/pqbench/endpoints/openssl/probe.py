@@ -18,11 +18,12 @@ def tls_handshake(place: Place, addr: str, site: Site, group: str) -> str | None
 
 def _mtc_client():
     from pqbench import endpoints
+    from pqbench import protocol as proto
     from pqbench.algorithms.chain_axes import MTC
     from pqbench.errors import MissingCapability
     for name in endpoints.names():
-        stack = endpoints.get(name)
-        if stack.protocol == "tls" and MTC["client"] in stack.capabilities().features:
+        stack = endpoints.get(name)  # a client of nginx's own protocol (TLS) that verifies an MTC
+        if proto.get(stack.protocol).is_default and MTC["client"] in stack.capabilities().features:
             return stack.client()
     raise MissingCapability("no client stack here verifies a Merkle Tree Certificate to probe the server with",
                             "build the rustls stack (`make stacks`)")
