@@ -189,6 +189,9 @@ class Capabilities:
     transport_modes: dict = dataclasses.field(default_factory=dict)
     # With the "initial_size" feature: the QUIC Initial sizes (UDP payload bytes) the client can send, lo..hi.
     initial_sizes: tuple[int, int] | None = None
+    # A stack that retransmits over datagrams by its own timer (DTLS, IKEv2): its first timeout, ms, as built here
+    # (the report counts a lost datagram's cost in it)
+    first_timer_ms: float | None = None
 
 
 class Server(Protocol):

@@ -19,6 +19,7 @@ import pqbench.report.targets  # noqa: F401  servers pqbench did not start
 import pqbench.report.deployment  # noqa: F401  offers, certificate compression, 0-RTT
 import pqbench.report.links  # noqa: F401  users' links, queues
 import pqbench.report.transports  # noqa: F401  QUIC beside TCP
+import pqbench.report.datagrams  # noqa: F401  DTLS and IKEv2 under loss, in timers
 import pqbench.report.chains  # noqa: F401  chain shapes, the byte staircase
 import pqbench.report.browsers  # noqa: F401  real browsers
 import pqbench.report.page_clients  # noqa: F401  page loads by client

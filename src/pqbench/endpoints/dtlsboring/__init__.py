@@ -27,7 +27,7 @@ def capabilities() -> Capabilities:
     tls = boringssl.capabilities()
     return Capabilities(stack="dtlsboring", protocol="dtls", transports=("udp",), modes=MODES,
                         transport_modes={"udp": MODES}, versions=tls.versions, unsupported=boringssl.unsupported,
-                        features=("dtls_mtu", "offer"),
+                        features=("dtls_mtu", "offer"), first_timer_ms=400.0,  # BoringSSL's (RFC 9147's suggestion)
                         feature_notes={"cookie": "BoringSSL's DTLS 1.3 server is stateful: its HelloRetryRequest "
                                                  "never carries a cookie (cookie = false)"})
 

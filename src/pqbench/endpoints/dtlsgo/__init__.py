@@ -46,7 +46,7 @@ def capabilities() -> Capabilities:
     modes = tuple(caps.get("modes", client.MODES))
     return Capabilities(stack="dtlsgo", protocol="dtls", transports=client.SPEAKS, modes=modes,
                         transport_modes={t: modes for t in client.SPEAKS}, versions=versions, unsupported=unsupported,
-                        features=("cookie", "dtls_mtu"),
+                        features=("cookie", "dtls_mtu"), first_timer_ms=1000.0,  # pion's initial flight interval
                         feature_notes={"offer": "pion/dtls chooses its key shares from its curve list",
                                        "cert_compression": "pion/dtls has no certificate compression"})
 

@@ -51,6 +51,7 @@ def capabilities() -> Capabilities:
                         versions={"strongswan": prov.get("version"), "openssl": prov.get("openssl"),
                                   "proposal": f"{proposals.CIPHER_PRF}-<key exchanges>"},
                         unsupported=unsupported, features=("fragment_size", "additional_ke", "retransmit_timeout"),
+                        first_timer_ms=4000.0,  # charon's retransmit_timeout (the retransmit_timeout axis sets it)
                         feature_notes={"offer": "IKEv2 offers its proposal's key exchanges, one of each kind",
                                        "cert_compression": "IKEv2 has no certificate compression"})
 
