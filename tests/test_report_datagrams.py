@@ -9,9 +9,9 @@ import numpy as np
 from pqbench.report import datagrams
 
 
-def cell(loss, durations, protocol="dtls", transport="udp", client="dtlsboring", **row):
+def cell(loss, durations, protocol="dtls", transport="udp", server="dtlsgo", client="dtlsboring", **row):
     d = np.array(durations, dtype=float)
-    return SimpleNamespace(row={"protocol": protocol, "transport": transport, "server": "dtlsgo", "client": client,
+    return SimpleNamespace(row={"protocol": protocol, "transport": transport, "server": server, "client": client,
                                 "kex": "X25519MLKEM768", "sig": "ecdsap256", "rtt_ms": 31.1, "mode": "handshake",
                                 "loss": loss, **row},
                            ok=d.size, n=d.size, durations=d, p50=float(np.median(d)),
@@ -24,17 +24,21 @@ def test_a_late_handshake_is_counted_in_the_client_s_timer():
     t = datagrams.loss_table(SimpleNamespace(cells=[clean, lossy]))
     (row,) = t.rows
     got = dict(zip(t.headers, row))
-    assert (got["late"], got["client's first timer ms"], got["in timers"]) == ("15%", "400", "1.00"), got
+    # pion's server (1 s) and BoringSSL's client (400 ms): the shorter fires first
+    assert (got["late"], got["first timers ms (server / client)"], got["in the shorter timer"]) == \
+        ("15%", "1000 / 400", "1.00"), got
     assert got["late by ms (median)"].startswith("400"), got
 
 
 def test_ike_s_own_timeout_and_pion_s_timer_are_the_units():
-    ike = [cell(0, [70.0] * 10, protocol="ike", client="strongswan", retransmit_timeout=500.0),
-           cell(0.03, [70.0] * 9 + [570.0], protocol="ike", client="strongswan", retransmit_timeout=500.0)]
+    ike = [cell(0, [70.0] * 10, protocol="ike", server="strongswan", client="strongswan", retransmit_timeout=500.0),
+           cell(0.03, [70.0] * 9 + [570.0], protocol="ike", server="strongswan", client="strongswan",
+                retransmit_timeout=500.0)]
     pion = [cell(0, [33.0] * 10, client="dtlsgo"), cell(0.03, [33.0] * 8 + [1033.0] * 2, client="dtlsgo")]
     t = datagrams.loss_table(SimpleNamespace(cells=ike + pion))
     units = {r[1]: (r[10], r[11]) for r in t.rows}
-    assert units == {"dtlsgo → strongswan": ("500", "1.00"), "dtlsgo → dtlsgo": ("1000", "1.00")}, t.rows
+    assert units == {"strongswan → strongswan": ("500 / 500", "1.00"), "dtlsgo → dtlsgo": ("1000 / 1000", "1.00")}, \
+        t.rows
 
 
 def test_tls_over_quic_has_no_timer_row():
