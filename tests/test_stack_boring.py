@@ -12,6 +12,7 @@ import tlsstacks
 from conftest import assert_client_leads_the_wire
 from tlsstacks import job
 
+from pqbench import endpoints
 from pqbench.endpoints import tlsrs
 from pqbench.measure import wire
 from pqbench.testbed import LinkSpec
@@ -44,7 +45,6 @@ def test_each_pair_negotiates_what_was_asked(bed, server, client, kex, sig):
 
 
 def test_what_boringssl_lacks_is_a_reason_naming_it(boring_built):
-    from pqbench import endpoints
     assert "BoringSSL" in endpoints.unsupported("boringssl", "boringssl", "SecP256r1MLKEM768", "ecdsap256", "handshake")
     assert "has no TLS group frodo640aes" in endpoints.unsupported("openssl", "boringssl", "frodo640aes", "ecdsap256",
                                                                    "handshake")

@@ -104,6 +104,27 @@ def chain_problem(sig: str) -> str | None:
     return None
 
 
+def library_gap(name: str, lib: str, kex: str, sig: str, role: str) -> str | None:
+    """Why the binary `name` (lib, as errors call it) cannot run kex with sig in TLS 1.3 in this role, from its
+    capabilities, or None."""
+    caps = capabilities(name)
+    if caps is None:
+        return f"{binary(name)} is not built: {FIX}"
+    if group_for(caps, kex) is None:
+        return f"{lib} has no TLS group {kex} (it has {', '.join(caps['groups'])})"
+    why = chain_problem(sig)
+    if why:
+        return why
+    scheme = sigalg_for(caps, sig)
+    if scheme is None:
+        return f"{lib} has no TLS signature scheme for {sig}"
+    if role == "server":
+        have = caps["server"]["sign_sigalgs"]
+        return None if scheme in have else f"{lib} cannot sign with {sig} keys (it signs with {', '.join(have)})"
+    have = caps["client"]["verify_sigalgs"]
+    return None if scheme in have else f"{lib} cannot verify {sig} signatures (it verifies {', '.join(have)})"
+
+
 def group_names(caps: dict, groups: list[str], field: str = "groups") -> list[str]:
     """serving/job groups (catalog names) as the binary names them; MissingCapability for one it lacks."""
     out = []

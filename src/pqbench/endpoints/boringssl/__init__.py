@@ -33,20 +33,7 @@ def _library() -> str:
 
 def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
     """Why BoringSSL as built here cannot run kex with sig in TLS 1.3 in this role, or None."""
-    caps = tlsrs.capabilities(BINARY)
-    if caps is None:
-        return f"{tlsrs.binary(BINARY)} is not built: {tlsrs.FIX}"
-    if tlsrs.group_for(caps, kex) is None:
-        return f"{_library()} has no TLS group {kex} (it has {', '.join(caps['groups'])})"
-    why = tlsrs.chain_problem(sig)
-    if why:
-        return why
-    name = tlsrs.sigalg_for(caps, sig)
-    have = caps["server"]["sign_sigalgs"] if role == "server" else caps["client"]["verify_sigalgs"]
-    if name not in have:
-        return f"{_library()} cannot {'sign with' if role == 'server' else 'verify'} {sig} " \
-               f"(it {'signs with' if role == 'server' else 'verifies'} {', '.join(have)})"
-    return None
+    return tlsrs.library_gap(BINARY, _library(), kex, sig, role)
 
 
 @functools.lru_cache(maxsize=None)

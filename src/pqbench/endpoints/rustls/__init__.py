@@ -26,28 +26,8 @@ BINARY = "pqrustls"
 
 def unsupported(kex: str, sig: str, role: str = "server") -> str | None:
     """Why rustls (aws-lc-rs) as built here cannot run kex with sig in TLS 1.3 in this role, or None."""
-    caps = tlsrs.capabilities(BINARY)
-    if caps is None:
-        return f"{tlsrs.binary(BINARY)} is not built: {tlsrs.FIX}"
     version = tlsrs.versions("rustls").get("rustls") or ""
-    lib = f"rustls {version} (aws-lc-rs)".replace("  ", " ")
-    if tlsrs.group_for(caps, kex) is None:
-        return f"{lib} has no TLS group {kex} (it has {', '.join(caps['groups'])})"
-    why = tlsrs.chain_problem(sig)
-    if why:
-        return why
-    name = tlsrs.sigalg_for(caps, sig)
-    if name is None:
-        return f"{lib} has no TLS signature scheme for {sig}"
-    if role == "server":
-        have = caps["server"]["sign_sigalgs"]
-        if name not in have:
-            return f"{lib} cannot sign with {sig} keys (it signs with {', '.join(have)})"
-    else:
-        have = caps["client"]["verify_sigalgs"]
-        if name not in have:
-            return f"{lib} cannot verify {sig} signatures (it verifies {', '.join(have)})"
-    return None
+    return tlsrs.library_gap(BINARY, f"rustls {version} (aws-lc-rs)".replace("  ", " "), kex, sig, role)
 
 
 @functools.lru_cache(maxsize=None)
