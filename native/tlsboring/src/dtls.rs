@@ -296,11 +296,10 @@ impl Client {
         // what crossed up to the handshake's end (the close_notify after it is not part of it)
         let end = done.unwrap_or(u64::MAX);
         let sent: Vec<&Datagram> = l.sent.iter().filter(|d| d.t <= end).collect();
-        let hellos: Vec<(u8, u16)> = sent.iter().flat_map(|d| fragments(&d.bytes)).filter(|f| f.0 == CLIENT_HELLO)
-            .map(|f| (f.0, f.1)).collect();
+        // ClientHellos by message_seq (a retransmission repeats its seq), and the datagrams that carried them
+        let hello_seqs: std::collections::BTreeSet<u16> = sent.iter().flat_map(|d| fragments(&d.bytes))
+            .filter(|f| f.0 == CLIENT_HELLO).map(|f| f.1).collect();
         let hello_datagrams = sent.iter().filter(|d| fragments(&d.bytes).iter().any(|f| f.0 == CLIENT_HELLO)).count();
-        let mut distinct = hellos.iter().map(|h| h.1).collect::<Vec<_>>();
-        distinct.dedup();
         let mut cookie = false;
         let mut server_hello_at = None;
         for d in &l.received {
@@ -318,7 +317,7 @@ impl Client {
         let counts = json::object(&[
             ("datagrams_sent", sent.len().to_string()), ("datagrams_received", received.len().to_string()),
             ("bytes_sent", bytes(&sent).to_string()), ("bytes_received", bytes(&received).to_string()),
-            ("client_hellos", distinct.len().to_string()), ("client_hello_datagrams", hello_datagrams.to_string()),
+            ("client_hellos", hello_seqs.len().to_string()), ("client_hello_datagrams", hello_datagrams.to_string()),
             ("cookie", cookie.to_string()), ("mtu", self.mtu.to_string()), ("timer_expiries", timeouts.to_string()),
         ]);
         let milestone = done.map(|_| format!("{{\"dir\": \"c2s\", \"offset\": {}, \"edge\": \"first\"}}",

@@ -13,8 +13,8 @@ from pqbench.transport import DEFAULT as DEFAULT_TRANSPORT, TRANSPORTS
 
 DEFAULT_STACK = proto.get(None).default_pair[0]
 # One folder per stack under pqbench/endpoints/, each exporting STACK.
-STACK_MODULES = ("openssl", "s2n", "rustls", "boringssl", "gotls", "openssh", "gossh", "quicgo", "dtlsgo", "dtlsboring", "strongswan", "chromium",
-                 "firefox")
+STACK_MODULES = ("openssl", "s2n", "rustls", "boringssl", "gotls", "openssh", "gossh", "quicgo", "dtlsgo", "dtlsboring",
+                 "strongswan", "chromium", "firefox")
 _STACKS: dict[str, Stack] = {}
 _TARGETS: dict[str, Stack] = {}  # servers pqbench did not start (endpoints/remote): by get(), not in names()
 _imported = False

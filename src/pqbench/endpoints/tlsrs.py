@@ -19,6 +19,7 @@ from pqbench import interrupts, paths
 from pqbench.algorithms import catalog
 from pqbench.sample import TLS_MILESTONES
 from pqbench.endpoints.base import ClientJob, Place, Serving, probe, stop_group
+from pqbench.endpoints.offer import parse_offer
 from pqbench.endpoints.ready import Starting, listening
 from pqbench.errors import MeasurementFailed, MissingCapability
 
@@ -200,14 +201,16 @@ class NativeClient:
     """A Rust stack's timing client: pqtimer's command line and sample (see the module doc)."""
     name = ""
     milestones = TLS_MILESTONES
+    takes_offers = False  # its --groups takes an offer in OpenSSL's notation, key shares marked (the offer feature)
 
     def argv(self, job: ClientJob, count: int, worker: int, claims: Path | None) -> list[str]:
         b = require(self.name)
         if job.pad:
             raise MissingCapability(f"--pad: {self.name} cannot pad its ClientHello (only pqtimer can)",
                                     "measure ClientHello padding with the openssl client")
-        job.plain_offer(self.name)
-        groups = group_names(capabilities(self.name), job.groups)
+        job.plain_offer(self.name, offers=self.takes_offers)
+        groups = [parse_offer(job.offer).openssl()] if job.offer and self.takes_offers else \
+            group_names(capabilities(self.name), job.groups)
         return [str(b), "client", *job.tls_client_options(groups, count, worker, claims)]
 
     def env(self) -> dict:

@@ -177,26 +177,26 @@ def join(samples: list[dict], flows: list[dict], offset_ns: int, milestone: Mile
         if not candidates:
             continue
         t = start + offset_ns
-        opens = [f["open_ns"] for f in candidates]
-        k = bisect.bisect_left(opens, t)
-        best = min((j for j in (k - 1, k) if 0 <= j < len(candidates)), key=lambda j: abs(opens[j] - t))
-        if abs(opens[best] - t) <= MATCH_WINDOW_NS:
-            flow = candidates.pop(best)
+        flow = _take_nearest(candidates, t)
+        if flow is not None:
             s["wire"] = quic_summary(flow, s, rtt_ns) if over.datagram else \
                 summary(flow, sample_milestone(s, flow) or milestone)
-            first = _first_flow(s, by_port.get((over.ip_proto, (s.get("first_attempt") or {}).get("local_port"))), t)
+            # a recovery's failed first connection (Library::again in the Rust clients), which opened at its start
+            first = _take_nearest(by_port.get((over.ip_proto, (s.get("first_attempt") or {}).get("local_port"))), t)
             if first is not None:
                 s["wire"] = with_first_connection(s["wire"], first, flow)
             joined += 1
     return joined
 
 
-def _first_flow(s: dict, candidates: list | None, t: int) -> dict | None:
-    """The connection of a sample's failed first attempt (a trust anchor recovery's), which opened at its start."""
+def _take_nearest(candidates: list | None, t: int) -> dict | None:
+    """The flow (by open time, sorted) that opened nearest to t, within MATCH_WINDOW_NS, taken from candidates."""
     if not candidates:
         return None
-    best = min(range(len(candidates)), key=lambda j: abs(candidates[j]["open_ns"] - t))
-    return candidates.pop(best) if abs(candidates[best]["open_ns"] - t) <= MATCH_WINDOW_NS else None
+    opens = [f["open_ns"] for f in candidates]
+    k = bisect.bisect_left(opens, t)
+    best = min((j for j in (k - 1, k) if 0 <= j < len(candidates)), key=lambda j: abs(opens[j] - t))
+    return candidates.pop(best) if abs(opens[best] - t) <= MATCH_WINDOW_NS else None
 
 
 ADDED = ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c", "retrans_c2s", "retrans_s2c", "drops_c2s",

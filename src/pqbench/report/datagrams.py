@@ -19,7 +19,7 @@ from pqbench.report.tables import Table, condition, ms
 from pqbench.report.sections import Section, register
 
 # What a lossy cell and its clean partner share: everything but the loss (and the link's seed, which the loss sets).
-_SAME = ("protocol", "server", "client", "kex", "sig", "rtt_ms", "mode")
+_SAME = ("protocol", "server", "client", "kex", "sig", "rtt_ms", "rate_mbit", "trace", "queue", "mode")
 
 
 def _timed_over_datagrams(c) -> bool:

@@ -200,44 +200,41 @@ fn measure_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
         cpu_wait_ns: None,
         extra: vec![],
     };
-    let mut sock = match net::tcp_connect(o.host, o.port, deadline) {
-        Ok(sock) => sock,
+    let connect = |s: &mut Sample| match net::tcp_connect(o.host, o.port, deadline) {
+        Ok(sock) => {
+            s.tcp_connected = Some(now_ns());
+            Some(sock)
+        }
         Err(f) => {
             s.ok_fail = Some(f);
-            return s;
+            None
         }
     };
-    s.tcp_connected = Some(now_ns());
+    let Some(mut sock) = connect(&mut s) else { return s };
     let mut handshake = lib.handshake(sock.0, deadline, &mut s.phases);
-    let mut first_tcp = None;  // the failed first connection's counts, added to the sample's (both crossed)
-    let again = match &handshake {
-        Err(f) => lib.again(f).map(|fields| (f.clone(), fields)),
-        Ok(_) => None,
-    };
-    if let Some((f, fields)) = again {
-        // the sample goes on from its start: its phases are the second connection's, the first one's are said
-        let mut first = String::new();
-        json::string(&mut first, &f.msg);
-        let first = json::object(&[("error_class", json::quoted(f.class)), ("error", first),
-                                   ("local_port", net::local_port(sock.0).map_or("null".into(), |p| p.to_string())),
-                                   ("tcp_connected_ns", s.tcp_connected.map_or("null".into(), |t| (t - start).to_string())),
-                                   ("ended_ns", (now_ns() - start).to_string())]);
-        s.extra.push(("first_attempt".to_string(), first));
-        s.extra.extend(fields.into_iter().map(|(k, v)| (format!("{k}_first"), v)));
-        first_tcp = net::tcp_counts(sock.0);
-        drop(sock);
-        s.phases = Phases::default();
-        sock = match net::tcp_connect(o.host, o.port, deadline) {
-            Ok(sock) => sock,
-            Err(f) => {
-                s.ok_fail = Some(f);
-                lib.sample_done();
-                return s;
+    // A recovery (Library::again) connects again at once; what the failed connection was is written into the
+    // sample once it is over, outside the time it measures. Both connections' TCP counts add up (both crossed).
+    let mut first: Option<FirstAttempt> = None;
+    if let Err(f) = &handshake {
+        if let Some(fields) = lib.again(f) {
+            first = Some(FirstAttempt { failure: f.clone(), fields, ended: now_ns(), connected: s.tcp_connected,
+                                        port: net::local_port(sock.0), tcp: net::tcp_counts(sock.0) });
+            drop(sock);
+            s.phases = Phases::default();
+            match connect(&mut s) {
+                Some(again) => sock = again,
+                None => {
+                    lib.sample_done();
+                    if let Some(a) = first {
+                        a.say(&mut s, start);
+                    }
+                    return s;
+                }
             }
-        };
-        s.tcp_connected = Some(now_ns());
-        handshake = lib.handshake(sock.0, deadline, &mut s.phases);
+            handshake = lib.handshake(sock.0, deadline, &mut s.phases);
+        }
     }
+    let first_tcp = first.as_ref().and_then(|a| a.tcp);
     lib.sample_done();
     let fd = sock.0;
     match handshake {
@@ -267,7 +264,34 @@ fn measure_sample<L: Library>(lib: &mut L, o: &ClientOpts) -> Sample {
     }
     s.local_port = net::local_port(fd);
     drop(sock);
+    if let Some(a) = first {
+        a.say(&mut s, start);
+    }
     s
+}
+
+/// A sample's failed first connection, before a recovery's second.
+struct FirstAttempt {
+    failure: Failure,
+    fields: Vec<(String, String)>,
+    ended: u64,
+    connected: Option<u64>,
+    port: Option<u16>,
+    tcp: Option<TcpCounts>,
+}
+
+impl FirstAttempt {
+    /// Into the sample's fields: "first_attempt", and the library's own under "<name>_first".
+    fn say(self, s: &mut Sample, start: u64) {
+        let mut error = String::new();
+        json::string(&mut error, &self.failure.msg);
+        let at = |t: Option<u64>| t.map_or("null".into(), |t| (t - start).to_string());
+        s.extra.push(("first_attempt".to_string(), json::object(&[
+            ("error_class", json::quoted(self.failure.class)), ("error", error),
+            ("local_port", self.port.map_or("null".into(), |p| p.to_string())),
+            ("tcp_connected_ns", at(self.connected)), ("ended_ns", at(Some(self.ended)))])));
+        s.extra.extend(self.fields.into_iter().map(|(k, v)| (format!("{k}_first"), v)));
+    }
 }
 
 fn print_sample(o: &ClientOpts, index: u64, s: &Sample) {

@@ -19,8 +19,6 @@ import functools
 from pqbench.algorithms import trust_anchors
 from pqbench.endpoints import tlsrs
 from pqbench.endpoints.base import Capabilities, ClientJob, Stack
-from pqbench.endpoints.offer import parse_offer
-from pqbench.errors import MissingCapability
 
 __all__ = ["STACK"]
 
@@ -53,16 +51,20 @@ class BoringServer(tlsrs.NativeServer):
     credential matched by its root's ID."""
     binary_name = BINARY
 
+    @staticmethod
+    def _fallback(site) -> dict | None:
+        return site.chain.trust_anchors.get("fallback") if site.options.get("trust_anchors") else None
+
     def site_files(self, site) -> tuple:
-        fallback = site.chain.trust_anchors.get("fallback") if site.options.get("trust_anchors") else None
+        fallback = self._fallback(site)
         return (fallback["chain"], fallback["key"]) if fallback else super().site_files(site)
 
     def probe_cafile(self, site) -> str:
-        fallback = site.chain.trust_anchors.get("fallback") if site.options.get("trust_anchors") else None
+        fallback = self._fallback(site)
         return str(fallback["root"]) if fallback else super().probe_cafile(site)
 
     def extra_server_args(self, serving) -> list[str]:
-        anchors = [a for site in serving.sites if site.options.get("trust_anchors")
+        anchors = [a for site in serving.sites if self._fallback(site)
                    for a in ("--anchor", f"{site.port},{site.chain.trust_anchors['id']},{site.chain.chain_file},"
                                          f"{site.chain.leaf_key}")]
         orders = [a for site in serving.sites if site.server_groups
@@ -71,20 +73,16 @@ class BoringServer(tlsrs.NativeServer):
 
 
 class BoringClient(tlsrs.NativeClient):
+    """pqtimer's options, offers among them; a trust anchor case's IDs and trust file (trust_anchors.client_plan)."""
     name = BINARY
+    takes_offers = True
 
     def argv(self, job: ClientJob, count: int, worker: int, claims) -> list[str]:
-        if job.pad:
-            raise MissingCapability(f"--pad: {self.name} cannot pad its ClientHello (only pqtimer can)",
-                                    "measure ClientHello padding with the openssl client")
-        job.plain_offer(self.name, offers=True)  # no certificate compression here
-        plan = trust_anchors.client_plan(job.trust_anchors, job.anchors, job.cafile) if job.trust_anchors else None
-        # an offer: its groups in OpenSSL's notation, key shares marked (pqboring reads every spelling pqbench uses)
-        groups = [parse_offer(job.offer).openssl()] if job.offer else \
-            tlsrs.group_names(tlsrs.capabilities(self.name), job.groups)
-        job = dataclasses.replace(job, cafile=plan.cafile) if plan else job
-        argv = [str(tlsrs.require(self.name)), "client", *job.tls_client_options(groups, count, worker, claims)]
-        if plan and plan.requested is not None:
+        if not job.trust_anchors:
+            return super().argv(job, count, worker, claims)
+        plan = trust_anchors.client_plan(job.trust_anchors, job.anchors, job.cafile)
+        argv = super().argv(dataclasses.replace(job, cafile=plan.cafile), count, worker, claims)
+        if plan.requested is not None:
             argv += ["--trust-anchors", ",".join(plan.requested)]
             argv += ["--trusted-anchors", ",".join(plan.trusted)] if plan.trusted else []
         return argv
